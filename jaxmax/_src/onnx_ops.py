@@ -1,0 +1,86 @@
+"""ONNX adapters: the ReduceMax opset table (largest since-version <= opset) -> core."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+from jax.typing import ArrayLike
+
+from jaxmax._src import core, dtypes
+from jaxmax._src import validation as v
+
+_OP = "ONNX ReduceMax"
+
+_BASE = ("float16", "float32", "float64", "int32", "int64", "uint32", "uint64")
+_EIGHT_BIT = _BASE + ("int8", "uint8")
+_BFLOAT = _EIGHT_BIT + ("bfloat16",)
+# since-version -> allowed data types (the schema's type constraint T)
+DTYPES_BY_VERSION: dict[int, frozenset[str]] = {
+    1: frozenset(_BASE),
+    11: frozenset(_BASE),
+    12: frozenset(_EIGHT_BIT),
+    13: frozenset(_BFLOAT),
+    18: frozenset(_BFLOAT),
+    20: frozenset(_BFLOAT + ("bool",)),
+}
+SINCE_VERSIONS = tuple(sorted(DTYPES_BY_VERSION))
+
+
+def since_version(opset: int) -> int:
+    """The ReduceMax since-version in force at `opset` (the largest one <= `opset`)."""
+    return max(s for s in SINCE_VERSIONS if s <= opset)
+
+
+def reduce_max(data: ArrayLike, axes: ArrayLike | None = None, *, keepdims: int | bool = 1,
+               noop_with_empty_axes: int | bool = 0, opset: int = 20) -> jax.Array:
+    """ONNX ``ReduceMax``, since-versions 1, 11, 12, 13, 18 and 20, selected by `opset`.
+
+    NaN propagates (numpy semantics, as ``onnx.reference``); ``-inf`` stays ``-inf``; an empty
+    set (a reduced dimension of size 0) gives ``-inf`` for floating types, ``iinfo.min`` for
+    integers and ``False`` for bool. Bool data (opset >= 20) reduces with logical or.
+
+    Args:
+      data: array of a type the selected version allows: float16, float32, float64, int32,
+        int64, uint32, uint64 (all versions), int8 and uint8 (12+), bfloat16 (13+), bool (20).
+      axes: int, sequence or concrete 0-D/1-D integer array of unique axes in ``[-r, r-1]``
+        (an attribute before opset 18, an input from 18; the same argument here). ``None`` or
+        empty reduces all axes, unless ``noop_with_empty_axes`` makes it the identity. Static.
+      keepdims: 1/True keeps reduced axes with size 1 (the default), 0/False drops them. Static.
+      noop_with_empty_axes: opset 18+: with empty `axes`, return `data` unchanged. Static.
+      opset: the model's ONNX opset (>= 1); the largest since-version <= `opset` applies. Static.
+
+    Returns:
+      A ``jax.Array`` of the data dtype.
+
+    Raises:
+      TypeError: a dtype the selected version does not allow, non-integer or traced static
+        arguments.
+      ValueError: an axis out of range, a repeated axis, `keepdims` not 0/1, `opset` < 1,
+        ``noop_with_empty_axes`` set with an opset below 18.
+
+    jit contract: `axes`, `keepdims`, `noop_with_empty_axes` and `opset` must be static; `data`
+    may be traced. Under ``jax.grad`` tied maxima share the cotangent evenly (as ``jnp.max``).
+
+    >>> import numpy as np
+    >>> from jaxmax import onnx
+    >>> onnx.reduce_max(np.array([[5, 1], [20, 2]], np.float32), axes=[1], keepdims=0)
+    Array([ 5., 20.], dtype=float32)
+    """
+    opset_ = v.static_int(_OP, "opset", opset)
+    v.require(opset_ >= 1, _OP, f"`opset` must be >= 1, got {opset_}")
+    version = since_version(opset_)
+    data = v.as_data(_OP, data)
+    allowed = DTYPES_BY_VERSION[version]
+    v.require(data.dtype.name in allowed, _OP,
+              f"`data` dtype {data.dtype} is not allowed by ReduceMax-{version} (opset {opset_}); "
+              f"allowed: {sorted(allowed)}", TypeError)
+    keep = v.static_bool(_OP, "keepdims", keepdims)
+    noop = v.static_bool(_OP, "noop_with_empty_axes", noop_with_empty_axes)
+    v.require(not noop or version >= 18, _OP,
+              f"`noop_with_empty_axes` does not exist before opset 18 (ReduceMax-{version})")
+    axes_ = () if axes is None else v.axes_tuple(_OP, "axes", axes, data.ndim)
+    if not axes_:
+        if noop:
+            return data
+        axes_ = tuple(range(data.ndim))
+    return core.reduce_max(data, axes_, keep, skip_nan=False)

@@ -1,0 +1,280 @@
+"""OpenVINO adapters: spec attribute names -> validation -> core.
+
+Each public function validates and canonicalises its static arguments in Python, then calls a
+jitted core function from :mod:`jaxmax._src.core`.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+from jax.typing import ArrayLike
+
+from jaxmax._src import core, dtypes, shapes
+from jaxmax._src import validation as v
+
+_REDUCE_MAX = "ReduceMax-1"
+_REDUCE_OR = "ReduceLogicalOr-1"
+_MAX_POOL = "MaxPool-1"
+_SEGMENT_MAX = "SegmentMax-16"
+
+_AUTO_PADS = ("explicit", "valid", "same_upper", "same_lower")
+_ROUNDING = ("floor", "ceil")
+_FILL_MODES = ("zero", "lowest")
+
+
+def _reduction_axes(op: str, axes, ndim: int) -> tuple[int, ...] | None:
+    """The axes to reduce, or None for empty `axes` (the identity).
+
+    OpenVINO treats rank-0 data like rank 1 for the axis range: axes 0 and -1 are accepted and
+    reduce nothing, but the max rule still applies.
+    """
+    normalised = v.axes_tuple(op, "axes", axes, max(ndim, 1))
+    if not normalised:
+        return None
+    return normalised if ndim else ()
+
+
+def reduce_max(data: ArrayLike, axes: ArrayLike, *, keep_dims: bool = False) -> jax.Array:
+    """OpenVINO ``ReduceMax-1``: the maximum of `data` over `axes`.
+
+    Each output element is ``max(lowest(T), the non-NaN elements of its slice)`` (the rule of
+    OpenVINO's reference kernel): NaN never wins, ``+inf`` wins, a slice of only ``-inf`` or only
+    NaN, and an empty slice (a reduced dimension of size 0), give ``lowest(T)``. Empty `axes` is
+    the identity (the data is returned unchanged, NaN included).
+
+    Args:
+      data: array of any real or integer dtype (float16, bfloat16, float32, float64, int8,
+        uint8, int32, int64, uint32, uint64 as x64 allows). Bool is rejected.
+      axes: int, sequence of ints, or a concrete 0-D/1-D integer array; values in ``[-r, r-1]``
+        (for rank-0 data, ``0`` and ``-1``), unique. Static.
+      keep_dims: keep each reduced axis with size 1. Static.
+
+    Returns:
+      A ``jax.Array`` of the data dtype.
+
+    Raises:
+      TypeError: bool or complex data, non-integer or traced `axes`.
+      ValueError: an axis out of range, a repeated axis, `axes` of rank > 1.
+
+    jit contract: `axes` and `keep_dims` decide the output shape and must be static (Python
+    values or concrete arrays); `data` may be traced. Under ``jax.grad`` tied maxima share the
+    cotangent evenly (as ``jnp.max``); an output raised to lowest(T) passes none.
+
+    >>> import numpy as np
+    >>> from jaxmax import openvino as ov
+    >>> ov.reduce_max(np.array([[1.0, np.nan], [-np.inf, -np.inf]], np.float32), axes=1)
+    Array([ 1.0000000e+00, -3.4028235e+38], dtype=float32)
+    """
+    data = v.as_data(_REDUCE_MAX, data)
+    v.require(not dtypes.is_bool(data.dtype), _REDUCE_MAX,
+              "`data` must be numeric; bool data is not allowed (use ReduceLogicalOr-1)", TypeError)
+    v.require(dtypes.is_real_or_integer(data.dtype), _REDUCE_MAX,
+              f"`data` must have a real or integer dtype, got {data.dtype}", TypeError)
+    axes_ = _reduction_axes(_REDUCE_MAX, axes, data.ndim)
+    keep = v.static_bool(_REDUCE_MAX, "keep_dims", keep_dims)
+    if axes_ is None:
+        return data
+    return core.reduce_max(data, axes_, keep, skip_nan=True)
+
+
+def reduce_logical_or(data: ArrayLike, axes: ArrayLike, *, keep_dims: bool = False) -> jax.Array:
+    """OpenVINO ``ReduceLogicalOr-1``: logical or of bool `data` over `axes`.
+
+    An empty reduction (a reduced dimension of size 0) gives ``False``; empty `axes` is the
+    identity.
+
+    Args:
+      data: bool array.
+      axes: int, sequence of ints, or a concrete 0-D/1-D integer array; values in ``[-r, r-1]``
+        (for rank-0 data, ``0`` and ``-1``), unique. Static.
+      keep_dims: keep each reduced axis with size 1. Static.
+
+    Returns:
+      A bool ``jax.Array``.
+
+    Raises:
+      TypeError: non-bool data, non-integer or traced `axes`.
+      ValueError: an axis out of range, a repeated axis, `axes` of rank > 1.
+
+    jit contract: `axes` and `keep_dims` must be static; `data` may be traced.
+
+    >>> import numpy as np
+    >>> from jaxmax import openvino as ov
+    >>> ov.reduce_logical_or(np.array([[True, False], [False, False]]), axes=[1], keep_dims=True)
+    Array([[ True],
+           [False]], dtype=bool)
+    """
+    data = v.as_data(_REDUCE_OR, data)
+    v.require(dtypes.is_bool(data.dtype), _REDUCE_OR,
+              f"`data` must be bool, got {data.dtype}", TypeError)
+    axes_ = _reduction_axes(_REDUCE_OR, axes, data.ndim)
+    keep = v.static_bool(_REDUCE_OR, "keep_dims", keep_dims)
+    if axes_ is None:
+        return data
+    return core.reduce_max(data, axes_, keep, skip_nan=True)
+
+
+def max_pool(data: ArrayLike, *, kernel: ArrayLike, strides: ArrayLike,
+             pads_begin: ArrayLike | None = None, pads_end: ArrayLike | None = None,
+             rounding_type: str = "floor", auto_pad: str | None = "explicit") -> jax.Array:
+    """OpenVINO ``MaxPool-1`` over the spatial axes of ``(N, C, *spatial)`` data.
+
+    Each output element is ``max(lowest(T), the non-NaN input elements of its window)``: padding
+    is never selected, NaN never wins, and a window that sees no input element (in ceil mode it
+    can start in or past the end padding) gives ``lowest(T)``.
+
+    Output length per spatial axis: ``floor((D + pb + pe - k) / s) + 1`` (``rounding_type=
+    "floor"``) or ``ceil(...) + 1`` (``"ceil"``), with no correction for a last window that
+    starts in the padding. ``auto_pad`` ``"same_upper"``/``"same_lower"`` replace the pads by
+    ``total = max(0, (ceil(D/s) - 1) * s + k - D)``, the odd element at the end/beginning;
+    ``"valid"`` uses zero pads; ``"explicit"`` (or ``None``) uses `pads_begin`/`pads_end`.
+
+    Args:
+      data: array of rank 3, 4 or 5 and any real or integer dtype (bool is rejected).
+      kernel: window size per spatial axis (an int applies to every axis), each >= 1. Static.
+      strides: stride per spatial axis, each >= 1. Static.
+      pads_begin: pads at the start of each spatial axis, >= 0; default zeros. Static.
+      pads_end: pads at the end of each spatial axis, >= 0; default zeros. Static.
+      rounding_type: ``"floor"`` or ``"ceil"``. Static.
+      auto_pad: ``"explicit"``/``None``, ``"valid"``, ``"same_upper"``, ``"same_lower"``. Static.
+
+    Returns:
+      A ``jax.Array`` ``(N, C, *out_spatial)`` of the data dtype.
+
+    Raises:
+      TypeError: bool or complex data, a non-integer, traced or non-string attribute.
+      ValueError: data rank not 3-5, an attribute with the wrong length, kernel < 1, stride < 1,
+        negative pads, a kernel larger than the padded input, unknown `auto_pad` or
+        `rounding_type`.
+
+    jit contract: every attribute decides the output shape and must be static (Python values or
+    concrete arrays); `data` may be traced. Under ``jax.grad`` each window's cotangent goes to
+    its first maximal input element in row-major window order (as ``lax.reduce_window`` and
+    PyTorch); windows that see only padding pass none. Pads may equal or exceed the kernel.
+
+    >>> import numpy as np
+    >>> from jaxmax import openvino as ov
+    >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    >>> ov.max_pool(x, kernel=2, strides=2, pads_begin=1, pads_end=1).shape
+    (1, 1, 3, 3)
+    >>> ov.max_pool(x, kernel=2, strides=2, pads_begin=0, pads_end=1, rounding_type="ceil")[0, 0]
+    Array([[ 5.0000000e+00,  7.0000000e+00, -3.4028235e+38],
+           [ 1.3000000e+01,  1.5000000e+01, -3.4028235e+38],
+           [-3.4028235e+38, -3.4028235e+38, -3.4028235e+38]], dtype=float32)
+    """
+    op = _MAX_POOL
+    data = v.as_data(op, data)
+    v.require(not dtypes.is_bool(data.dtype), op, "`data` must be numeric; bool data is not allowed",
+              TypeError)
+    v.require(dtypes.is_real_or_integer(data.dtype), op,
+              f"`data` must have a real or integer dtype, got {data.dtype}", TypeError)
+    v.require(data.ndim in (3, 4, 5), op,
+              f"`data` must have rank 3, 4 or 5 (N, C, *spatial), got rank {data.ndim}")
+    nsp = data.ndim - 2
+    spatial = tuple(data.shape[2:])
+    kernel_ = v.int_tuple(op, "kernel", kernel, nsp)
+    strides_ = v.int_tuple(op, "strides", strides, nsp)
+    pads_begin_ = v.int_tuple(op, "pads_begin", 0 if pads_begin is None else pads_begin, nsp)
+    pads_end_ = v.int_tuple(op, "pads_end", 0 if pads_end is None else pads_end, nsp)
+    auto_pad_ = "explicit" if auto_pad is None else v.choice(op, "auto_pad", auto_pad, _AUTO_PADS)
+    rounding_ = v.choice(op, "rounding_type", rounding_type, _ROUNDING)
+    v.require(min(kernel_) >= 1, op, f"`kernel` values must be >= 1, got {list(kernel_)}")
+    v.require(min(strides_) >= 1, op, f"`strides` values must be >= 1, got {list(strides_)}")
+    v.require(min(pads_begin_) >= 0, op, f"`pads_begin` must be >= 0, got {list(pads_begin_)}")
+    v.require(min(pads_end_) >= 0, op, f"`pads_end` must be >= 0, got {list(pads_end_)}")
+    pads = shapes.auto_pads(spatial, kernel_, strides_, auto_pad_, pads_begin_, pads_end_)
+    for axis, (size, k, (lo, hi)) in enumerate(zip(spatial, kernel_, pads)):
+        v.require(k <= size + lo + hi, op,
+                  f"`kernel` {k} is larger than the padded input {size + lo + hi} "
+                  f"(size {size} + pads {lo} + {hi}) on spatial axis {axis}")
+    geometry = shapes.pool_geometry(spatial, kernel_, strides_, pads, rounding_ == "ceil")
+    return core.max_pool(data, (1, 1) + kernel_, (1, 1) + strides_,
+                         ((0, 0), (0, 0)) + geometry.window_pads, skip_nan=True)
+
+
+def _num_segments(op: str, num_segments, ids: np.ndarray | None) -> int:
+    if num_segments is None:
+        if ids is None:
+            raise TypeError(
+                f"{op}: `num_segments` is None and `segment_ids` is traced, so the number of "
+                f"segments (the output shape) is unknown; pass a static `num_segments` (a Python "
+                f"int) when calling under jit or vmap over the ids")
+        return int(ids.max()) + 1 if ids.size else 0
+    if isinstance(num_segments, (bool, np.bool_)):
+        raise TypeError(f"{op}: `num_segments` must be an integer, got a bool")
+    arr = v.static_array(
+        op, "num_segments", num_segments,
+        "pass a static `num_segments` (a Python int, or mark it with jax.jit static_argnames)")
+    v.require(arr.ndim == 0 and bool(np.issubdtype(arr.dtype, np.integer)), op,
+              f"`num_segments` must be an integer scalar, got {num_segments!r}", TypeError)
+    count = int(arr)
+    v.require(count >= 0, op, f"`num_segments` must be >= 0, got {count}")
+    return count
+
+
+def segment_max(data: ArrayLike, segment_ids: ArrayLike, num_segments: ArrayLike | None = None,
+                *, fill_mode: str) -> jax.Array:
+    """OpenVINO ``SegmentMax-16``: the maximum of the rows of `data` in each segment.
+
+    ``out[j] = max(lowest(T), non-NaN rows i with segment_ids[i] == j)`` for a non-empty
+    segment, whatever `fill_mode`; an empty segment gets ``0`` (``"ZERO"``) or ``lowest(T)``
+    (``"LOWEST"``: ``finfo.min``, ``iinfo.min``, ``0`` for unsigned). Emptiness is decided by
+    counting members, so a real maximum of ``-inf``, lowest(T) or ``0`` is kept as it is
+    (``-inf`` becomes lowest(T) by the max rule).
+
+    Args:
+      data: array of rank >= 1 and any real or integer dtype.
+      segment_ids: 1-D integer array (int32/int64) of length ``data.shape[0]``, sorted and
+        non-negative.
+      num_segments: the number of output segments, a non-negative int or concrete integer
+        scalar; ``None`` means ``max(segment_ids) + 1`` (0 for no ids). Ids ``>= num_segments``
+        are dropped; a larger value pads with empty segments. Static.
+      fill_mode: ``"ZERO"`` or ``"LOWEST"`` (any case). Required. Static.
+
+    Returns:
+      A ``jax.Array`` ``(num_segments, *data.shape[1:])`` of the data dtype.
+
+    Raises:
+      TypeError: bool or complex data, non-integer ids, a non-integer or traced
+        `num_segments`, ``num_segments=None`` with traced ids, a non-string `fill_mode`.
+      ValueError: data of rank 0, ids not 1-D or of the wrong length, concrete ids negative or
+        unsorted, a negative `num_segments`, an unknown `fill_mode`.
+
+    jit contract: `num_segments` and `fill_mode` must be static; `data` and `segment_ids` may be
+    traced (then pass `num_segments`). Traced ids cannot be checked: ids outside
+    ``[0, num_segments)`` are dropped, and unsorted ids still give the per-id maximum. Under
+    ``jax.grad`` tied maxima share the cotangent (as ``jax.ops.segment_max``); empty segments
+    pass none.
+
+    >>> import numpy as np
+    >>> from jaxmax import openvino as ov
+    >>> ov.segment_max(np.array([1, 2, 3, 4, 5], np.float32), np.array([0, 0, 2, 3, 3]),
+    ...                fill_mode="ZERO")
+    Array([2., 0., 3., 5.], dtype=float32)
+    """
+    op = _SEGMENT_MAX
+    data = v.as_data(op, data)
+    v.require(not dtypes.is_bool(data.dtype), op, "`data` must be numeric; bool data is not allowed",
+              TypeError)
+    v.require(dtypes.is_real_or_integer(data.dtype), op,
+              f"`data` must have a real or integer dtype, got {data.dtype}", TypeError)
+    v.require(data.ndim >= 1, op, "`data` must have rank >= 1, got a scalar")
+    ids = v.as_data(op, segment_ids, "segment_ids")
+    v.require(dtypes.is_integer(ids.dtype), op,
+              f"`segment_ids` must be integer (int32 or int64), got {ids.dtype}", TypeError)
+    v.require(ids.ndim == 1, op, f"`segment_ids` must be 1-D, got shape {ids.shape}")
+    v.require(ids.shape[0] == data.shape[0], op,
+              f"`segment_ids` length {ids.shape[0]} must equal data.shape[0] = {data.shape[0]}")
+    fill = v.choice(op, "fill_mode", fill_mode, _FILL_MODES)
+    try:
+        concrete_ids = np.asarray(ids)
+    except v.TRACER_ERRORS:
+        concrete_ids = None
+    if concrete_ids is not None and concrete_ids.size:
+        v.require(bool(concrete_ids.min() >= 0), op,
+                  f"`segment_ids` must be non-negative, got {int(concrete_ids.min())}")
+        v.require(bool(np.all(concrete_ids[1:] >= concrete_ids[:-1])), op,
+                  "`segment_ids` must be sorted in non-decreasing order")
+    count = _num_segments(op, num_segments, concrete_ids)
+    return core.segment_max(data, ids, count, fill)

@@ -1,0 +1,64 @@
+"""Pure integer arithmetic for pooling: auto_pad, explicit pads, floor/ceil output lengths.
+
+Nothing here touches arrays. All functions take and return Python ints or tuples of them.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from jax import lax
+
+
+class PoolGeometry(NamedTuple):
+    """How one pooling call maps onto ``lax.reduce_window``.
+
+    ``pads`` are the spec's (begin, end) pads per spatial axis after auto_pad;
+    ``window_pads`` extend the end pad so that a ``VALID`` window sweep over the padded input
+    yields exactly ``out_shape`` windows (the ceil-mode windows past the end included).
+    """
+
+    pads: tuple[tuple[int, int], ...]
+    out_shape: tuple[int, ...]
+    window_pads: tuple[tuple[int, int], ...]
+
+
+def auto_pads(spatial: tuple[int, ...], kernel: tuple[int, ...], strides: tuple[int, ...],
+              auto_pad: str, pads_begin: tuple[int, ...],
+              pads_end: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    """The (begin, end) pads that `auto_pad` selects.
+
+    ``same_upper``/``same_lower`` pad ``max(0, (ceil(D/s)-1)*s + k - D)`` in total, the odd
+    element at the end / at the beginning; ``valid`` pads nothing; ``explicit`` uses the pads.
+    """
+    if auto_pad == "explicit":
+        return tuple(zip(pads_begin, pads_end))
+    if auto_pad == "valid":
+        return tuple((0, 0) for _ in spatial)
+    padtype = "SAME" if auto_pad == "same_upper" else "SAME_LOWER"
+    return tuple(tuple(p) for p in lax.padtype_to_pads(spatial, kernel, strides, padtype))
+
+
+def output_length(padded: int, kernel: int, stride: int, ceil_mode: bool) -> int:
+    """OpenVINO MaxPool-1: ``floor|ceil((D + pb + pe - k) / s) + 1``, with no ceil correction."""
+    span = padded - kernel
+    return (-(-span // stride) if ceil_mode else span // stride) + 1
+
+
+def pool_geometry(spatial: tuple[int, ...], kernel: tuple[int, ...], strides: tuple[int, ...],
+                  pads: tuple[tuple[int, int], ...], ceil_mode: bool) -> PoolGeometry:
+    """Output shape and the padding handed to ``reduce_window``.
+
+    The caller has checked ``k <= D + pb + pe``. In ceil mode the last window may start in the
+    end padding or past it; the end pad is extended so that window exists (it then sees padding
+    only and the caller's fill-value rule applies).
+    """
+    out_shape = []
+    window_pads = []
+    for size, k, s, (lo, hi) in zip(spatial, kernel, strides, pads):
+        out = output_length(size + lo + hi, k, s, ceil_mode)
+        needed = (out - 1) * s + k  # padded extent the last window reaches
+        window_pads.append((lo, max(hi, needed - size - lo)))
+        out_shape.append(out)
+    return PoolGeometry(tuple(pads), tuple(out_shape), tuple(window_pads))
+
