@@ -260,6 +260,12 @@ def segment_max(data: ArrayLike, segment_ids: ArrayLike, num_segments: ArrayLike
     v.require(dtypes.is_real_or_integer(data.dtype), op,
               f"`data` must have a real or integer dtype, got {data.dtype}", TypeError)
     v.require(data.ndim >= 1, op, "`data` must have rank >= 1, got a scalar")
+    # Read concrete ids before as_data: under a trace, jnp.asarray turns even a NumPy constant
+    # into a tracer, and the checks below need the values.
+    try:
+        concrete_ids = np.asarray(segment_ids)
+    except v.TRACER_ERRORS:
+        concrete_ids = None
     ids = v.as_data(op, segment_ids, "segment_ids")
     v.require(dtypes.is_integer(ids.dtype), op,
               f"`segment_ids` must be integer (int32 or int64), got {ids.dtype}", TypeError)
@@ -267,10 +273,6 @@ def segment_max(data: ArrayLike, segment_ids: ArrayLike, num_segments: ArrayLike
     v.require(ids.shape[0] == data.shape[0], op,
               f"`segment_ids` length {ids.shape[0]} must equal data.shape[0] = {data.shape[0]}")
     fill = v.choice(op, "fill_mode", fill_mode, _FILL_MODES)
-    try:
-        concrete_ids = np.asarray(ids)
-    except v.TRACER_ERRORS:
-        concrete_ids = None
     if concrete_ids is not None and concrete_ids.size:
         v.require(bool(concrete_ids.min() >= 0), op,
                   f"`segment_ids` must be non-negative, got {int(concrete_ids.min())}")
