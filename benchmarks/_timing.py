@@ -1,0 +1,117 @@
+"""Timing and result-digest helpers for ``benchmarks/run.py`` (no JAX/runtime imports here)."""
+
+from __future__ import annotations
+
+import gc
+import math
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+# A sample shorter than this is timed as a loop of several calls (eager dispatch, tiny inputs).
+MIN_SAMPLE_S = 0.005
+# A call slower than this needs only 3 samples (the median of 3 of a 1 s call is stable enough).
+SLOW_CALL_S = 0.5
+
+
+def measure(run: Callable[[], Any], *, warmup: int, min_reps: int, max_reps: int,
+            budget_s: float) -> tuple[float, int, int]:
+    """Median milliseconds per call of `run`, after `warmup` untimed calls.
+
+    `run` must wait for its own result (``block_until_ready``, a synchronous runtime call).
+    One more untimed call follows the warm-up and sizes the loop. Samples are taken until
+    `max_reps`, or until `budget_s` seconds have passed once `min_reps` samples exist. A call faster than ``MIN_SAMPLE_S`` is timed in loops of ``inner`` calls
+    (one sample = the mean of one loop); a call slower than ``SLOW_CALL_S`` needs only 3
+    samples. Returns (median ms, samples, inner).
+    """
+    for _ in range(warmup):
+        run()
+    t0 = time.perf_counter()
+    run()
+    once = time.perf_counter() - t0
+    inner = 1 if once >= MIN_SAMPLE_S else min(1000, math.ceil(MIN_SAMPLE_S / max(once, 1e-7)))
+    if once >= SLOW_CALL_S:
+        min_reps = min(min_reps, 3)
+    samples: list[float] = []
+    gc.collect()
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        while len(samples) < max_reps:
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                run()
+            samples.append((time.perf_counter() - t0) / inner * 1e3)
+            if len(samples) >= min_reps and time.perf_counter() - start > budget_s:
+                break
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return statistics.median(samples), len(samples), inner
+
+
+def to_numpy(out: Any) -> np.ndarray:
+    """A NumPy copy/view of a JAX array, torch tensor, OpenVINO output or NumPy value."""
+    if hasattr(out, "detach"):  # torch
+        import torch
+
+        out = out.detach()
+        if out.dtype == torch.bfloat16:
+            out = out.float()
+        return out.numpy()
+    return np.asarray(out)
+
+
+_WEIGHTS: dict[int, np.ndarray] = {}
+
+
+def digest(out: Any) -> list:
+    """[shape, weighted sum, NaN count]: equal arrays give equal digests, whoever computed them.
+
+    The weights (``sin(i)``) make a permuted or shifted result differ from the right one, which
+    a plain sum would not.
+    """
+    a = to_numpy(out)
+    shape = list(a.shape)
+    if a.dtype.kind not in "biuf":  # bfloat16 and friends from ml_dtypes
+        a = a.astype(np.float32)
+    flat = a.astype(np.float64).ravel()
+    nan = np.isnan(flat)
+    n_nan = int(nan.sum())
+    if n_nan:
+        flat = np.where(nan, 0.0, flat)
+    size = flat.size
+    if size not in _WEIGHTS:
+        if len(_WEIGHTS) > 8:
+            _WEIGHTS.clear()
+        _WEIGHTS[size] = np.sin(np.arange(size, dtype=np.float64))
+    return [shape, float(flat @ _WEIGHTS[size]) if size else 0.0, n_nan]
+
+
+def same_digest(a: list, b: list) -> bool:
+    if a[0] != b[0] or a[2] != b[2]:
+        return False
+    x, y = a[1], b[1]
+    if math.isnan(x) or math.isnan(y) or math.isinf(x) or math.isinf(y):
+        return (math.isnan(x) and math.isnan(y)) or x == y
+    return abs(x - y) <= 1e-9 * max(1.0, abs(x), abs(y))
+
+
+def fmt_ms(ms: float | None) -> str:
+    if ms is None:
+        return "n/a"
+    if ms < 1:
+        return f"{ms:.3f}"
+    if ms < 100:
+        return f"{ms:.2f}"
+    return f"{ms:.1f}"
+
+
+def fmt_ratio(r: float | None) -> str:
+    if r is None:
+        return ""
+    return f"{r:.2f}x" if r < 100 else f"{r:.0f}x"
