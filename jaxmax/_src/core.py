@@ -9,9 +9,15 @@ Two max rules exist, chosen by the flag ``skip_nan``:
 * ``skip_nan=False`` (ONNX): the plain ``max`` of ``lax``; NaN propagates, an empty set gives
   the identity (``-inf``, ``iinfo.min``, ``False``).
 * ``skip_nan=True`` (OpenVINO): ``max(lowest(T), non-NaN elements)``. The reduction runs with the
-  ``-inf`` identity, so ``lax`` keeps its differentiable max primitives; NaN is replaced by
-  ``-inf`` only when the plain result shows a NaN (``lax.cond``), so NaN-free data pays for a
-  check of the small result only; the result is then raised to ``lowest(T)``.
+  ``-inf`` identity, so ``lax`` keeps its dedicated max primitives; NaN is replaced by ``-inf``
+  only when a NaN is present (``lax.cond``), so NaN-free data pays for a check of the small
+  result only; the result is then raised to ``lowest(T)``.
+
+Finding NaN cheaply: ``lax``'s max propagates NaN within a device, so the plain result holds a
+NaN exactly where its slice did. XLA's cross-device max (the all-reduce that combines partial
+results when a reduced axis is sharded) drops NaN on CPU, so with more than one device
+(``cross_device=True``) the data's NaN-propagating sum is checked too: one more read of the data,
+paid only where devices could be combined.
 """
 
 from __future__ import annotations
@@ -26,21 +32,48 @@ from jax import lax
 from jaxmax._src import dtypes
 
 
-def _without_nan(reducer: Callable[[jax.Array], jax.Array], x: jax.Array) -> jax.Array:
-    """``reducer(x)`` computed as if every NaN in `x` were ``-inf``.
+def cross_device_possible() -> bool:
+    """Whether partial results may be combined across devices (more than one device exists)."""
+    return jax.device_count() > 1
 
-    ``lax``'s max propagates NaN, so the plain result has a NaN exactly where the reduced slice
-    held one; only then is the reduction redone with the NaN masked.
+
+def _nan_found(x: jax.Array, plain: jax.Array, cross_device: bool) -> jax.Array:
+    """A scalar bool: True when `x` holds a NaN (false positives only cost time)."""
+    found = jnp.isnan(plain).any()
+    if cross_device:
+        # Addition propagates NaN across devices; inf + -inf may flag a NaN-free input, which
+        # only sends it down the (exact) masked path.
+        found = found | jnp.isnan(jnp.sum(x, dtype=jnp.float32))
+    return found
+
+
+def _mask_nan(x: jax.Array) -> jax.Array:
+    return jnp.where(jnp.isnan(x), dtypes.max_identity(x.dtype), x)
+
+
+def _skipping_nan(reducer: Callable[..., jax.Array], x: jax.Array, operands: tuple,
+                  cross_device: bool) -> jax.Array:
+    """``reducer(x, *operands)`` computed as if every NaN in `x` were ``-inf``.
+
+    The value takes the masked path only when a NaN is found. The derivative is always that of
+    ``reducer`` at the masked input (a ``custom_jvp``), so a slice's NaN never leaks into its
+    gradient and the primitive's own tie rule holds.
     """
     if not dtypes.is_floating(x.dtype):
-        return reducer(x)
-    plain = reducer(x)
-    minus_inf = dtypes.max_identity(x.dtype)
-    return lax.cond(
-        jnp.isnan(plain).any(),
-        lambda: reducer(jnp.where(jnp.isnan(x), minus_inf, x)),
-        lambda: plain,
-    )
+        return reducer(x, *operands)
+
+    @jax.custom_jvp
+    def value(x, *operands):
+        plain = reducer(x, *operands)
+        return lax.cond(_nan_found(x, plain, cross_device),
+                        lambda: reducer(_mask_nan(x), *operands), lambda: plain)
+
+    @value.defjvp
+    def value_jvp(primals, tangents):
+        x, *rest = primals
+        return jax.jvp(lambda clean: reducer(clean, *rest), (_mask_nan(x),), (tangents[0],))
+
+    return value(x, *operands)
 
 
 def _at_least_lowest(x: jax.Array) -> jax.Array:
@@ -51,49 +84,61 @@ def _at_least_lowest(x: jax.Array) -> jax.Array:
     return jnp.where(x < low, low, x)
 
 
-def _max_rule(reducer: Callable[[jax.Array], jax.Array], x: jax.Array,
-              skip_nan: bool) -> jax.Array:
-    if skip_nan:
-        return _at_least_lowest(_without_nan(reducer, x))
-    return reducer(x)
+def _openvino_max(reducer: Callable[..., jax.Array], x: jax.Array, *operands,
+                  cross_device: bool) -> jax.Array:
+    """The OpenVINO max rule: ``max(lowest(T), non-NaN elements)`` of each reduced set."""
+    return _at_least_lowest(_skipping_nan(reducer, x, operands, cross_device))
 
 
-@partial(jax.jit, static_argnames=("axes", "keepdims", "skip_nan"), inline=True)
-def reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_nan: bool) -> jax.Array:
+@partial(jax.jit, static_argnames=("axes", "keepdims", "skip_nan", "cross_device"), inline=True)
+def reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_nan: bool,
+               cross_device: bool) -> jax.Array:
     """Max over `axes` (normalised, unique); logical or for bool data."""
+    def reducer(v):
+        return lax.reduce_max(v, axes)
+
     if dtypes.is_bool(x.dtype):
         out = lax.reduce_or(x, axes)
+    elif skip_nan:
+        out = _openvino_max(reducer, x, cross_device=cross_device)
     else:
-        out = _max_rule(lambda v: lax.reduce_max(v, axes), x, skip_nan)
+        out = reducer(x)
+        if cross_device and dtypes.is_floating(x.dtype):
+            # Put back the NaN that a cross-device max may have dropped.
+            out = lax.cond(_nan_found(x, out, cross_device),
+                           lambda: jnp.where(jnp.isnan(x).any(axes), jnp.nan, out).astype(out.dtype),
+                           lambda: out)
     return lax.expand_dims(out, axes) if keepdims else out
 
 
-@partial(jax.jit, static_argnames=("window", "strides", "padding", "skip_nan"), inline=True)
+@partial(jax.jit, static_argnames=("window", "strides", "padding", "cross_device"), inline=True)
 def max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
-             padding: tuple[tuple[int, int], ...], skip_nan: bool) -> jax.Array:
-    """``reduce_window_max`` over `window` with explicit `padding` (one entry per axis of `x`).
+             padding: tuple[tuple[int, int], ...], cross_device: bool) -> jax.Array:
+    """OpenVINO-rule ``reduce_window_max`` over `window` with explicit `padding` (every axis).
 
     Padding holds the ``max`` identity, so it is never selected over an input element; a window
-    that sees padding only gives the identity, raised to lowest(T) by the OpenVINO rule.
+    that sees padding only gives the identity, raised to lowest(T).
     """
     init = dtypes.max_identity(x.dtype)
 
     def pool(v):
         return lax.reduce_window(v, init, lax.max, window, strides, padding)
 
-    return _max_rule(pool, x, skip_nan)
+    return _openvino_max(pool, x, cross_device=cross_device)
 
 
-@partial(jax.jit, static_argnames=("num_segments", "fill"), inline=True)
-def segment_max(data: jax.Array, segment_ids: jax.Array, num_segments: int,
-                fill: str) -> jax.Array:
-    """Per-segment max with the OpenVINO rule; empty segments get `fill` (``"zero"``/``"lowest"``).
+@partial(jax.jit, static_argnames=("num_segments", "fill", "cross_device"), inline=True)
+def segment_max(data: jax.Array, segment_ids: jax.Array, num_segments: int, fill: str,
+                cross_device: bool) -> jax.Array:
+    """Per-segment OpenVINO-rule max; empty segments get `fill` (``"zero"``/``"lowest"``).
 
     Emptiness is decided by counting members (a 1-D scatter of ones), never by comparing values
     with a sentinel. Ids outside ``[0, num_segments)`` are dropped.
     """
-    out = _max_rule(lambda v: jax.ops.segment_max(v, segment_ids, num_segments), data,
-                    skip_nan=True)
+    def reducer(v, ids):
+        return jax.ops.segment_max(v, ids, num_segments)
+
+    out = _openvino_max(reducer, data, segment_ids, cross_device=cross_device)
     members = jax.ops.segment_sum(jnp.ones(segment_ids.shape, jnp.int32), segment_ids,
                                   num_segments)
     empty = (members == 0).reshape((num_segments,) + (1,) * (data.ndim - 1))

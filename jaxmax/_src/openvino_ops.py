@@ -75,7 +75,8 @@ def reduce_max(data: ArrayLike, axes: ArrayLike, *, keep_dims: bool = False) -> 
     keep = v.static_bool(_REDUCE_MAX, "keep_dims", keep_dims)
     if axes_ is None:
         return data
-    return core.reduce_max(data, axes_, keep, skip_nan=True)
+    return core.reduce_max(data, axes_, keep, skip_nan=True,
+                           cross_device=core.cross_device_possible())
 
 
 def reduce_logical_or(data: ArrayLike, axes: ArrayLike, *, keep_dims: bool = False) -> jax.Array:
@@ -112,7 +113,8 @@ def reduce_logical_or(data: ArrayLike, axes: ArrayLike, *, keep_dims: bool = Fal
     keep = v.static_bool(_REDUCE_OR, "keep_dims", keep_dims)
     if axes_ is None:
         return data
-    return core.reduce_max(data, axes_, keep, skip_nan=True)
+    return core.reduce_max(data, axes_, keep, skip_nan=True,
+                           cross_device=core.cross_device_possible())
 
 
 def max_pool(data: ArrayLike, *, kernel: ArrayLike, strides: ArrayLike,
@@ -190,7 +192,8 @@ def max_pool(data: ArrayLike, *, kernel: ArrayLike, strides: ArrayLike,
                   f"(size {size} + pads {lo} + {hi}) on spatial axis {axis}")
     geometry = shapes.pool_geometry(spatial, kernel_, strides_, pads, rounding_ == "ceil")
     return core.max_pool(data, (1, 1) + kernel_, (1, 1) + strides_,
-                         ((0, 0), (0, 0)) + geometry.window_pads, skip_nan=True)
+                         ((0, 0), (0, 0)) + geometry.window_pads,
+                         cross_device=core.cross_device_possible())
 
 
 def _num_segments(op: str, num_segments, ids: np.ndarray | None) -> int:
@@ -279,4 +282,4 @@ def segment_max(data: ArrayLike, segment_ids: ArrayLike, num_segments: ArrayLike
         v.require(bool(np.all(concrete_ids[1:] >= concrete_ids[:-1])), op,
                   "`segment_ids` must be sorted in non-decreasing order")
     count = _num_segments(op, num_segments, concrete_ids)
-    return core.segment_max(data, ids, count, fill)
+    return core.segment_max(data, ids, count, fill, cross_device=core.cross_device_possible())

@@ -1,0 +1,82 @@
+"""Both ways of finding NaN give the same, exact answers.
+
+The core finds NaN from the plain result on one device, and also from the data's sum when
+several devices may combine partial results (``core.cross_device_possible``). The test session
+has eight devices, so every other test runs the second way; here each operator runs both ways
+on NaN-laden data (and on NaN-free data with +-inf, where the sum can flag a false NaN) against
+NumPy oracles written here.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from jaxmax import onnx
+from jaxmax import openvino as ov
+from jaxmax._src import core
+
+F32_LOWEST = np.float32(np.finfo(np.float32).min)
+
+
+@pytest.fixture(params=[False, True], ids=["one-device-check", "cross-device-check"])
+def cross_device(request, monkeypatch):
+    monkeypatch.setattr(core, "cross_device_possible", lambda: request.param)
+    return request.param
+
+
+def _data(kind: str) -> np.ndarray:
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((4, 6, 5)).astype(np.float32)
+    if kind == "nan":
+        x[0, 2, 1] = np.nan
+        x[1, :, 3] = np.nan          # an all-NaN slice along axis 1
+        x[2, 4, :] = np.nan
+    else:  # +inf and -inf together: the data's sum is NaN although no element is
+        x[0, 0, 0] = np.inf
+        x[3, 5, 4] = -np.inf
+        x[2, :, 2] = -np.inf
+    return x
+
+
+def _ov_max(x, axis):
+    out = np.max(np.where(np.isnan(x), -np.inf, x), axis=axis)
+    return np.maximum(out, F32_LOWEST).astype(np.float32)
+
+
+@pytest.mark.parametrize("kind", ["nan", "infs"])
+@pytest.mark.parametrize("axes", [(1,), (0, 2), (0, 1, 2)])
+def test_reduce_max_both_flavours(cross_device, kind, axes):
+    x = _data(kind)
+    np.testing.assert_array_equal(ov.reduce_max(x, axes), _ov_max(x, axes))
+    np.testing.assert_array_equal(jax.jit(lambda d: ov.reduce_max(d, axes))(x), _ov_max(x, axes))
+    np.testing.assert_array_equal(onnx.reduce_max(x, axes, keepdims=0), np.max(x, axis=axes))
+
+
+@pytest.mark.parametrize("kind", ["nan", "infs"])
+def test_max_pool(cross_device, kind):
+    x = _data(kind)[None]  # (1, 4, 6, 5)
+    got = ov.max_pool(x, kernel=(2, 2), strides=(2, 2), rounding_type="ceil")
+    want = np.full((1, 4, 3, 3), F32_LOWEST, np.float32)
+    for i in range(3):
+        for j in range(3):
+            window = x[:, :, 2 * i:2 * i + 2, 2 * j:2 * j + 2].reshape(1, 4, -1)
+            want[:, :, i, j] = np.maximum(_ov_max(window, 2), F32_LOWEST)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("kind", ["nan", "infs"])
+def test_segment_max(cross_device, kind):
+    x = _data(kind).reshape(4, 30)
+    ids = np.array([0, 0, 2, 2])
+    got = ov.segment_max(x, ids, 4, fill_mode="ZERO")
+    want = np.stack([_ov_max(x[:2], 0), np.zeros(30, np.float32), _ov_max(x[2:], 0),
+                     np.zeros(30, np.float32)])
+    np.testing.assert_array_equal(got, want)
+
+
+def test_gradient_ignores_nan(cross_device):
+    x = np.array([[1.0, np.nan, 3.0, 3.0], [np.nan, np.nan, -np.inf, 2.0]], np.float32)
+    grad = jax.grad(lambda d: ov.reduce_max(d, 1).sum())(x)
+    np.testing.assert_array_equal(grad, [[0, 0, 0.5, 0.5], [0, 0, 0, 1]])
