@@ -23,15 +23,18 @@ paid only where devices could be combined.
 from __future__ import annotations
 
 from collections.abc import Callable
+import functools
 from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes
 
 
+@functools.cache
 def cross_device_possible() -> bool:
     """Whether partial results may be combined across devices (more than one device exists)."""
     return jax.device_count() > 1
@@ -105,9 +108,9 @@ def reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_nan: bo
         out = reducer(x)
         if cross_device and dtypes.is_floating(x.dtype):
             # Put back the NaN that a cross-device max may have dropped.
+            nan = np.array(np.nan, out.dtype)
             out = lax.cond(_nan_found(x, out, cross_device),
-                           lambda: jnp.where(jnp.isnan(x).any(axes), jnp.nan, out).astype(out.dtype),
-                           lambda: out)
+                           lambda: jnp.where(jnp.isnan(x).any(axes), nan, out), lambda: out)
     return lax.expand_dims(out, axes) if keepdims else out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
@@ -15,13 +16,10 @@ _BASE = ("float16", "float32", "float64", "int32", "int64", "uint32", "uint64")
 _EIGHT_BIT = _BASE + ("int8", "uint8")
 _BFLOAT = _EIGHT_BIT + ("bfloat16",)
 # since-version -> allowed data types (the schema's type constraint T)
-DTYPES_BY_VERSION: dict[int, frozenset[str]] = {
-    1: frozenset(_BASE),
-    11: frozenset(_BASE),
-    12: frozenset(_EIGHT_BIT),
-    13: frozenset(_BFLOAT),
-    18: frozenset(_BFLOAT),
-    20: frozenset(_BFLOAT + ("bool",)),
+DTYPES_BY_VERSION: dict[int, frozenset[np.dtype]] = {
+    version: frozenset(np.dtype(jnp.dtype(name)) for name in names)
+    for version, names in {1: _BASE, 11: _BASE, 12: _EIGHT_BIT, 13: _BFLOAT, 18: _BFLOAT,
+                           20: _BFLOAT + ("bool",)}.items()
 }
 SINCE_VERSIONS = tuple(sorted(DTYPES_BY_VERSION))
 
@@ -67,17 +65,20 @@ def reduce_max(data: ArrayLike, axes: ArrayLike | None = None, *, keepdims: int 
     Array([ 5., 20.], dtype=float32)
     """
     opset_ = v.static_int(_OP, "opset", opset)
-    v.require(opset_ >= 1, _OP, f"`opset` must be >= 1, got {opset_}")
+    if opset_ < 1:
+        raise ValueError(f"{_OP}: `opset` must be >= 1, got {opset_}")
     version = since_version(opset_)
     data = v.as_data(_OP, data)
     allowed = DTYPES_BY_VERSION[version]
-    v.require(data.dtype.name in allowed, _OP,
-              f"`data` dtype {data.dtype} is not allowed by ReduceMax-{version} (opset {opset_}); "
-              f"allowed: {sorted(allowed)}", TypeError)
+    if data.dtype not in allowed:
+        raise TypeError(
+            f"{_OP}: `data` dtype {data.dtype} is not allowed by ReduceMax-{version} "
+            f"(opset {opset_}); allowed: {sorted(t.name for t in allowed)}")
     keep = v.static_bool(_OP, "keepdims", keepdims)
     noop = v.static_bool(_OP, "noop_with_empty_axes", noop_with_empty_axes)
-    v.require(not noop or version >= 18, _OP,
-              f"`noop_with_empty_axes` does not exist before opset 18 (ReduceMax-{version})")
+    if noop and version < 18:
+        raise ValueError(f"{_OP}: `noop_with_empty_axes` does not exist before opset 18 "
+                         f"(ReduceMax-{version})")
     axes_ = () if axes is None else v.axes_tuple(_OP, "axes", axes, data.ndim)
     if not axes_:
         if noop:

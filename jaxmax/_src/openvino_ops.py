@@ -66,11 +66,7 @@ def reduce_max(data: ArrayLike, axes: ArrayLike, *, keep_dims: bool = False) -> 
     >>> ov.reduce_max(np.array([[1.0, np.nan], [-np.inf, -np.inf]], np.float32), axes=1)
     Array([ 1.0000000e+00, -3.4028235e+38], dtype=float32)
     """
-    data = v.as_data(_REDUCE_MAX, data)
-    v.require(not dtypes.is_bool(data.dtype), _REDUCE_MAX,
-              "`data` must be numeric; bool data is not allowed (use ReduceLogicalOr-1)", TypeError)
-    v.require(dtypes.is_real_or_integer(data.dtype), _REDUCE_MAX,
-              f"`data` must have a real or integer dtype, got {data.dtype}", TypeError)
+    data = v.numeric_data(_REDUCE_MAX, data)
     axes_ = _reduction_axes(_REDUCE_MAX, axes, data.ndim)
     keep = v.static_bool(_REDUCE_MAX, "keep_dims", keep_dims)
     if axes_ is None:
@@ -107,8 +103,8 @@ def reduce_logical_or(data: ArrayLike, axes: ArrayLike, *, keep_dims: bool = Fal
            [False]], dtype=bool)
     """
     data = v.as_data(_REDUCE_OR, data)
-    v.require(dtypes.is_bool(data.dtype), _REDUCE_OR,
-              f"`data` must be bool, got {data.dtype}", TypeError)
+    if not dtypes.is_bool(data.dtype):
+        raise TypeError(f"{_REDUCE_OR}: `data` must be bool, got {data.dtype}")
     axes_ = _reduction_axes(_REDUCE_OR, axes, data.ndim)
     keep = v.static_bool(_REDUCE_OR, "keep_dims", keep_dims)
     if axes_ is None:
@@ -166,13 +162,10 @@ def max_pool(data: ArrayLike, *, kernel: ArrayLike, strides: ArrayLike,
            [-3.4028235e+38, -3.4028235e+38, -3.4028235e+38]], dtype=float32)
     """
     op = _MAX_POOL
-    data = v.as_data(op, data)
-    v.require(not dtypes.is_bool(data.dtype), op, "`data` must be numeric; bool data is not allowed",
-              TypeError)
-    v.require(dtypes.is_real_or_integer(data.dtype), op,
-              f"`data` must have a real or integer dtype, got {data.dtype}", TypeError)
-    v.require(data.ndim in (3, 4, 5), op,
-              f"`data` must have rank 3, 4 or 5 (N, C, *spatial), got rank {data.ndim}")
+    data = v.numeric_data(op, data)
+    if data.ndim not in (3, 4, 5):
+        raise ValueError(
+            f"{op}: `data` must have rank 3, 4 or 5 (N, C, *spatial), got rank {data.ndim}")
     nsp = data.ndim - 2
     spatial = tuple(data.shape[2:])
     kernel_ = v.int_tuple(op, "kernel", kernel, nsp)
@@ -181,15 +174,20 @@ def max_pool(data: ArrayLike, *, kernel: ArrayLike, strides: ArrayLike,
     pads_end_ = v.int_tuple(op, "pads_end", 0 if pads_end is None else pads_end, nsp)
     auto_pad_ = "explicit" if auto_pad is None else v.choice(op, "auto_pad", auto_pad, _AUTO_PADS)
     rounding_ = v.choice(op, "rounding_type", rounding_type, _ROUNDING)
-    v.require(min(kernel_) >= 1, op, f"`kernel` values must be >= 1, got {list(kernel_)}")
-    v.require(min(strides_) >= 1, op, f"`strides` values must be >= 1, got {list(strides_)}")
-    v.require(min(pads_begin_) >= 0, op, f"`pads_begin` must be >= 0, got {list(pads_begin_)}")
-    v.require(min(pads_end_) >= 0, op, f"`pads_end` must be >= 0, got {list(pads_end_)}")
+    if min(kernel_) < 1:
+        raise ValueError(f"{op}: `kernel` values must be >= 1, got {list(kernel_)}")
+    if min(strides_) < 1:
+        raise ValueError(f"{op}: `strides` values must be >= 1, got {list(strides_)}")
+    if min(pads_begin_) < 0:
+        raise ValueError(f"{op}: `pads_begin` must be >= 0, got {list(pads_begin_)}")
+    if min(pads_end_) < 0:
+        raise ValueError(f"{op}: `pads_end` must be >= 0, got {list(pads_end_)}")
     pads = shapes.auto_pads(spatial, kernel_, strides_, auto_pad_, pads_begin_, pads_end_)
     for axis, (size, k, (lo, hi)) in enumerate(zip(spatial, kernel_, pads)):
-        v.require(k <= size + lo + hi, op,
-                  f"`kernel` {k} is larger than the padded input {size + lo + hi} "
-                  f"(size {size} + pads {lo} + {hi}) on spatial axis {axis}")
+        if k > size + lo + hi:
+            raise ValueError(
+                f"{op}: `kernel` {k} is larger than the padded input {size + lo + hi} "
+                f"(size {size} + pads {lo} + {hi}) on spatial axis {axis}")
     geometry = shapes.pool_geometry(spatial, kernel_, strides_, pads, rounding_ == "ceil")
     return core.max_pool(data, (1, 1) + kernel_, (1, 1) + strides_,
                          ((0, 0), (0, 0)) + geometry.window_pads,
@@ -209,10 +207,11 @@ def _num_segments(op: str, num_segments, ids: np.ndarray | None) -> int:
     arr = v.static_array(
         op, "num_segments", num_segments,
         "pass a static `num_segments` (a Python int, or mark it with jax.jit static_argnames)")
-    v.require(arr.ndim == 0 and bool(np.issubdtype(arr.dtype, np.integer)), op,
-              f"`num_segments` must be an integer scalar, got {num_segments!r}", TypeError)
+    if arr.ndim != 0 or not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{op}: `num_segments` must be an integer scalar, got {num_segments!r}")
     count = int(arr)
-    v.require(count >= 0, op, f"`num_segments` must be >= 0, got {count}")
+    if count < 0:
+        raise ValueError(f"{op}: `num_segments` must be >= 0, got {count}")
     return count
 
 
@@ -257,12 +256,9 @@ def segment_max(data: ArrayLike, segment_ids: ArrayLike, num_segments: ArrayLike
     Array([2., 0., 3., 5.], dtype=float32)
     """
     op = _SEGMENT_MAX
-    data = v.as_data(op, data)
-    v.require(not dtypes.is_bool(data.dtype), op, "`data` must be numeric; bool data is not allowed",
-              TypeError)
-    v.require(dtypes.is_real_or_integer(data.dtype), op,
-              f"`data` must have a real or integer dtype, got {data.dtype}", TypeError)
-    v.require(data.ndim >= 1, op, "`data` must have rank >= 1, got a scalar")
+    data = v.numeric_data(op, data)
+    if data.ndim < 1:
+        raise ValueError(f"{op}: `data` must have rank >= 1, got a scalar")
     # Read concrete ids before as_data: under a trace, jnp.asarray turns even a NumPy constant
     # into a tracer, and the checks below need the values.
     try:
@@ -270,16 +266,20 @@ def segment_max(data: ArrayLike, segment_ids: ArrayLike, num_segments: ArrayLike
     except v.TRACER_ERRORS:
         concrete_ids = None
     ids = v.as_data(op, segment_ids, "segment_ids")
-    v.require(dtypes.is_integer(ids.dtype), op,
-              f"`segment_ids` must be integer (int32 or int64), got {ids.dtype}", TypeError)
-    v.require(ids.ndim == 1, op, f"`segment_ids` must be 1-D, got shape {ids.shape}")
-    v.require(ids.shape[0] == data.shape[0], op,
-              f"`segment_ids` length {ids.shape[0]} must equal data.shape[0] = {data.shape[0]}")
+    if not dtypes.is_integer(ids.dtype):
+        raise TypeError(f"{op}: `segment_ids` must be integer (int32 or int64), got {ids.dtype}")
+    if ids.ndim != 1:
+        raise ValueError(f"{op}: `segment_ids` must be 1-D, got shape {ids.shape}")
+    if ids.shape[0] != data.shape[0]:
+        raise ValueError(f"{op}: `segment_ids` length {ids.shape[0]} must equal "
+                         f"data.shape[0] = {data.shape[0]}")
     fill = v.choice(op, "fill_mode", fill_mode, _FILL_MODES)
     if concrete_ids is not None and concrete_ids.size:
-        v.require(bool(concrete_ids.min() >= 0), op,
-                  f"`segment_ids` must be non-negative, got {int(concrete_ids.min())}")
-        v.require(bool(np.all(concrete_ids[1:] >= concrete_ids[:-1])), op,
-                  "`segment_ids` must be sorted in non-decreasing order")
+        if concrete_ids.min() < 0:
+            raise ValueError(
+                f"{op}: `segment_ids` must be non-negative, got {int(concrete_ids.min())}")
+        if np.any(concrete_ids[1:] < concrete_ids[:-1]):
+            raise ValueError(f"{op}: `segment_ids` must be sorted in non-decreasing order")
     count = _num_segments(op, num_segments, concrete_ids)
-    return core.segment_max(data, ids, count, fill, cross_device=core.cross_device_possible())
+    return core.segment_max(data, ids, count, fill,
+                            cross_device=core.cross_device_possible())

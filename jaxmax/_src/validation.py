@@ -15,6 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
+from jaxmax._src import dtypes
+
 TRACER_ERRORS = (
     jax.errors.TracerArrayConversionError,
     jax.errors.TracerIntegerConversionError,
@@ -29,7 +31,17 @@ def as_data(op: str, data, name: str = "data") -> jax.Array:
     try:
         return jnp.asarray(data)
     except (TypeError, ValueError) as err:
-        raise TypeError(f"{op}: `{name}` must be an array of numbers, got {type(data).__name__}: {err}") from None
+        raise TypeError(f"{op}: `{name}` must be an array of numbers, got "
+                        f"{type(data).__name__}: {err}") from None
+
+
+def numeric_data(op: str, data) -> jax.Array:
+    """`data` as a JAX array of a real or integer dtype (the OpenVINO max operators' T)."""
+    data = as_data(op, data)
+    if not dtypes.is_real_or_integer(data.dtype):
+        kind = "bool data is not allowed" if dtypes.is_bool(data.dtype) else f"got {data.dtype}"
+        raise TypeError(f"{op}: `data` must have a real or integer dtype; {kind}")
+    return data
 
 
 def static_array(op: str, name: str, value, how: str) -> np.ndarray:
@@ -38,8 +50,8 @@ def static_array(op: str, name: str, value, how: str) -> np.ndarray:
         return np.asarray(value)
     except TRACER_ERRORS:
         raise TypeError(
-            f"{op}: `{name}` must be static (a Python value or a concrete array) because it decides "
-            f"the output shape, but it is traced; {how}") from None
+            f"{op}: `{name}` must be static (a Python value or a concrete array) because it "
+            f"decides the output shape, but it is traced; {how}") from None
 
 
 def _static_how(name: str) -> str:
@@ -93,7 +105,8 @@ def axes_tuple(op: str, name: str, axes, ndim: int) -> tuple[int, ...]:
             f"{op}: `{name}` {values} out of range [-{ndim}, {ndim - 1}] for data of rank {ndim} "
             f"({err})") from None
     except ValueError:
-        raise ValueError(f"{op}: `{name}` {values} has a repeated axis; axes must be unique") from None
+        raise ValueError(
+            f"{op}: `{name}` {values} has a repeated axis; axes must be unique") from None
 
 
 def int_tuple(op: str, name: str, value, length: int) -> tuple[int, ...]:
@@ -116,9 +129,3 @@ def choice(op: str, name: str, value, choices: Sequence[str]) -> str:
     if lowered not in choices:
         raise ValueError(f"{op}: `{name}` must be one of {list(choices)}, got {value!r}")
     return lowered
-
-
-def require(condition: bool, op: str, message: str, error=ValueError) -> None:
-    if not condition:
-        raise error(f"{op}: {message}")
-
