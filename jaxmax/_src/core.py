@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import dtypes
+from jaxmax._src import dtypes, pool_phase
 
 
 @functools.cache
@@ -117,7 +117,7 @@ def reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_nan: bo
 @partial(jax.jit, static_argnames=("window", "strides", "padding", "cross_device"), inline=True)
 def max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
              padding: tuple[tuple[int, int], ...], cross_device: bool) -> jax.Array:
-    """OpenVINO-rule ``reduce_window_max`` over `window` with explicit `padding` (every axis).
+    """OpenVINO-rule max pooling over `window` with explicit `padding` (every axis).
 
     Padding holds the ``max`` identity, so it is never selected over an input element; a window
     that sees padding only gives the identity, raised to lowest(T).
@@ -125,7 +125,12 @@ def max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
     init = dtypes.max_identity(x.dtype)
 
     def pool(v):
-        return lax.reduce_window(v, init, lax.max, window, strides, padding)
+        # On CPU the phase-sliced form is faster than XLA's reduce_window, forward and backward
+        # (benchmarks/RESULTS.md); elsewhere reduce_window keeps its native lowering.
+        return lax.platform_dependent(
+            v,
+            cpu=lambda u: pool_phase.max_pool(u, window, strides, padding),
+            default=lambda u: lax.reduce_window(u, init, lax.max, window, strides, padding))
 
     return _openvino_max(pool, x, cross_device=cross_device)
 

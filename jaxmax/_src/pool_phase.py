@@ -1,0 +1,308 @@
+"""Max pooling as the elementwise max of phase-sliced taps (a CPU-friendly ``reduce_window``).
+
+``max_pool(x, window, strides, padding)`` returns exactly
+``lax.reduce_window(x, identity, lax.max, window, strides, padding)`` (``identity`` = ``-inf``
+for floats, ``iinfo.min`` for integers, ``False`` for bool), computed differently:
+
+1. each strided axis of length ``D`` (a multiple of its stride ``s``) is viewed as ``(D / s, s)``
+   phases, a free reshape; kernel tap ``j`` of that axis reads input ``o * s + j - lo`` for
+   output ``o``, i.e. phase ``(j - lo) % s`` from row ``(j - lo) // s``: a contiguous slice.
+   An axis whose length is not a multiple of its stride uses a strided slice instead;
+2. the rows of a tap that fall in the padding are supplied by a ``lax.pad`` of the *tap* with
+   the identity (not of the input), so XLA fuses reshape, slices, pads and the maxima into a
+   single loop fusion and never materialises a padded copy of the input (padding the input
+   first, then slicing, costs a full extra write and read of the input: measured ~4x slower);
+3. the output is the elementwise ``lax.max`` of the ``k1 * k2 * ...`` taps.
+
+Differentiation follows ``reduce_window``'s own reverse-mode rule (XLA ``select_and_scatter``
+with ``select = ge``): each window, padding included (padding holds the identity), is scanned
+in row-major window order and an element replaces the current selection unless
+``selected >= element``. On NaN-free data this is "each window's whole cotangent goes to its
+first maximal element" (PyTorch's rule); when that element is padding (the window's maximum
+is the identity and padding comes first) nothing is passed on. `max_pool` is a
+``jax.custom_jvp`` whose tangent is linear in the input tangent (each output gathers the
+tangent of its selected tap, zero for padding; the selection is stored as one int32 array), so
+forward mode, reverse mode (JAX transposes the tangent rule), ``vmap`` and ``jit`` all work.
+``jax.jvp`` of ``lax.reduce_window`` itself does *not* always follow that tie rule (its forward
+mode can pick another maximal element of a padded, strided window, so its ``jacfwd`` and
+``jacrev`` differ on ties); this module's forward and reverse modes agree with each other and
+with ``reduce_window``'s reverse mode.
+
+`max_pool_vjp` is the same computation as a ``custom_vjp`` (its backward is the transpose of
+the same tangent rule). XLA compiles both gradients to the same program, so it gains no speed
+and loses forward mode (``jax.jvp`` / ``jacfwd`` raise on it); it is kept for comparison.
+"""
+
+from __future__ import annotations
+
+import itertools
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxmax._src import dtypes
+
+__all__ = ["max_pool", "max_pool_vjp"]
+
+
+class _Axis(NamedTuple):
+    size: int     # input length D
+    k: int        # window
+    s: int        # stride
+    lo: int       # begin pad (negative crops, as in reduce_window)
+    out: int      # output length
+    phased: bool  # viewed as (D / s, s) phases; otherwise sliced with stride s
+
+
+class _Tap(NamedTuple):
+    """Where one kernel tap reads: outputs ``first_out .. first_out + count - 1`` read inputs
+    ``first_in, first_in + s, ...``; the other outputs read padding."""
+    first_out: tuple[int, ...]
+    count: tuple[int, ...]
+    first_in: tuple[int, ...]
+
+
+class _Geometry(NamedTuple):
+    axes: tuple[_Axis, ...]
+    in_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    phase_shape: tuple[int, ...]  # in_shape with every phased axis split into (D / s, s)
+    taps: tuple[_Tap, ...]        # kernel taps in row-major window order
+
+
+def _canonical(x_ndim, window, strides, padding):
+    window = tuple(int(k) for k in window)
+    strides = tuple(int(s) for s in strides)
+    padding = tuple((int(lo), int(hi)) for lo, hi in padding)
+    if not len(window) == len(strides) == len(padding) == x_ndim:
+        raise ValueError(
+            f"max_pool: window {window}, strides {strides} and padding {padding} must each have "
+            f"one entry per axis of the rank-{x_ndim} input")
+    if min(window, default=1) < 1 or min(strides, default=1) < 1:
+        raise ValueError(f"max_pool: window {window} and strides {strides} must be >= 1")
+    return window, strides, padding
+
+
+def _geometry(shape, window, strides, padding) -> _Geometry:
+    axes = []
+    phase_shape = []
+    for size, k, s, (lo, hi) in zip(shape, window, strides, padding):
+        out = max(0, (size + lo + hi - k) // s + 1)
+        phased = s > 1 and size % s == 0
+        axes.append(_Axis(size, k, s, lo, out, phased))
+        phase_shape.extend((size // s, s) if phased else (size,))
+    taps = []
+    for offsets in itertools.product(*(range(a.k) for a in axes)):
+        first_out, count, first_in = [], [], []
+        for a, j in zip(axes, offsets):
+            shift = j - a.lo  # output o reads input o * s + shift
+            o_first = max(0, -(shift // a.s))  # smallest o with o * s + shift >= 0
+            o_last = min(a.out - 1, (a.size - 1 - shift) // a.s)
+            n = max(0, o_last - o_first + 1)
+            first_out.append(o_first if n else 0)
+            count.append(n)
+            first_in.append(o_first * a.s + shift if n else 0)
+        taps.append(_Tap(tuple(first_out), tuple(count), tuple(first_in)))
+    return _Geometry(tuple(axes), tuple(shape), tuple(a.out for a in axes), tuple(phase_shape),
+                     tuple(taps))
+
+
+def _read_slice(g: _Geometry, tap: _Tap):
+    """``lax.slice`` start/limit/strides on the phase view for the inside part of `tap`."""
+    start, limit, strides = [], [], []
+    for a, n, first in zip(g.axes, tap.count, tap.first_in):
+        if a.phased:
+            row, phase = divmod(first, a.s)
+            start += [row, phase]
+            limit += [row + n, phase + 1]
+            strides += [1, 1]
+        else:
+            start.append(first)
+            limit.append(first + (n - 1) * a.s + 1 if n else first)
+            strides.append(a.s)
+    return start, limit, strides
+
+
+def _tap(phases: jax.Array, g: _Geometry, tap: _Tap, fill) -> jax.Array:
+    """The values read by `tap` for every output; `fill` where it reads padding."""
+    fill = jnp.asarray(fill, phases.dtype)
+    if 0 in tap.count:
+        return jnp.full(g.out_shape, fill)
+    inside = lax.slice(phases, *_read_slice(g, tap)).reshape(tap.count)
+    pads = [(o, a.out - o - n, 0) for a, o, n in zip(g.axes, tap.first_out, tap.count)]
+    if any(lo or hi for lo, hi, _ in pads):
+        inside = lax.pad(inside, fill, pads)
+    return inside
+
+
+def _taps(v: jax.Array, g: _Geometry, fill) -> list[jax.Array]:
+    phases = v.reshape(g.phase_shape)
+    return [_tap(phases, g, tap, fill) for tap in g.taps]
+
+
+def _max_of(taps: list[jax.Array]) -> jax.Array:
+    out = taps[0]
+    for tap in taps[1:]:
+        out = lax.max(out, tap)
+    return out
+
+
+def _winner(taps: list[jax.Array]) -> jax.Array:
+    """Per output, the index of the tap ``select_and_scatter(select=ge)`` chooses.
+
+    XLA's rule, padding included (it holds the identity): scan the window in row-major order
+    and replace the selection by the next element unless ``selected >= element``. On NaN-free
+    data that is the first maximal element; if that is padding, nothing is passed on.
+    """
+    selected, index = taps[0], jnp.zeros(taps[0].shape, np.int32)
+    for j, tap in enumerate(taps[1:], start=1):
+        take = ~(selected >= tap)
+        selected = jnp.where(take, tap, selected)
+        index = jnp.where(take, np.int32(j), index)
+    return _materialize(index)
+
+
+def _materialize(a: jax.Array) -> jax.Array:
+    """`a` unchanged, but computed once into a buffer by XLA's CPU compiler.
+
+    The winner scan is made of cheap elementwise ops, so XLA fuses (duplicates) it into every
+    consumer, and the tangent / cotangent code reads the winner of an output once per tap: the
+    scan would be recomputed ``K`` times per element (measured ~5x slower gradients). A
+    reduction is "expensive" to XLA and is not duplicated into consumers that reuse its
+    elements; ``max(a, a)`` over a broadcast axis is such a reduction, and it is exact.
+    ``lax.optimization_barrier`` does not help: the CPU pipeline removes it before fusion.
+    """
+    pair = lax.broadcast_in_dim(a, (2,) + a.shape, tuple(range(1, a.ndim + 1)))
+    return lax.reduce_max(pair, (0,))
+
+
+def _phase_pieces(v: jax.Array, g: _Geometry) -> dict[tuple[int, ...], jax.Array]:
+    """`v` split by phase: ``{(phase per strided axis): v[..., phase::s, ...]}``.
+
+    Each piece has ``ceil(D / s)`` rows on a strided axis (zero-padded at the end when ``s``
+    does not divide ``D``). Built from pad, reshape, transpose and ``lax.split``, whose
+    transposes are slice, reshape, transpose and ``concatenate``: the transposed (cotangent)
+    code writes every input element once, from the few taps of its phase only.
+    """
+    strided = [i for i, a in enumerate(g.axes) if a.s > 1]
+    if not strided:
+        return {(): v}
+    rows = [-(-a.size // a.s) if a.s > 1 else a.size for a in g.axes]
+    ends = [r * a.s - a.size if a.s > 1 else 0 for r, a in zip(rows, g.axes)]
+    if any(ends):
+        v = lax.pad(v, np.zeros((), v.dtype), [(0, e, 0) for e in ends])
+    split_shape, row_dims, phase_dims = [], [], []
+    for a, r in zip(g.axes, rows):
+        row_dims.append(len(split_shape))
+        split_shape.append(r)
+        if a.s > 1:
+            phase_dims.append(len(split_shape))
+            split_shape.append(a.s)
+    v = v.reshape(split_shape).transpose(phase_dims + row_dims)
+    combos = list(itertools.product(*(range(g.axes[i].s) for i in strided)))
+    v = v.reshape((len(combos),) + tuple(rows))
+    pieces = lax.split(v, [1] * len(combos), axis=0)
+    return {c: piece.reshape(rows) for c, piece in zip(combos, pieces)}
+
+
+def _gather_tangent(t: jax.Array, winner: jax.Array, g: _Geometry) -> jax.Array:
+    """The tangent of each window's selected tap (zero when it is padding): linear in `t`."""
+    pieces = _phase_pieces(t, g)
+    zero = np.zeros((), t.dtype)
+    out = jnp.zeros(g.out_shape, t.dtype)
+    for j, tap in enumerate(g.taps):
+        if 0 in tap.count:
+            continue
+        phase = tuple(first % a.s for a, first in zip(g.axes, tap.first_in) if a.s > 1)
+        start = [first // a.s for a, first in zip(g.axes, tap.first_in)]
+        inside = lax.slice(pieces[phase], start, [r + n for r, n in zip(start, tap.count)])
+        pads = [(o, a.out - o - n, 0) for a, o, n in zip(g.axes, tap.first_out, tap.count)]
+        out = jnp.where(winner == j, lax.pad(inside, zero, pads), out)
+    return out
+
+
+def _forward(x: jax.Array, g: _Geometry) -> jax.Array:
+    if 0 in g.out_shape:
+        return jnp.full(g.out_shape, dtypes.max_identity(x.dtype), x.dtype)
+    return _max_of(_taps(x, g, dtypes.max_identity(x.dtype)))
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(1,))
+def _pool_jvp(x, g):
+    return _forward(x, g)
+
+
+@_pool_jvp.defjvp
+def _pool_jvp_rule(g, primals, tangents):
+    (x,), (t,) = primals, tangents
+    if 0 in g.out_shape:
+        return _forward(x, g), jnp.zeros(g.out_shape, t.dtype)
+    taps = _taps(x, g, dtypes.max_identity(x.dtype))
+    winner = lax.stop_gradient(_winner(taps))
+    return _max_of(taps), _gather_tangent(t, winner, g)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def _pool_vjp(x, g):
+    return _forward(x, g)
+
+
+def _pool_vjp_fwd(x, g):
+    if 0 in g.out_shape:
+        return _forward(x, g), jnp.zeros(g.out_shape, np.int32)
+    taps = _taps(x, g, dtypes.max_identity(x.dtype))
+    return _max_of(taps), _winner(taps)
+
+
+def _pool_vjp_bwd(g, winner, ct):
+    if 0 in g.out_shape:
+        return (jnp.zeros(g.in_shape, ct.dtype),)
+    zeros = jnp.zeros(g.in_shape, ct.dtype)
+    _, transpose = jax.vjp(lambda t: _gather_tangent(t, winner, g), zeros)
+    return transpose(ct)
+
+
+_pool_vjp.defvjp(_pool_vjp_fwd, _pool_vjp_bwd)
+
+
+def _prepare(x, window, strides, padding):
+    x = jnp.asarray(x)
+    window, strides, padding = _canonical(x.ndim, window, strides, padding)
+    return x, _geometry(x.shape, window, strides, padding)
+
+
+def max_pool(x: jax.Array, window, strides, padding) -> jax.Array:
+    """``lax.reduce_window(x, identity, lax.max, window, strides, padding)``, phase-sliced.
+
+    Args:
+      x: array of any rank and any real, integer or bool dtype.
+      window: window size per axis of `x` (ints >= 1). Static.
+      strides: stride per axis (ints >= 1). Static.
+      padding: ``(lo, hi)`` per axis, as for ``reduce_window`` (padding holds the identity, so
+        a window that sees padding only gives ``-inf`` / ``iinfo.min``). Static.
+
+    Returns:
+      The pooled array, equal to ``reduce_window``'s (NaN propagates as in ``lax.max``).
+
+    Differentiable (floating dtypes) in forward and reverse mode with ``reduce_window``'s
+    reverse-mode rule: each window's cotangent goes to its first maximal element in row-major
+    window order, padding counted as identity elements; when that element is padding (the
+    window's maximum is the identity) nothing is passed on. NaN follows XLA's
+    ``select_and_scatter`` scan (see the module docstring).
+    """
+    x, g = _prepare(x, window, strides, padding)
+    if jnp.issubdtype(x.dtype, jnp.floating):
+        return _pool_jvp(x, g)
+    return _forward(x, g)
+
+
+def max_pool_vjp(x: jax.Array, window, strides, padding) -> jax.Array:
+    """`max_pool` as a ``custom_vjp``: same values and gradients, no forward mode."""
+    x, g = _prepare(x, window, strides, padding)
+    if jnp.issubdtype(x.dtype, jnp.floating):
+        return _pool_vjp(x, g)
+    return _forward(x, g)
