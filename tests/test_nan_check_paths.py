@@ -1,10 +1,11 @@
-"""Both ways of finding NaN give the same, exact answers.
+"""Every way of finding NaN gives the same, exact answers.
 
-The core finds NaN from the plain result on one device, and also from the data's sum when
-several devices may combine partial results (``core.cross_device_possible``). The test session
-has eight devices, so every other test runs the second way; here each operator runs both ways
-on NaN-laden data (and on NaN-free data with +-inf, where the sum can flag a false NaN) against
-NumPy oracles written here.
+MaxPool and SegmentMax find NaN from their plain result on one device, and also from the data's
+sum when several devices may combine partial results (``core.cross_device_possible``). The test
+session has eight devices, so every other test runs the second way; here each operator runs both
+ways on NaN-laden data (and on NaN-free data with +-inf, where the sum can flag a false NaN)
+against NumPy oracles written here. ReduceMax always checks the data, because XLA's CPU
+``reduce_max`` drops NaN on larger inputs: the last test uses inputs of that size.
 """
 
 from __future__ import annotations
@@ -80,3 +81,17 @@ def test_gradient_ignores_nan(cross_device):
     x = np.array([[1.0, np.nan, 3.0, 3.0], [np.nan, np.nan, -np.inf, 2.0]], np.float32)
     grad = jax.grad(lambda d: ov.reduce_max(d, 1).sum())(x)
     np.testing.assert_array_equal(grad, [[0, 0, 0.5, 0.5], [0, 0, 0, 1]])
+
+
+@pytest.mark.parametrize("shape, axes", [((60, 1000), (0,)), ((40, 4096), (1,)),
+                                         ((17, 6, 11, 7), (0, 1, 2, 3)), ((23, 6, 4096), (0, 2)),
+                                         ((39, 48, 20, 7), (0,)), ((4, 40, 40000), (0,))])
+def test_reduce_max_on_inputs_where_xla_drops_nan(shape, axes):
+    # On these shapes jnp.max over NaN-laden data returned values that were neither NaN nor the
+    # NaN-free maximum (jax 0.10.2 on CPU); jaxmax must match the oracles regardless.
+    rng = np.random.default_rng(sum(shape))
+    x = rng.standard_normal(shape).astype(np.float32)
+    x[rng.random(shape) < 0.05] = np.nan
+    np.testing.assert_array_equal(ov.reduce_max(x, axes), _ov_max(x, axes))
+    np.testing.assert_array_equal(onnx.reduce_max(x, axes, keepdims=0),
+                                  np.max(x, axis=axes))  # NumPy propagates NaN
