@@ -95,3 +95,14 @@ def test_reduce_max_on_inputs_where_xla_drops_nan(shape, axes):
     np.testing.assert_array_equal(ov.reduce_max(x, axes), _ov_max(x, axes))
     np.testing.assert_array_equal(onnx.reduce_max(x, axes, keepdims=0),
                                   np.max(x, axis=axes))  # NumPy propagates NaN
+
+
+def test_max_pool_gradient_skips_nan_and_minus_inf():
+    # Windows of 2 along one axis, stride 1: [nan, 2], [2, -inf], [-inf, -inf], [-inf, 5], [5, 5]
+    x = np.array([[[np.nan, 2.0, -np.inf, -np.inf, 5.0, 5.0]]], np.float32)
+    out, pullback = jax.vjp(lambda d: ov.max_pool(d, kernel=2, strides=1), x)
+    np.testing.assert_array_equal(out, [[[2, 2, F32_LOWEST, 5, 5]]])
+    (grad,) = pullback(np.array([[[1.0, 10.0, 100.0, 1000.0, 10000.0]]], np.float32))
+    # NaN and -inf never receive a cotangent; the all -inf window (raised to lowest) passes none;
+    # the tied window [5, 5] sends its cotangent to its first maximum.
+    np.testing.assert_array_equal(grad, [[[0, 11, 0, 0, 11000, 0]]])

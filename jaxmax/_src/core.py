@@ -174,25 +174,61 @@ def reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_nan: bo
     return lax.expand_dims(out, axes) if keepdims else out
 
 
+def _phase_pool_at_least_lowest(x: jax.Array, window, strides, padding) -> jax.Array:
+    """The OpenVINO pooling rule in one expression: inputs below lowest(T) or NaN read as
+    lowest(T), and the padding holds lowest(T), so no NaN check and no clamp follow.
+
+    Its derivative is the one jaxmax's CPU pooling uses: an input read as lowest(T) passes none
+    (through the ``where``), and so does a window whose first maximal element is padding. As a
+    forward computation it is slower than the NaN check and clamp for overlapping windows (the
+    ``where`` is recomputed in every tap), so it serves only the derivative.
+    """
+    low = dtypes.lowest(x.dtype)
+    x = jnp.where(x >= low, x, low)  # NaN and -inf -> lowest(T)
+    return pool_phase.max_pool(x, window, strides, padding, fill=low.item())
+
+
+def _cpu_max_pool(x: jax.Array, window, strides, padding, cross_device: bool) -> jax.Array:
+    def pool(v):
+        return pool_phase.max_pool(v, window, strides, padding)
+
+    if not dtypes.is_floating(x.dtype):
+        return pool(x)  # the integer identity is lowest(T), and there is no NaN
+
+    @jax.custom_jvp
+    def pooled(v):
+        return _openvino_max(pool, v, check_data=cross_device)
+
+    @pooled.defjvp
+    def pooled_jvp(primals, tangents):
+        # Differentiating through the NaN check and the clamp made XLA recompute the pooling
+        # inside the backward pass (~3x slower gradients); the same values in one expression
+        # differentiate cleanly.
+        return jax.jvp(lambda v: _phase_pool_at_least_lowest(v, window, strides, padding),
+                       primals, tangents)
+
+    return pooled(x)
+
+
 @partial(jax.jit, static_argnames=("window", "strides", "padding", "cross_device"), inline=True)
 def max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
              padding: tuple[tuple[int, int], ...], cross_device: bool) -> jax.Array:
     """OpenVINO-rule max pooling over `window` with explicit `padding` (every axis).
 
-    Padding holds the ``max`` identity, so it is never selected over an input element; a window
-    that sees padding only gives the identity, raised to lowest(T).
+    Padding is never selected over an input element above lowest(T); a window that sees padding
+    only gives lowest(T). On CPU the phase-sliced form (``pool_phase``), elsewhere
+    ``reduce_window`` with the identity init (which keeps its dedicated, differentiable
+    primitive); both under the NaN check and the clamp to lowest(T).
     """
     init = dtypes.max_identity(x.dtype)
 
-    def pool(v):
-        # On CPU the phase-sliced form is faster than XLA's reduce_window, forward and backward
-        # (benchmarks/RESULTS.md); elsewhere reduce_window keeps its native lowering.
-        return lax.platform_dependent(
-            v,
-            cpu=lambda u: pool_phase.max_pool(u, window, strides, padding),
-            default=lambda u: lax.reduce_window(u, init, lax.max, window, strides, padding))
+    def reduce_window(v):
+        return lax.reduce_window(v, init, lax.max, window, strides, padding)
 
-    return _openvino_max(pool, x, check_data=cross_device)
+    return lax.platform_dependent(
+        x,
+        cpu=lambda v: _cpu_max_pool(v, window, strides, padding, cross_device),
+        default=lambda v: _openvino_max(reduce_window, v, check_data=cross_device))
 
 
 @partial(jax.jit, static_argnames=("num_segments", "fill", "cross_device"), inline=True)

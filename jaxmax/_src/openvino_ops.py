@@ -147,7 +147,10 @@ def max_pool(data: ArrayLike, *, kernel: ArrayLike, strides: ArrayLike,
     jit contract: every attribute decides the output shape and must be static (Python values or
     concrete arrays); `data` may be traced. Under ``jax.grad`` each window's cotangent goes to
     its first maximal input element in row-major window order (as ``lax.reduce_window`` and
-    PyTorch); windows that see only padding pass none. Pads may equal or exceed the kernel.
+    PyTorch); NaN and ``-inf`` inputs receive none, and windows that see only padding (or whose
+    maximum is raised to lowest(T)) pass none. On CPU the padding takes part in that order as
+    lowest(T): a window whose maximum is an input exactly equal to lowest(T), preceded in the
+    window by padding, passes none either. Pads may equal or exceed the kernel.
 
     >>> import numpy as np
     >>> from jaxmax import openvino as ov

@@ -72,6 +72,7 @@ class _Geometry(NamedTuple):
     out_shape: tuple[int, ...]
     phase_shape: tuple[int, ...]  # in_shape with every phased axis split into (D / s, s)
     taps: tuple[_Tap, ...]        # kernel taps in row-major window order
+    fill: float | int | None      # the padding value; None: the max identity of the dtype
 
 
 def _canonical(x_ndim, window, strides, padding):
@@ -87,7 +88,7 @@ def _canonical(x_ndim, window, strides, padding):
     return window, strides, padding
 
 
-def _geometry(shape, window, strides, padding) -> _Geometry:
+def _geometry(shape, window, strides, padding, fill=None) -> _Geometry:
     axes = []
     phase_shape = []
     for size, k, s, (lo, hi) in zip(shape, window, strides, padding):
@@ -108,7 +109,7 @@ def _geometry(shape, window, strides, padding) -> _Geometry:
             first_in.append(o_first * a.s + shift if n else 0)
         taps.append(_Tap(tuple(first_out), tuple(count), tuple(first_in)))
     return _Geometry(tuple(axes), tuple(shape), tuple(a.out for a in axes), tuple(phase_shape),
-                     tuple(taps))
+                     tuple(taps), fill)
 
 
 def _read_slice(g: _Geometry, tap: _Tap):
@@ -225,10 +226,14 @@ def _gather_tangent(t: jax.Array, winner: jax.Array, g: _Geometry) -> jax.Array:
     return out
 
 
+def _fill(x: jax.Array, g: _Geometry) -> np.ndarray:
+    return dtypes.max_identity(x.dtype) if g.fill is None else np.array(g.fill, x.dtype)
+
+
 def _forward(x: jax.Array, g: _Geometry) -> jax.Array:
     if 0 in g.out_shape:
-        return jnp.full(g.out_shape, dtypes.max_identity(x.dtype), x.dtype)
-    return _max_of(_taps(x, g, dtypes.max_identity(x.dtype)))
+        return jnp.full(g.out_shape, _fill(x, g), x.dtype)
+    return _max_of(_taps(x, g, _fill(x, g)))
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(1,))
@@ -241,7 +246,7 @@ def _pool_jvp_rule(g, primals, tangents):
     (x,), (t,) = primals, tangents
     if 0 in g.out_shape:
         return _forward(x, g), jnp.zeros(g.out_shape, t.dtype)
-    taps = _taps(x, g, dtypes.max_identity(x.dtype))
+    taps = _taps(x, g, _fill(x, g))
     winner = lax.stop_gradient(_winner(taps))
     return _max_of(taps), _gather_tangent(t, winner, g)
 
@@ -254,7 +259,7 @@ def _pool_vjp(x, g):
 def _pool_vjp_fwd(x, g):
     if 0 in g.out_shape:
         return _forward(x, g), jnp.zeros(g.out_shape, np.int32)
-    taps = _taps(x, g, dtypes.max_identity(x.dtype))
+    taps = _taps(x, g, _fill(x, g))
     return _max_of(taps), _winner(taps)
 
 
@@ -269,13 +274,13 @@ def _pool_vjp_bwd(g, winner, ct):
 _pool_vjp.defvjp(_pool_vjp_fwd, _pool_vjp_bwd)
 
 
-def _prepare(x, window, strides, padding):
+def _prepare(x, window, strides, padding, fill=None):
     x = jnp.asarray(x)
     window, strides, padding = _canonical(x.ndim, window, strides, padding)
-    return x, _geometry(x.shape, window, strides, padding)
+    return x, _geometry(x.shape, window, strides, padding, fill)
 
 
-def max_pool(x: jax.Array, window, strides, padding) -> jax.Array:
+def max_pool(x: jax.Array, window, strides, padding, fill=None) -> jax.Array:
     """``lax.reduce_window(x, identity, lax.max, window, strides, padding)``, phase-sliced.
 
     Args:
@@ -284,6 +289,8 @@ def max_pool(x: jax.Array, window, strides, padding) -> jax.Array:
       strides: stride per axis (ints >= 1). Static.
       padding: ``(lo, hi)`` per axis, as for ``reduce_window`` (padding holds the identity, so
         a window that sees padding only gives ``-inf`` / ``iinfo.min``). Static.
+      fill: the padding value (a Python scalar) in place of the identity, as ``reduce_window``
+        with that init value would use it; ``None`` for the identity. Static.
 
     Returns:
       The pooled array, equal to ``reduce_window``'s (NaN propagates as in ``lax.max``).
@@ -294,7 +301,7 @@ def max_pool(x: jax.Array, window, strides, padding) -> jax.Array:
     window's maximum is the identity) nothing is passed on. NaN follows XLA's
     ``select_and_scatter`` scan (see the module docstring).
     """
-    x, g = _prepare(x, window, strides, padding)
+    x, g = _prepare(x, window, strides, padding, fill)
     if jnp.issubdtype(x.dtype, jnp.floating):
         return _pool_jvp(x, g)
     return _forward(x, g)
