@@ -236,15 +236,22 @@ def segment_max(data: jax.Array, segment_ids: jax.Array, num_segments: int, fill
                 cross_device: bool) -> jax.Array:
     """Per-segment OpenVINO-rule max; empty segments get `fill` (``"zero"``/``"lowest"``).
 
-    Emptiness is decided by counting members (a 1-D scatter of ones), never by comparing values
-    with a sentinel. Ids outside ``[0, num_segments)`` are dropped.
+    An empty segment comes out of the max rule as lowest(T) already, which is the ``"lowest"``
+    fill. For ``"zero"``, emptiness is decided by counting members (a 1-D scatter of ones), never
+    by comparing values with a sentinel; the count runs only when some output equals lowest(T).
+    Ids outside ``[0, num_segments)`` are dropped.
     """
     def reducer(v, ids):
         return jax.ops.segment_max(v, ids, num_segments)
 
     out = _openvino_max(reducer, data, segment_ids, check_data=cross_device)
-    members = jax.ops.segment_sum(jnp.ones(segment_ids.shape, jnp.int32), segment_ids,
-                                  num_segments)
-    empty = (members == 0).reshape((num_segments,) + (1,) * (data.ndim - 1))
-    fill_value = dtypes.zero(data.dtype) if fill == "zero" else dtypes.lowest(data.dtype)
-    return jnp.where(empty, fill_value, out)
+    if fill == "lowest":
+        return out
+
+    def zero_empty_segments():
+        members = jax.ops.segment_sum(jnp.ones(segment_ids.shape, jnp.int32), segment_ids,
+                                      num_segments)
+        empty = (members == 0).reshape((num_segments,) + (1,) * (data.ndim - 1))
+        return jnp.where(empty, dtypes.zero(data.dtype), out)
+
+    return lax.cond((out == dtypes.lowest(data.dtype)).any(), zero_empty_segments, lambda: out)
