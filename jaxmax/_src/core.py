@@ -4,14 +4,13 @@ Every function takes canonical static arguments (tuples of Python ints, bools, s
 adapters have validated, and is a ``jax.jit(..., inline=True)`` function, so an eager call
 dispatches a cached executable and a call inside an outer ``jit`` is inlined into it.
 
-Two max rules exist, chosen by the flag ``skip_nan``:
+Two max rules exist, chosen by the flag ``skip_nan`` (MaxPool and SegmentMax are OpenVINO's):
 
-* ``skip_nan=False`` (ONNX): the plain ``max`` of ``lax``; NaN propagates, an empty set gives
-  the identity (``-inf``, ``iinfo.min``, ``False``).
+* ``skip_nan=False`` (ONNX): NaN propagates, an empty set gives the identity (``-inf``,
+  ``iinfo.min``, ``False``).
 * ``skip_nan=True`` (OpenVINO): ``max(lowest(T), non-NaN elements)``. The reduction runs with the
   ``-inf`` identity, so ``lax`` keeps its dedicated max primitives; NaN is replaced by ``-inf``
-  only when a NaN is present (``lax.cond``), so NaN-free data pays for a check of the small
-  result only; the result is then raised to ``lowest(T)``.
+  only when a NaN is found (``lax.cond``), and the result is then raised to ``lowest(T)``.
 
 Finding NaN: elementwise ``lax.max`` (MaxPool's taps, ``reduce_window``) and scatter-max
 (SegmentMax) propagate NaN, so their plain result holds a NaN exactly where a window or segment
@@ -19,17 +18,17 @@ did, and checking that small result is enough. Two places drop NaN instead, givi
 order-dependent, wrong maximum: XLA's CPU ``reduce_max`` on all but small inputs (jax 0.10;
 measured here on 300 random shapes: two thirds gave values that were neither NaN nor the NaN-free
 maximum), and the cross-device max that combines partial results when a reduced axis is sharded.
-Where those can occur (``check_data=True``: every float ``reduce_max``, and the other operators
-when several devices exist), the data's sum is checked too. Addition propagates NaN in every
+Where those can occur (``check_data=True``: a float ``reduce_max`` that is not folded, and the
+other operators when several devices exist), the data's sum is checked too. Addition propagates NaN in every
 order, so this check is exact; it costs one more read of the data, and an ``inf + -inf`` can flag
 NaN-free data, which only sends it down the exact masked path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import functools
 import math
+from collections.abc import Callable
 from functools import partial
 
 import jax
@@ -138,39 +137,57 @@ def _reduce_max_folding_jvp(axes, primals, tangents):
     return jax.jvp(lambda v: lax.reduce_max(v, axes), primals, tangents)
 
 
-def _cpu_reduce_max(x: jax.Array, axes: tuple[int, ...]) -> jax.Array:
+def _folds(shape: tuple[int, ...], axes: tuple[int, ...]) -> bool:
+    """Whether the CPU lowering folds rows: only leading axes reduced, over a large kept block."""
     run = _leading_run(axes)
-    only_leading = 0 < run == len(axes) < x.ndim
-    if only_leading and math.prod(x.shape[run:]) >= _FOLD_MIN_ROW and math.prod(x.shape[:run]) > 1:
-        return _reduce_max_folding(x, axes)
-    return lax.reduce_max(x, axes)
+    return (0 < run == len(axes) < len(shape) and math.prod(shape[run:]) >= _FOLD_MIN_ROW
+            and math.prod(shape[:run]) > 1)
 
 
-def _reduce_max(x: jax.Array, axes: tuple[int, ...]) -> jax.Array:
-    """``lax.reduce_max``, lowered on CPU around XLA's slow leading-axis reduction."""
-    return lax.platform_dependent(x, cpu=lambda v: _cpu_reduce_max(v, axes),
-                                  default=lambda v: lax.reduce_max(v, axes))
+def _max_with_rule(x: jax.Array, axes: tuple[int, ...], skip_nan: bool, fold: bool,
+                   check_data: bool) -> jax.Array:
+    """``max`` over `axes` with the OpenVINO (`skip_nan`) or ONNX NaN rule, float data.
 
-
-@partial(jax.jit, static_argnames=("axes", "keepdims", "skip_nan"), inline=True)
-def reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_nan: bool) -> jax.Array:
-    """Max over `axes` (normalised, unique); logical or for bool data."""
+    Folded rows are elementwise maxima, which propagate NaN, so their result shows every NaN;
+    XLA's ``reduce_max`` may not, and then `check_data` makes the NaN check read the data.
+    """
     def reducer(v):
-        return _reduce_max(v, axes)
+        return _reduce_max_folding(v, axes) if fold else lax.reduce_max(v, axes)
 
+    if skip_nan:
+        return _openvino_max(reducer, x, check_data=check_data)
+    out = reducer(x)
+    # NaN propagates: a slice holding one gives NaN, the others their (exact) maximum.
+    nan = np.array(np.nan, out.dtype)
+    return lax.cond(_nan_found(x, out, check_data),
+                    lambda: jnp.where(jnp.isnan(x).any(axes), nan, reducer(_mask_nan(x))),
+                    lambda: out)
+
+
+@partial(jax.jit, static_argnames=("axes", "keepdims", "skip_nan", "cross_device"), inline=True)
+def reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_nan: bool,
+               cross_device: bool) -> jax.Array:
+    """Max over `axes` (normalised, unique); logical or for bool data.
+
+    On CPU, a reduction of leading axes only over a large kept block folds its rows with
+    elementwise maxima (XLA's own reduction of outer axes is ~30x slower there); everything else
+    is ``lax.reduce_max``. Integers have no NaN and their identity is lowest(T), so both rules
+    are the plain max for them.
+    """
     if dtypes.is_bool(x.dtype):
         out = lax.reduce_or(x, axes)
-    elif skip_nan:
-        out = _openvino_max(reducer, x, check_data=True)
+    elif not dtypes.is_floating(x.dtype):
+        fold = _folds(x.shape, axes)
+        out = lax.platform_dependent(
+            x, cpu=lambda v: _reduce_max_folding(v, axes) if fold else lax.reduce_max(v, axes),
+            default=lambda v: lax.reduce_max(v, axes))
     else:
-        out = reducer(x)
-        if dtypes.is_floating(x.dtype):
-            # NaN propagates: a slice holding one gives NaN, the others their (exact) maximum.
-            nan = np.array(np.nan, out.dtype)
-            out = lax.cond(
-                _nan_found(x, out, check_data=True),
-                lambda: jnp.where(jnp.isnan(x).any(axes), nan, reducer(_mask_nan(x))),
-                lambda: out)
+        fold = _folds(x.shape, axes)
+        out = lax.platform_dependent(
+            x,
+            cpu=lambda v: _max_with_rule(v, axes, skip_nan, fold,
+                                         check_data=cross_device or not fold),
+            default=lambda v: _max_with_rule(v, axes, skip_nan, fold=False, check_data=True))
     return lax.expand_dims(out, axes) if keepdims else out
 
 

@@ -84,4 +84,5 @@ def reduce_max(data: ArrayLike, axes: ArrayLike | None = None, *, keepdims: int 
         if noop:
             return data
         axes_ = tuple(range(data.ndim))
-    return core.reduce_max(data, axes_, keep, skip_nan=False)
+    return core.reduce_max(data, axes_, keep, skip_nan=False,
+                           cross_device=core.cross_device_possible())

@@ -71,7 +71,8 @@ def reduce_max(data: ArrayLike, axes: ArrayLike, *, keep_dims: bool = False) -> 
     keep = v.static_bool(_REDUCE_MAX, "keep_dims", keep_dims)
     if axes_ is None:
         return data
-    return core.reduce_max(data, axes_, keep, skip_nan=True)
+    return core.reduce_max(data, axes_, keep, skip_nan=True,
+                           cross_device=core.cross_device_possible())
 
 
 def reduce_logical_or(data: ArrayLike, axes: ArrayLike, *, keep_dims: bool = False) -> jax.Array:
@@ -108,7 +109,8 @@ def reduce_logical_or(data: ArrayLike, axes: ArrayLike, *, keep_dims: bool = Fal
     keep = v.static_bool(_REDUCE_OR, "keep_dims", keep_dims)
     if axes_ is None:
         return data
-    return core.reduce_max(data, axes_, keep, skip_nan=True)
+    return core.reduce_max(data, axes_, keep, skip_nan=True,
+                           cross_device=core.cross_device_possible())
 
 
 def max_pool(data: ArrayLike, *, kernel: ArrayLike, strides: ArrayLike,
