@@ -212,9 +212,21 @@ def _cpu_max_pool(x: jax.Array, window, strides, padding, cross_device: bool) ->
     if not dtypes.is_floating(x.dtype):
         return pool(x)  # the integer identity is lowest(T), and there is no NaN
 
+    low = dtypes.lowest(x.dtype)
+
+    def at_least_lowest(v):
+        # lax.max with lowest(T) fuses into the pooling loop; NaN survives it, -inf does not.
+        return lax.max(pool(v), low)
+
     @jax.custom_jvp
     def pooled(v):
-        return _openvino_max(pool, v, check_data=cross_device)
+        out = at_least_lowest(v)
+        # The output has no -inf, so its sum is NaN only if a NaN is in it: cheaper than a
+        # bool any() over an output this size.
+        found = jnp.isnan(jnp.sum(out))
+        if cross_device:
+            found = found | jnp.isnan(jnp.sum(v))
+        return lax.cond(found, lambda: at_least_lowest(_mask_nan(v)), lambda: out)
 
     @pooled.defjvp
     def pooled_jvp(primals, tangents):
