@@ -45,6 +45,15 @@ def cross_device_possible() -> bool:
     return jax.device_count() > 1
 
 
+def _by_platform(x: jax.Array, *, cpu: Callable[[jax.Array], jax.Array],
+                 default: Callable[[jax.Array], jax.Array]) -> jax.Array:
+    """``cpu(x)`` when compiled for CPU, ``default(x)`` elsewhere (chosen at lowering time).
+
+    One seam for every platform choice, so the tests can run the non-CPU lowerings on CPU.
+    """
+    return lax.platform_dependent(x, cpu=cpu, default=default)
+
+
 def _nan_found(x: jax.Array, plain: jax.Array, check_data: bool) -> jax.Array:
     """A scalar bool: True when `x` holds a NaN (false positives only cost time)."""
     found = jnp.isnan(plain).any()
@@ -178,12 +187,12 @@ def reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_nan: bo
         out = lax.reduce_or(x, axes)
     elif not dtypes.is_floating(x.dtype):
         fold = _folds(x.shape, axes)
-        out = lax.platform_dependent(
+        out = _by_platform(
             x, cpu=lambda v: _reduce_max_folding(v, axes) if fold else lax.reduce_max(v, axes),
             default=lambda v: lax.reduce_max(v, axes))
     else:
         fold = _folds(x.shape, axes)
-        out = lax.platform_dependent(
+        out = _by_platform(
             x,
             cpu=lambda v: _max_with_rule(v, axes, skip_nan, fold,
                                          check_data=cross_device or not fold),
@@ -254,7 +263,7 @@ def max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
     def reduce_window(v):
         return lax.reduce_window(v, init, lax.max, window, strides, padding)
 
-    return lax.platform_dependent(
+    return _by_platform(
         x,
         cpu=lambda v: _cpu_max_pool(v, window, strides, padding, cross_device),
         default=lambda v: _openvino_max(reduce_window, v, check_data=cross_device))
