@@ -12,6 +12,7 @@ inputs: one test uses inputs of that size, folded and not.
 from __future__ import annotations
 
 import jax
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -107,3 +108,23 @@ def test_max_pool_gradient_skips_nan_and_minus_inf():
     # NaN and -inf never receive a cotangent; the all -inf window (raised to lowest) passes none;
     # the tied window [5, 5] sends its cotangent to its first maximum.
     np.testing.assert_array_equal(grad, [[[0, 11, 0, 0, 11000, 0]]])
+
+
+def test_bfloat16_folded_rows_keep_every_nan_and_extreme(cross_device):
+    # The CPU fold of bfloat16 rows runs on int16 order keys; NaN of either sign must still be
+    # found, -inf must stay below lowest(T), and the ONNX flavour must propagate NaN.
+    bf16 = ml_dtypes.bfloat16
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((5, 3, 40000)) * 100).astype(bf16)
+    x[rng.random(x.shape) < 0.01] = np.nan
+    x[:, 0, 1] = -np.nan
+    x[:, 0, 2] = -np.inf
+    x[:, 0, 3] = np.array(float(ml_dtypes.finfo(bf16).min)).astype(bf16)
+    x[2, 0, 4] = np.inf
+    x[:, 0, 5] = np.array(-0.0).astype(bf16)
+    wide = x.astype(np.float64)
+    low = float(ml_dtypes.finfo(bf16).min)
+    want_ov = np.maximum(np.max(np.where(np.isnan(wide), -np.inf, wide), axis=0), low)
+    np.testing.assert_array_equal(np.asarray(ov.reduce_max(x, 0)).astype(np.float64), want_ov)
+    np.testing.assert_array_equal(np.asarray(onnx.reduce_max(x, 0, keepdims=0)).astype(np.float64),
+                                  np.max(wide, axis=0))

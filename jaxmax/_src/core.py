@@ -112,15 +112,32 @@ def _openvino_max(reducer: Callable[..., jax.Array], x: jax.Array, *operands,
 _FOLD_MIN_ROW = 32768
 
 
+def _bfloat16_order_key(y: jax.Array) -> jax.Array:
+    """int16 keys whose order is the float order of bfloat16 `y`; every NaN maps to the top."""
+    bits = lax.bitcast_convert_type(y, jnp.int16)
+    key = bits ^ ((bits >> 15) & 0x7FFF)  # flip the magnitude of negatives
+    return jnp.where((bits & 0x7FFF) > 0x7F80, np.int16(0x7FFF), key)
+
+
+def _bfloat16_from_key(key: jax.Array) -> jax.Array:
+    return lax.bitcast_convert_type(key ^ ((key >> 15) & 0x7FFF), jnp.bfloat16)
+
+
+def _halving_max(y: jax.Array) -> jax.Array:
+    """``max(y, axis=0)`` as a tree of elementwise maxima of halves."""
+    while y.shape[0] > 1:
+        half = y.shape[0] // 2
+        folded = lax.max(y[:half], y[half:2 * half])
+        y = lax.concatenate([folded, y[2 * half:]], 0) if y.shape[0] % 2 else folded
+    return y[0]
+
+
 def _fold_rows(y: jax.Array) -> jax.Array:
     """``max(y, axis=0)`` by elementwise maxima of the rows of `y` (exact; NaN propagates)."""
     if y.dtype == jnp.bfloat16:
-        # bfloat16 rows in a loop run at ~20x the floor on CPU; a halving tree is ~4x faster.
-        while y.shape[0] > 1:
-            half = y.shape[0] // 2
-            folded = lax.max(y[:half], y[half:2 * half])
-            y = lax.concatenate([folded, y[2 * half:]], 0) if y.shape[0] % 2 else folded
-        return y[0]
+        # bfloat16 elementwise maxima are slow on CPU (a loop ran at ~20x the floor, a halving
+        # tree at ~6x); the same tree over int16 order keys runs at ~1.5x (NaN key: NaN).
+        return _bfloat16_from_key(_halving_max(_bfloat16_order_key(y)))
     acc_dtype = jnp.float32 if y.dtype == jnp.float16 else y.dtype  # exact widening
     return lax.fori_loop(1, y.shape[0], lambda i, acc: lax.max(acc, y[i].astype(acc_dtype)),
                          y[0].astype(acc_dtype)).astype(y.dtype)
