@@ -122,6 +122,7 @@ def test_bfloat16_folded_rows_keep_every_nan_and_extreme(cross_device):
     x[:, 0, 3] = np.array(float(ml_dtypes.finfo(bf16).min)).astype(bf16)
     x[2, 0, 4] = np.inf
     x[:, 0, 5] = np.array(-0.0).astype(bf16)
+    x[3, 1, 6] = -np.nan  # one negative NaN among finite values
     wide = x.astype(np.float64)
     low = float(ml_dtypes.finfo(bf16).min)
     want_ov = np.maximum(np.max(np.where(np.isnan(wide), -np.inf, wide), axis=0), low)
