@@ -191,9 +191,8 @@ def max_pool(data: ArrayLike, *, kernel: ArrayLike, strides: ArrayLike,
             raise ValueError(
                 f"{op}: `kernel` {k} is larger than the padded input {size + lo + hi} "
                 f"(size {size} + pads {lo} + {hi}) on spatial axis {axis}")
-    geometry = shapes.pool_geometry(spatial, kernel_, strides_, pads, rounding_ == "ceil")
-    return core.max_pool(data, (1, 1) + kernel_, (1, 1) + strides_,
-                         ((0, 0), (0, 0)) + geometry.window_pads,
+    padding = shapes.window_padding(spatial, kernel_, strides_, pads, rounding_ == "ceil")
+    return core.max_pool(data, (1, 1) + kernel_, (1, 1) + strides_, ((0, 0), (0, 0)) + padding,
                          cross_device=core.cross_device_possible())
 
 

@@ -5,22 +5,7 @@ Nothing here touches arrays. All functions take and return Python ints or tuples
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from jax import lax
-
-
-class PoolGeometry(NamedTuple):
-    """How one pooling call maps onto ``lax.reduce_window``.
-
-    ``pads`` are the spec's (begin, end) pads per spatial axis after auto_pad;
-    ``window_pads`` extend the end pad so that a ``VALID`` window sweep over the padded input
-    yields exactly ``out_shape`` windows (the ceil-mode windows past the end included).
-    """
-
-    pads: tuple[tuple[int, int], ...]
-    out_shape: tuple[int, ...]
-    window_pads: tuple[tuple[int, int], ...]
 
 
 def auto_pads(spatial: tuple[int, ...], kernel: tuple[int, ...], strides: tuple[int, ...],
@@ -45,20 +30,17 @@ def output_length(padded: int, kernel: int, stride: int, ceil_mode: bool) -> int
     return (-(-span // stride) if ceil_mode else span // stride) + 1
 
 
-def pool_geometry(spatial: tuple[int, ...], kernel: tuple[int, ...], strides: tuple[int, ...],
-                  pads: tuple[tuple[int, int], ...], ceil_mode: bool) -> PoolGeometry:
-    """Output shape and the padding handed to ``reduce_window``.
+def window_padding(spatial: tuple[int, ...], kernel: tuple[int, ...], strides: tuple[int, ...],
+                   pads: tuple[tuple[int, int], ...], ceil_mode: bool) -> tuple[tuple[int, int], ...]:
+    """The (begin, end) padding under which a ``VALID`` window sweep gives the output length.
 
     The caller has checked ``k <= D + pb + pe``. In ceil mode the last window may start in the
     end padding or past it; the end pad is extended so that window exists (it then sees padding
     only and the caller's fill-value rule applies).
     """
-    out_shape = []
-    window_pads = []
+    padding = []
     for size, k, s, (lo, hi) in zip(spatial, kernel, strides, pads):
         out = output_length(size + lo + hi, k, s, ceil_mode)
-        needed = (out - 1) * s + k  # padded extent the last window reaches
-        window_pads.append((lo, max(hi, needed - size - lo)))
-        out_shape.append(out)
-    return PoolGeometry(tuple(pads), tuple(out_shape), tuple(window_pads))
-
+        reach = (out - 1) * s + k  # padded extent the last window reaches
+        padding.append((lo, max(hi, reach - size - lo)))
+    return tuple(padding)
