@@ -19,9 +19,9 @@ order-dependent, wrong maximum: XLA's CPU ``reduce_max`` on all but small inputs
 measured here on 300 random shapes: two thirds gave values that were neither NaN nor the NaN-free
 maximum), and the cross-device max that combines partial results when a reduced axis is sharded.
 Where those can occur (``check_data=True``: a float ``reduce_max`` that is not folded, and the
-other operators when several devices exist), the data's sum is checked too. Addition propagates NaN in every
-order, so this check is exact; it costs one more read of the data, and an ``inf + -inf`` can flag
-NaN-free data, which only sends it down the exact masked path.
+other operators when several devices exist), the data's sum is checked too. Addition propagates NaN
+in every order, so this check is exact; it costs one more read of the data, and an ``inf + -inf``
+can flag NaN-free data, which only sends it down the exact masked path.
 """
 
 from __future__ import annotations

@@ -31,7 +31,8 @@ def output_length(padded: int, kernel: int, stride: int, ceil_mode: bool) -> int
 
 
 def window_padding(spatial: tuple[int, ...], kernel: tuple[int, ...], strides: tuple[int, ...],
-                   pads: tuple[tuple[int, int], ...], ceil_mode: bool) -> tuple[tuple[int, int], ...]:
+                   pads: tuple[tuple[int, int], ...],
+                   ceil_mode: bool) -> tuple[tuple[int, int], ...]:
     """The (begin, end) padding under which a ``VALID`` window sweep gives the output length.
 
     The caller has checked ``k <= D + pb + pe``. In ceil mode the last window may start in the
