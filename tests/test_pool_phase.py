@@ -26,7 +26,7 @@ from jax.test_util import check_grads
 
 from jaxmax._src import pool_phase
 
-POOLS = {"custom_jvp": pool_phase.max_pool, "custom_vjp": pool_phase.max_pool_vjp}
+POOLS = {"custom_jvp": pool_phase.max_pool}
 DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.int8, np.uint8, np.int32, np.bool_]
 
 
@@ -350,8 +350,6 @@ def test_check_grads_fwd_and_rev_on_unique_values(name, order):
         x = rng.permutation(np.prod(shape)).reshape(shape).astype(np.float64) / 7.0
         f = jax.jit(lambda v: pool_phase.max_pool(v, window, strides, padding))
         check_grads(f, (x,), order=order, modes=("fwd", "rev"))
-        f_vjp = jax.jit(lambda v: pool_phase.max_pool_vjp(v, window, strides, padding))
-        check_grads(f_vjp, (x,), order=1, modes=("rev",))
 
 
 def test_jvp_gathers_the_selected_tangent():
@@ -374,13 +372,6 @@ def test_jvp_gathers_the_selected_tangent():
     g = lambda v: pool_phase.max_pool(v, *small[1:])
     jac_fwd, jac_rev = jax.jit(lambda v: (jax.jacfwd(g)(v), jax.jacrev(g)(v)))(xs)
     np.testing.assert_array_equal(jac_fwd, jac_rev)
-
-
-def test_custom_vjp_variant_has_no_forward_mode():
-    x = np.ones((1, 1, 4), np.float32)
-    f = lambda v: pool_phase.max_pool_vjp(v, *_nc((2,), (2,), ((0, 0),)))
-    with pytest.raises(TypeError):
-        jax.jvp(f, (x,), (x,))
 
 
 # ----------------------------------------------------------------------------- transforms

@@ -200,15 +200,14 @@ def reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_nan: bo
     is ``lax.reduce_max``. Integers have no NaN and their identity is lowest(T), so both rules
     are the plain max for them.
     """
+    fold = _folds(x.shape, axes)
     if dtypes.is_bool(x.dtype):
         out = lax.reduce_or(x, axes)
     elif not dtypes.is_floating(x.dtype):
-        fold = _folds(x.shape, axes)
         out = _by_platform(
             x, cpu=lambda v: _reduce_max_folding(v, axes) if fold else lax.reduce_max(v, axes),
             default=lambda v: lax.reduce_max(v, axes))
     else:
-        fold = _folds(x.shape, axes)
         out = _by_platform(
             x,
             cpu=lambda v: _max_with_rule(v, axes, skip_nan, fold,

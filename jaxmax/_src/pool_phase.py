@@ -28,9 +28,8 @@ mode can pick another maximal element of a padded, strided window, so its ``jacf
 ``jacrev`` differ on ties); this module's forward and reverse modes agree with each other and
 with ``reduce_window``'s reverse mode.
 
-`max_pool_vjp` is the same computation as a ``custom_vjp`` (its backward is the transpose of
-the same tangent rule). XLA compiles both gradients to the same program, so it gains no speed
-and loses forward mode (``jax.jvp`` / ``jacfwd`` raise on it); it is kept for comparison.
+A ``custom_vjp`` with the transposed tangent rule as its backward compiled to the same program
+(measured; benchmarks/RESULTS.md) and would lose forward mode, so there is none.
 """
 
 from __future__ import annotations
@@ -46,7 +45,7 @@ from jax import lax
 
 from jaxmax._src import dtypes
 
-__all__ = ["max_pool", "max_pool_vjp"]
+__all__ = ["max_pool"]
 
 
 class _Axis(NamedTuple):
@@ -251,29 +250,6 @@ def _pool_jvp_rule(g, primals, tangents):
     return _max_of(taps), _gather_tangent(t, winner, g)
 
 
-@partial(jax.custom_vjp, nondiff_argnums=(1,))
-def _pool_vjp(x, g):
-    return _forward(x, g)
-
-
-def _pool_vjp_fwd(x, g):
-    if 0 in g.out_shape:
-        return _forward(x, g), jnp.zeros(g.out_shape, np.int32)
-    taps = _taps(x, g, _fill(x, g))
-    return _max_of(taps), _winner(taps)
-
-
-def _pool_vjp_bwd(g, winner, ct):
-    if 0 in g.out_shape:
-        return (jnp.zeros(g.in_shape, ct.dtype),)
-    zeros = jnp.zeros(g.in_shape, ct.dtype)
-    _, transpose = jax.vjp(lambda t: _gather_tangent(t, winner, g), zeros)
-    return transpose(ct)
-
-
-_pool_vjp.defvjp(_pool_vjp_fwd, _pool_vjp_bwd)
-
-
 def _prepare(x, window, strides, padding, fill=None):
     x = jnp.asarray(x)
     window, strides, padding = _canonical(x.ndim, window, strides, padding)
@@ -306,10 +282,3 @@ def max_pool(x: jax.Array, window, strides, padding, fill=None) -> jax.Array:
         return _pool_jvp(x, g)
     return _forward(x, g)
 
-
-def max_pool_vjp(x: jax.Array, window, strides, padding) -> jax.Array:
-    """`max_pool` as a ``custom_vjp``: same values and gradients, no forward mode."""
-    x, g = _prepare(x, window, strides, padding)
-    if jnp.issubdtype(x.dtype, jnp.floating):
-        return _pool_vjp(x, g)
-    return _forward(x, g)
