@@ -216,54 +216,6 @@ def reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_nan: bo
     return lax.expand_dims(out, axes) if keepdims else out
 
 
-def _phase_pool_at_least_lowest(x: jax.Array, window, strides, padding) -> jax.Array:
-    """The OpenVINO pooling rule in one expression: inputs below lowest(T) or NaN read as
-    lowest(T), and the padding holds lowest(T), so no NaN check and no clamp follow.
-
-    Its derivative is the one jaxmax's CPU pooling uses: an input read as lowest(T) passes none
-    (through the ``where``), and so does a window whose first maximal element is padding. As a
-    forward computation it is slower than the NaN check and clamp for overlapping windows (the
-    ``where`` is recomputed in every tap), so it serves only the derivative.
-    """
-    low = dtypes.lowest(x.dtype)
-    x = jnp.where(x >= low, x, low)  # NaN and -inf -> lowest(T)
-    return pool_phase.max_pool(x, window, strides, padding, fill=low.item())
-
-
-def _cpu_max_pool(x: jax.Array, window, strides, padding, cross_device: bool) -> jax.Array:
-    def pool(v):
-        return pool_phase.max_pool(v, window, strides, padding)
-
-    if not dtypes.is_floating(x.dtype):
-        return pool(x)  # the integer identity is lowest(T), and there is no NaN
-
-    low = dtypes.lowest(x.dtype)
-
-    def at_least_lowest(v):
-        # lax.max with lowest(T) fuses into the pooling loop; NaN survives it, -inf does not.
-        return lax.max(pool(v), low)
-
-    @jax.custom_jvp
-    def pooled(v):
-        out = at_least_lowest(v)
-        # The output has no -inf, so its sum is NaN only if a NaN is in it: cheaper than a
-        # bool any() over an output this size.
-        found = jnp.isnan(jnp.sum(out))
-        if cross_device:
-            found = found | jnp.isnan(jnp.sum(v))
-        return lax.cond(found, lambda: at_least_lowest(_mask_nan(v)), lambda: out)
-
-    @pooled.defjvp
-    def pooled_jvp(primals, tangents):
-        # Differentiating through the NaN check and the clamp made XLA recompute the pooling
-        # inside the backward pass (~3x slower gradients); the same values in one expression
-        # differentiate cleanly.
-        return jax.jvp(lambda v: _phase_pool_at_least_lowest(v, window, strides, padding),
-                       primals, tangents)
-
-    return pooled(x)
-
-
 @partial(jax.jit, static_argnames=("window", "strides", "padding", "cross_device"), inline=True)
 def max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
              padding: tuple[tuple[int, int], ...], cross_device: bool) -> jax.Array:
@@ -281,7 +233,8 @@ def max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
 
     return _by_platform(
         x,
-        cpu=lambda v: _cpu_max_pool(v, window, strides, padding, cross_device),
+        cpu=lambda v: pool_phase.max_pool_at_least_lowest(v, window, strides, padding,
+                                                          check_data=cross_device),
         default=lambda v: _openvino_max(reduce_window, v, check_data=cross_device))
 
 

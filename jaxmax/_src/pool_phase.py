@@ -45,7 +45,7 @@ from jax import lax
 
 from jaxmax._src import dtypes
 
-__all__ = ["max_pool"]
+__all__ = ["max_pool", "max_pool_at_least_lowest"]
 
 
 class _Axis(NamedTuple):
@@ -127,21 +127,27 @@ def _read_slice(g: _Geometry, tap: _Tap):
     return start, limit, strides
 
 
-def _tap(phases: jax.Array, g: _Geometry, tap: _Tap, fill) -> jax.Array:
-    """The values read by `tap` for every output; `fill` where it reads padding."""
+def _tap(phases: jax.Array, g: _Geometry, tap: _Tap, fill, read=None) -> jax.Array:
+    """The values read by `tap` for every output; `fill` where it reads padding.
+
+    `read` (elementwise) is applied to the inside values before the padding is added, so a
+    padded tap stays single-use even when `read` uses its argument twice.
+    """
     fill = jnp.asarray(fill, phases.dtype)
     if 0 in tap.count:
         return jnp.full(g.out_shape, fill)
     inside = lax.slice(phases, *_read_slice(g, tap)).reshape(tap.count)
+    if read is not None:
+        inside = read(inside)
     pads = [(o, a.out - o - n, 0) for a, o, n in zip(g.axes, tap.first_out, tap.count)]
     if any(lo or hi for lo, hi, _ in pads):
         inside = lax.pad(inside, fill, pads)
     return inside
 
 
-def _taps(v: jax.Array, g: _Geometry, fill) -> list[jax.Array]:
+def _taps(v: jax.Array, g: _Geometry, fill, read=None) -> list[jax.Array]:
     phases = v.reshape(g.phase_shape)
-    return [_tap(phases, g, tap, fill) for tap in g.taps]
+    return [_tap(phases, g, tap, fill, read) for tap in g.taps]
 
 
 def _max_of(taps: list[jax.Array]) -> jax.Array:
@@ -151,11 +157,11 @@ def _max_of(taps: list[jax.Array]) -> jax.Array:
     return out
 
 
-def _winner(taps: list[jax.Array]) -> jax.Array:
+def _scan_winner(taps: list[jax.Array]) -> jax.Array:
     """Per output, the index of the tap ``select_and_scatter(select=ge)`` chooses.
 
-    XLA's rule, padding included (it holds the identity): scan the window in row-major order
-    and replace the selection by the next element unless ``selected >= element``. On NaN-free
+    XLA's rule, padding included (it holds the fill): scan the window in row-major order and
+    replace the selection by the next element unless ``selected >= element``. On NaN-free
     data that is the first maximal element; if that is padding, nothing is passed on.
     """
     selected, index = taps[0], jnp.zeros(taps[0].shape, np.int32)
@@ -163,17 +169,46 @@ def _winner(taps: list[jax.Array]) -> jax.Array:
         take = ~(selected >= tap)
         selected = jnp.where(take, tap, selected)
         index = jnp.where(take, np.int32(j), index)
-    return _materialize(index)
+    return index
+
+
+def _first_maximal(x: jax.Array, g: _Geometry, out: jax.Array, fill,
+                   read=None) -> jax.Array:
+    """Per output, the first tap whose value (``read(tap)``) equals the window maximum `out`:
+    the scan's choice when the values hold no NaN.
+
+    The taps must not be the very expressions `out` was computed from: XLA would see each tap
+    used twice, write the padded ones to memory and run ~4x slower. Callers re-read them in a
+    separate computation (a ``lax.cond`` branch) or through `read`; then they fuse into one
+    pass over `x` and `out`.
+    """
+    taps = _taps(x, g, fill, read)
+    index = jnp.full(out.shape, len(taps) - 1, np.int32)
+    for j in range(len(taps) - 2, -1, -1):
+        index = jnp.where(taps[j] == out, np.int32(j), index)
+    return index
+
+
+def _winner(x: jax.Array, g: _Geometry, out: jax.Array, fill) -> jax.Array:
+    """The scan's choice per output (`out`: the pooled maximum), computed into a buffer.
+
+    A NaN-free output (a NaN-propagating sum is not NaN) takes the first maximal tap, one pass
+    over the input; otherwise the scan runs. The ``lax.cond`` also makes XLA compute the
+    winners once: as cheap elementwise code they would otherwise be fused (recomputed) into
+    every tap of the tangent / cotangent code that reads them (measured ~5x slower gradients).
+    """
+    return lax.cond(jnp.isnan(jnp.sum(out)), lambda: _scan_winner(_taps(x, g, fill)),
+                    lambda: _first_maximal(x, g, out, fill))
 
 
 def _materialize(a: jax.Array) -> jax.Array:
     """`a` unchanged, but computed once into a buffer by XLA's CPU compiler.
 
-    The winner scan is made of cheap elementwise ops, so XLA fuses (duplicates) it into every
-    consumer, and the tangent / cotangent code reads the winner of an output once per tap: the
-    scan would be recomputed ``K`` times per element (measured ~5x slower gradients). A
-    reduction is "expensive" to XLA and is not duplicated into consumers that reuse its
-    elements; ``max(a, a)`` over a broadcast axis is such a reduction, and it is exact.
+    Winners are cheap elementwise code, so XLA fuses (duplicates) them into every consumer,
+    and the tangent / cotangent code reads the winner of an output once per tap: they would be
+    recomputed ``K`` times per element (measured ~5x slower gradients). A reduction is
+    "expensive" to XLA and is not duplicated into consumers that reuse its elements;
+    ``max(a, a)`` over a broadcast axis is such a reduction, and it is exact.
     ``lax.optimization_barrier`` does not help: the CPU pipeline removes it before fusion.
     """
     pair = lax.broadcast_in_dim(a, (2,) + a.shape, tuple(range(1, a.ndim + 1)))
@@ -245,9 +280,11 @@ def _pool_jvp_rule(g, primals, tangents):
     (x,), (t,) = primals, tangents
     if 0 in g.out_shape:
         return _forward(x, g), jnp.zeros(g.out_shape, t.dtype)
-    taps = _taps(x, g, _fill(x, g))
-    winner = lax.stop_gradient(_winner(taps))
-    return _max_of(taps), _gather_tangent(t, winner, g)
+    fill = _fill(x, g)
+    taps = _taps(x, g, fill)
+    out = _max_of(taps)
+    winner = lax.stop_gradient(_winner(x, g, out, fill))
+    return out, _gather_tangent(t, winner, g)
 
 
 def _prepare(x, window, strides, padding, fill=None):
@@ -282,3 +319,75 @@ def max_pool(x: jax.Array, window, strides, padding, fill=None) -> jax.Array:
         return _pool_jvp(x, g)
     return _forward(x, g)
 
+
+
+# The OpenVINO pooling rule ---------------------------------------------------------------------
+
+def _at_least_lowest(v: jax.Array) -> jax.Array:
+    """`v` with NaN and values below lowest(T) (``-inf``) read as lowest(T)."""
+    low = dtypes.lowest(v.dtype)
+    return jnp.where(v >= low, v, low)
+
+
+def _is_finite_sum(v: jax.Array) -> jax.Array:
+    """Whether ``sum(v)`` is finite: then `v` holds no NaN and no infinity (a false "no" only
+    costs time). 16-bit floats are summed in float32, where their sum cannot overflow."""
+    wide = jnp.float32 if v.dtype.itemsize < 4 else v.dtype
+    return jnp.isfinite(jnp.sum(v, dtype=wide))
+
+
+def _lowest_rule_forward(x: jax.Array, g: _Geometry, check_data: bool) -> jax.Array:
+    """The pooled value under the OpenVINO rule, with the fast path taken whenever it is exact.
+
+    With the padding at lowest(T), the plain pooling (NaN propagating) already is the rule's
+    value unless an output is NaN or ``-inf``, which a finite sum of the output rules out; only
+    then is the input clamped (one more pass) and pooled again. The recomputation runs in a
+    ``while_loop`` of zero or one trip, whose carry XLA updates in place: a ``lax.cond``
+    returning the fast result copies the whole output (~2 ms on the ResNet stem).
+    """
+    out = _forward(x, g)
+    redo = ~_is_finite_sum(out)
+    if check_data:  # a cross-device max may drop NaN before the output shows it
+        redo = redo | ~_is_finite_sum(x)
+    return lax.while_loop(lambda c: c[1], lambda c: (_forward(_at_least_lowest(x), g), False),
+                          (out, redo))[0]
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(1, 2))
+def _lowest_rule(x, g, check_data):
+    return _lowest_rule_forward(x, g, check_data)
+
+
+@_lowest_rule.defjvp
+def _lowest_rule_jvp(g, check_data, primals, tangents):
+    (x,), (t,) = primals, tangents
+    # The value is the custom_jvp function itself (its while_loop is never differentiated);
+    # the winners read the clamped taps, which hold no NaN, so the first tap equal to the
+    # output is the scan's choice, NaN or not.
+    out = _lowest_rule(x, g, check_data)
+    if 0 in g.out_shape:
+        return out, jnp.zeros(g.out_shape, t.dtype)
+    clean = lax.stop_gradient(x)
+    winner = _first_maximal(clean, g, lax.stop_gradient(out), _fill(x, g), read=_at_least_lowest)
+    # Read as lowest(T), a NaN or -inf input passes no tangent.
+    t = jnp.where(clean >= dtypes.lowest(x.dtype), t, np.zeros((), t.dtype))
+    return out, _gather_tangent(t, _materialize(winner), g)
+
+
+def max_pool_at_least_lowest(x: jax.Array, window, strides, padding,
+                             check_data: bool = False) -> jax.Array:
+    """OpenVINO's MaxPool rule, phase-sliced: each output is ``max(lowest(T), non-NaN window
+    elements)``, padding included as lowest(T).
+
+    Equal to ``max_pool(where(x >= lowest, x, lowest), ..., fill=lowest)`` for floating `x`
+    (NaN and ``-inf`` read as lowest(T)), and to ``max_pool(x, ...)`` for integers, whose
+    identity is lowest(T) already. `check_data` also checks the input for NaN (for sharded
+    inputs, where a cross-device max may drop a NaN). The derivative is that of the
+    clamped expression: each window's tangent comes from its first maximal clamped element,
+    padding counted; a NaN or ``-inf`` input, and padding, pass none.
+    """
+    x, g = _prepare(x, window, strides, padding)
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        return _forward(x, g)
+    g = g._replace(fill=dtypes.lowest(x.dtype).item())
+    return _lowest_rule(x, g, check_data)
