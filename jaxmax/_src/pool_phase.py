@@ -130,10 +130,14 @@ def _read_slice(g: _Geometry, tap: _Tap):
 def _tap(phases: jax.Array, g: _Geometry, tap: _Tap, fill, read=None) -> jax.Array:
     """The values read by `tap` for every output; `fill` where it reads padding.
 
-    `read` (elementwise) is applied to the inside values before the padding is added, so a
-    padded tap stays single-use even when `read` uses its argument twice.
+    `read` (elementwise, possibly changing the dtype) is applied to the inside values before
+    the padding is added, so a padded tap stays single-use even when `read` uses its argument
+    twice; `fill` is then a value of `read`'s result type.
     """
-    fill = jnp.asarray(fill, phases.dtype)
+    dtype = phases.dtype
+    if read is not None:
+        dtype = jax.eval_shape(read, jax.ShapeDtypeStruct((), dtype)).dtype
+    fill = jnp.asarray(fill, dtype)
     if 0 in tap.count:
         return jnp.full(g.out_shape, fill)
     inside = lax.slice(phases, *_read_slice(g, tap)).reshape(tap.count)
@@ -219,9 +223,11 @@ def _phase_pieces(v: jax.Array, g: _Geometry) -> dict[tuple[int, ...], jax.Array
     """`v` split by phase: ``{(phase per strided axis): v[..., phase::s, ...]}``.
 
     Each piece has ``ceil(D / s)`` rows on a strided axis (zero-padded at the end when ``s``
-    does not divide ``D``). Built from pad, reshape, transpose and ``lax.split``, whose
-    transposes are slice, reshape, transpose and ``concatenate``: the transposed (cotangent)
-    code writes every input element once, from the few taps of its phase only.
+    does not divide ``D``). Built from pad, reshape and ``lax.split`` along the phase axes of
+    the ``(D / s, s)`` view, whose transposes are slice, reshape and ``concatenate``: the
+    transposed (cotangent) code interleaves the pieces in one pass that writes every input
+    element once, from the few taps of its phase only. (Moving the phase axes to the front
+    with a transpose before splitting gave the same values ~2x slower.)
     """
     strided = [i for i, a in enumerate(g.axes) if a.s > 1]
     if not strided:
@@ -230,18 +236,17 @@ def _phase_pieces(v: jax.Array, g: _Geometry) -> dict[tuple[int, ...], jax.Array
     ends = [r * a.s - a.size if a.s > 1 else 0 for r, a in zip(rows, g.axes)]
     if any(ends):
         v = lax.pad(v, np.zeros((), v.dtype), [(0, e, 0) for e in ends])
-    split_shape, row_dims, phase_dims = [], [], []
+    split_shape, phase_dims = [], []
     for a, r in zip(g.axes, rows):
-        row_dims.append(len(split_shape))
         split_shape.append(r)
         if a.s > 1:
             phase_dims.append(len(split_shape))
             split_shape.append(a.s)
-    v = v.reshape(split_shape).transpose(phase_dims + row_dims)
-    combos = list(itertools.product(*(range(g.axes[i].s) for i in strided)))
-    v = v.reshape((len(combos),) + tuple(rows))
-    pieces = lax.split(v, [1] * len(combos), axis=0)
-    return {c: piece.reshape(rows) for c, piece in zip(combos, pieces)}
+    pieces = {(): v.reshape(split_shape)}
+    for dim, i in zip(phase_dims, strided):
+        pieces = {combo + (phase,): part for combo, piece in pieces.items()
+                  for phase, part in enumerate(lax.split(piece, [1] * g.axes[i].s, axis=dim))}
+    return {combo: piece.reshape(rows) for combo, piece in pieces.items()}
 
 
 def _gather_tangent(t: jax.Array, winner: jax.Array, g: _Geometry) -> jax.Array:
