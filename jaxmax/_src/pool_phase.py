@@ -176,17 +176,16 @@ def _scan_winner(taps: list[jax.Array]) -> jax.Array:
     return index
 
 
-def _first_maximal(x: jax.Array, g: _Geometry, out: jax.Array, fill,
-                   read=None) -> jax.Array:
-    """Per output, the first tap whose value (``read(tap)``) equals the window maximum `out`:
-    the scan's choice when the values hold no NaN.
+def _first_maximal(x: jax.Array, g: _Geometry, out: jax.Array, fill) -> jax.Array:
+    """Per output, the first tap equal to the window maximum `out`: the scan's choice when the
+    window holds no NaN.
 
     The taps must not be the very expressions `out` was computed from: XLA would see each tap
     used twice, write the padded ones to memory and run ~4x slower. Callers re-read them in a
-    separate computation (a ``lax.cond`` branch) or through `read`; then they fuse into one
-    pass over `x` and `out`.
+    separate computation (a ``lax.cond`` branch); then they fuse into one pass over `x` and
+    `out`.
     """
-    taps = _taps(x, g, fill, read)
+    taps = _taps(x, g, fill)
     index = jnp.full(out.shape, len(taps) - 1, np.int32)
     for j in range(len(taps) - 2, -1, -1):
         index = jnp.where(taps[j] == out, np.int32(j), index)
@@ -203,20 +202,6 @@ def _winner(x: jax.Array, g: _Geometry, out: jax.Array, fill) -> jax.Array:
     """
     return lax.cond(jnp.isnan(jnp.sum(out)), lambda: _scan_winner(_taps(x, g, fill)),
                     lambda: _first_maximal(x, g, out, fill))
-
-
-def _materialize(a: jax.Array) -> jax.Array:
-    """`a` unchanged, but computed once into a buffer by XLA's CPU compiler.
-
-    Winners are cheap elementwise code, so XLA fuses (duplicates) them into every consumer,
-    and the tangent / cotangent code reads the winner of an output once per tap: they would be
-    recomputed ``K`` times per element (measured ~5x slower gradients). A reduction is
-    "expensive" to XLA and is not duplicated into consumers that reuse its elements;
-    ``max(a, a)`` over a broadcast axis is such a reduction, and it is exact.
-    ``lax.optimization_barrier`` does not help: the CPU pipeline removes it before fusion.
-    """
-    pair = lax.broadcast_in_dim(a, (2,) + a.shape, tuple(range(1, a.ndim + 1)))
-    return lax.reduce_max(pair, (0,))
 
 
 def _phase_pieces(v: jax.Array, g: _Geometry) -> dict[tuple[int, ...], jax.Array]:
@@ -249,10 +234,18 @@ def _phase_pieces(v: jax.Array, g: _Geometry) -> dict[tuple[int, ...], jax.Array
     return {combo: piece.reshape(rows) for combo, piece in pieces.items()}
 
 
+# Up to this many taps the tangent is a chain of selects; beyond, a sum of masked taps, whose
+# transpose is faster (3x3x3: ~34 against ~43 ms on an 8x32x32x64x64 cotangent) while the
+# chain is faster in forward mode for small windows (3x3: ~6 against ~15 ms).
+_CHAIN_MAX_TAPS = 9
+
+
 def _gather_tangent(t: jax.Array, winner: jax.Array, g: _Geometry) -> jax.Array:
-    """The tangent of each window's selected tap (zero when it is padding): linear in `t`."""
+    """The tangent of each window's selected tap (zero when it is padding or `winner` is not a
+    tap index): linear in `t`."""
     pieces = _phase_pieces(t, g)
     zero = np.zeros((), t.dtype)
+    chain = len(g.taps) <= _CHAIN_MAX_TAPS
     out = jnp.zeros(g.out_shape, t.dtype)
     for j, tap in enumerate(g.taps):
         if 0 in tap.count:
@@ -261,7 +254,8 @@ def _gather_tangent(t: jax.Array, winner: jax.Array, g: _Geometry) -> jax.Array:
         start = [first // a.s for a, first in zip(g.axes, tap.first_in)]
         inside = lax.slice(pieces[phase], start, [r + n for r, n in zip(start, tap.count)])
         pads = [(o, a.out - o - n, 0) for a, o, n in zip(g.axes, tap.first_out, tap.count)]
-        out = jnp.where(winner == j, lax.pad(inside, zero, pads), out)
+        value = lax.pad(inside, zero, pads)
+        out = jnp.where(winner == j, value, out) if chain else out + jnp.where(winner == j, value, zero)
     return out
 
 
@@ -362,20 +356,46 @@ def _lowest_rule(x, g, check_data):
     return _lowest_rule_forward(x, g, check_data)
 
 
+def _first_passing(x: jax.Array, g: _Geometry, out: jax.Array) -> jax.Array:
+    """Per output, the index of the first tap whose clamped value equals `out`, or -1 when that
+    tap passes no tangent (a NaN or ``-inf`` input read as lowest(T), or padding)."""
+    low = dtypes.lowest(x.dtype)
+    minus_inf = np.array(-np.inf, x.dtype)
+    # NaN and -inf read as -inf and padding is -inf: clamped, each equals lowest(T).
+    taps = _taps(x, g, minus_inf, read=lambda v: jnp.where(v >= low, v, minus_inf))
+    index = jnp.full(out.shape, -1, np.int32)
+    for j in range(len(taps) - 1, -1, -1):
+        passes = jnp.where(taps[j] >= low, np.int32(j), np.int32(-1))
+        index = jnp.where(lax.max(taps[j], low) == out, passes, index)
+    return index
+
+
+def _lowest_rule_winner(x: jax.Array, g: _Geometry, out: jax.Array) -> jax.Array:
+    """Per output of the OpenVINO rule, the tap that receives its tangent, or -1 for none.
+
+    The rule's derivative is that of pooling the clamped input: the first tap whose clamped
+    value equals the output, passing nothing when it is a NaN or ``-inf`` input or padding.
+    When no output was raised to lowest(T) (the usual case), that tap is simply the first one
+    equal to the output, and it always passes; otherwise the clamped values are compared. The
+    ``lax.cond`` also makes XLA compute the winners once: as cheap elementwise code they would
+    otherwise be fused (recomputed) into every tap of the tangent / cotangent code that reads
+    them (measured ~2x slower gradients), and being separate computations, its taps are not
+    merged with the taps `out` was computed from (which XLA would then write to memory).
+    """
+    low = dtypes.lowest(x.dtype)
+    return lax.cond(jnp.min(out) > low, lambda: _first_maximal(x, g, out, low),
+                    lambda: _first_passing(x, g, out))
+
+
 @_lowest_rule.defjvp
 def _lowest_rule_jvp(g, check_data, primals, tangents):
     (x,), (t,) = primals, tangents
-    # The value is the custom_jvp function itself (its while_loop is never differentiated);
-    # the winners read the clamped taps, which hold no NaN, so the first tap equal to the
-    # output is the scan's choice, NaN or not.
+    # The value is the custom_jvp function itself (its while_loop is never differentiated).
     out = _lowest_rule(x, g, check_data)
     if 0 in g.out_shape:
         return out, jnp.zeros(g.out_shape, t.dtype)
-    clean = lax.stop_gradient(x)
-    winner = _first_maximal(clean, g, lax.stop_gradient(out), _fill(x, g), read=_at_least_lowest)
-    # Read as lowest(T), a NaN or -inf input passes no tangent.
-    t = jnp.where(clean >= dtypes.lowest(x.dtype), t, np.zeros((), t.dtype))
-    return out, _gather_tangent(t, _materialize(winner), g)
+    winner = _lowest_rule_winner(lax.stop_gradient(x), g, lax.stop_gradient(out))
+    return out, _gather_tangent(t, winner, g)
 
 
 def max_pool_at_least_lowest(x: jax.Array, window, strides, padding,

@@ -1,0 +1,181 @@
+"""pool_phase.max_pool_at_least_lowest: OpenVINO's MaxPool rule, values and derivative.
+
+Oracles, all independent of the code under test:
+
+* values: a NumPy loop over each window, NaN skipped, raised to lowest(T), padding ignored
+  (lowest(T) when a window has no input element), computed in float64 and cast back;
+* derivative: ``jax.vjp`` of ``lax.reduce_window`` (XLA ``select_and_scatter``) applied to the
+  clamped input ``where(x >= lowest, x, lowest)`` with init lowest(T), and masked where the input
+  was NaN or -inf (read as lowest(T), they pass nothing). That is the rule as SEMANTICS.md states
+  it: each window's cotangent goes to its first maximal element, padding counted.
+
+The forward takes a fast path (the plain pooling, when the output's sum is finite) or clamps and
+pools again; the data below drives both: NaN, -inf and +inf (sums that are not finite), all -inf
+windows (raised outputs), float16 values whose float16 sum would overflow, and clean data.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+from jax import lax
+
+from jaxmax._src import pool_phase
+
+CASES = {
+    "stem_k3_s2_p1": ((2, 3, 9, 10), (1, 1, 3, 3), (1, 1, 2, 2), ((0, 0), (0, 0), (1, 1), (1, 1))),
+    "k2_s2": ((2, 2, 8, 6), (1, 1, 2, 2), (1, 1, 2, 2), ((0, 0),) * 4),
+    "k3_s1_p1": ((1, 2, 6, 7), (1, 1, 3, 3), (1, 1, 1, 1), ((0, 0), (0, 0), (1, 1), (1, 1))),
+    "pads_ge_kernel": ((1, 2, 5, 6), (1, 1, 2, 3), (1, 1, 1, 2), ((0, 0), (0, 0), (3, 2), (4, 3))),
+    "3d_k3_s2_p1": ((1, 2, 5, 6, 7), (1, 1, 3, 3, 3), (1, 1, 2, 2, 2),
+                    ((0, 0), (0, 0), (1, 1), (1, 1), (1, 1))),
+    "3d_k2_s1_p1": ((1, 2, 4, 5, 4), (1, 1, 2, 3, 2), (1, 1, 1, 1, 1),
+                    ((0, 0), (0, 0), (1, 0), (0, 1), (1, 1))),
+    "rank3_ceil": ((2, 3, 11), (1, 1, 4), (1, 1, 3), ((0, 0), (0, 0), (2, 3))),
+}
+FLOATS = [np.float32, np.float16, ml_dtypes.bfloat16]
+
+
+def _lowest(dtype):
+    return np.array(ml_dtypes.finfo(dtype).min, dtype)
+
+
+def _windows(shape, window, strides, padding):
+    out_shape = tuple((d + lo + hi - k) // s + 1
+                      for d, k, s, (lo, hi) in zip(shape, window, strides, padding))
+    for out_idx in np.ndindex(*out_shape):
+        reads = []
+        for offsets in itertools.product(*(range(k) for k in window)):
+            pos = tuple(o * s + j - lo for o, s, j, (lo, _) in
+                        zip(out_idx, strides, offsets, padding))
+            if all(0 <= p < d for p, d in zip(pos, shape)):
+                reads.append(pos)
+        yield out_idx, reads, out_shape
+
+
+def np_lowest_rule(x, window, strides, padding):
+    low = float(_lowest(x.dtype))
+    out = None
+    for out_idx, reads, out_shape in _windows(x.shape, window, strides, padding):
+        if out is None:
+            out = np.empty(out_shape, np.float64)
+        values = [float(x[p]) for p in reads if not np.isnan(float(x[p]))]
+        out[out_idx] = max([low] + values)
+    return out.astype(x.dtype)
+
+
+def _data(rng, shape, dtype, kind):
+    x = rng.integers(-4, 5, shape).astype(np.float64)  # few values: many ties
+    flat = x.reshape(-1)
+    n = max(1, flat.size // 15)
+    if kind in ("special", "raised"):
+        for value in (np.nan, np.inf, -np.inf, -np.nan):
+            flat[rng.integers(0, flat.size, n)] = value
+    if kind == "raised":  # whole channels of -inf / NaN: outputs raised to lowest(T)
+        x.reshape(shape[0] * shape[1], -1)[0] = -np.inf
+        x.reshape(shape[0] * shape[1], -1)[-1] = np.nan
+    if kind == "minus_inf":  # no NaN anywhere, one channel all -inf: raised without any NaN
+        x.reshape(shape[0] * shape[1], -1)[0] = -np.inf
+    if kind == "big":  # float16: a float16 sum of these overflows, a float32 one does not
+        x = np.where(x > 0, 60000.0, x)
+    if kind == "lowest":  # inputs equal to lowest(T) tie with padding and with -inf
+        flat[rng.integers(0, flat.size, n)] = float(_lowest(dtype))
+        flat[rng.integers(0, flat.size, n)] = -np.inf
+    return x.astype(dtype)
+
+
+def _oracle_vjp(x, ct, window, strides, padding):
+    low = _lowest(x.dtype)
+    with np.errstate(invalid="ignore"):  # NaN compares (bfloat16 warns)
+        keep = x >= low
+    clamped = np.where(keep, x, low)
+
+    def pool(v):
+        # the padding as lowest(T) elements of the data, so that reduce_window keeps its -inf
+        # identity (its differentiable form); the pad's transpose drops their cotangent
+        padded = lax.pad(v, low, [(lo, hi, 0) for lo, hi in padding])
+        return lax.reduce_window(padded, -np.inf, lax.max, window, strides, "VALID")
+
+    _, pullback = jax.vjp(pool, jnp.asarray(clamped))
+    (grad,) = pullback(jnp.asarray(ct))
+    return np.where(keep, np.asarray(grad), 0).astype(x.dtype)
+
+
+def _as64(a):
+    return np.asarray(a).astype(np.float64)
+
+
+# the overflowing-sum data ("big") is a float16 case
+KINDS = [(kind, dtype) for kind in ("clean", "special", "raised", "minus_inf", "lowest")
+         for dtype in FLOATS]
+KINDS.append(("big", np.float16))
+
+
+@pytest.mark.parametrize("kind, dtype", KINDS, ids=[f"{k}-{np.dtype(d).name}" for k, d in KINDS])
+@pytest.mark.parametrize("name", list(CASES))
+def test_values_and_vjp(name, kind, dtype):
+    shape, window, strides, padding = CASES[name]
+    rng = np.random.default_rng(abs(hash((name, kind))) % 2**32)
+    x = _data(rng, shape, dtype, kind)
+    want = np_lowest_rule(x, window, strides, padding)
+    ct = rng.integers(1, 5, want.shape).astype(dtype)
+
+    @jax.jit
+    def run(x, ct):
+        out, pullback = jax.vjp(
+            lambda v: pool_phase.max_pool_at_least_lowest(v, window, strides, padding), x)
+        return out, pullback(ct)[0]
+
+    out, grad = run(x, ct)
+    assert out.dtype == x.dtype and grad.dtype == x.dtype
+    np.testing.assert_array_equal(_as64(out), _as64(want))
+    np.testing.assert_array_equal(_as64(grad), _as64(_oracle_vjp(x, ct, window, strides,
+                                                                 padding)))
+
+
+@pytest.mark.parametrize("name", ["stem_k3_s2_p1", "3d_k3_s2_p1"])
+def test_check_data_and_vmap_and_jvp(name):
+    shape, window, strides, padding = CASES[name]
+    rng = np.random.default_rng(5)
+    xs = np.stack([_data(rng, shape, np.float32, kind)
+                   for kind in ("clean", "special", "raised")])
+    want = np.stack([np_lowest_rule(x, window, strides, padding) for x in xs])
+    for check_data in (False, True):
+        pool = jax.vmap(lambda v: pool_phase.max_pool_at_least_lowest(
+            v, window, strides, padding, check_data=check_data))
+        np.testing.assert_array_equal(jax.jit(pool)(xs), want)
+    # forward mode gathers the tangent the reverse mode scatters: <jvp(t), c> == <t, vjp(c)>
+    x = xs[1]
+    t = rng.integers(-3, 4, x.shape).astype(np.float32)  # integers: every sum below is exact
+    c = rng.integers(-3, 4, want.shape[1:]).astype(np.float32)
+
+    def pool1(v):
+        return pool_phase.max_pool_at_least_lowest(v, window, strides, padding)
+
+    _, tangent = jax.jvp(pool1, (x,), (t,))
+    (cotangent,) = jax.vjp(pool1, x)[1](c)
+    assert np.vdot(np.asarray(tangent, np.float64), c) == np.vdot(t, np.asarray(cotangent,
+                                                                                np.float64))
+
+
+def test_integers_are_the_plain_pooling():
+    shape, window, strides, padding = CASES["stem_k3_s2_p1"]
+    x = np.random.default_rng(3).integers(-128, 128, shape).astype(np.int8)
+    x.reshape(-1)[::7] = -128
+    got = pool_phase.max_pool_at_least_lowest(x, window, strides, padding)
+    np.testing.assert_array_equal(got, np_lowest_rule_int(x, window, strides, padding))
+
+
+def np_lowest_rule_int(x, window, strides, padding):
+    low = int(np.iinfo(x.dtype).min)
+    out = None
+    for out_idx, reads, out_shape in _windows(x.shape, window, strides, padding):
+        if out is None:
+            out = np.empty(out_shape, x.dtype)
+        out[out_idx] = max([low] + [int(x[p]) for p in reads])
+    return out
