@@ -572,29 +572,39 @@ def max_pool_cases(sz: Sizes) -> list[Case]:
     cases.append(Case("max_pool", "max_pool 3-D k3 s2 p1", "pool3d", pool_impls(3, 2, 1, 3),
                       floors["pool3d"]))
 
-    def jax_grad(use_jaxmax: bool):
+    def jax_grad(use_jaxmax: bool, nsp: int):
         def make():
             import jax
             from jax import lax
 
             if use_jaxmax:
                 def loss(x):
-                    return _jov().max_pool(x, kernel=(3, 3), strides=(2, 2), pads_begin=(1, 1),
-                                           pads_end=(1, 1)).sum()
+                    return _jov().max_pool(x, kernel=(3,) * nsp, strides=(2,) * nsp,
+                                           pads_begin=(1,) * nsp, pads_end=(1,) * nsp).sum()
             else:
                 def loss(x):
-                    return lax.reduce_window(x, np.float32(-np.inf), lax.max, (1, 1, 3, 3),
-                                             (1, 1, 2, 2),
-                                             ((0, 0), (0, 0), (1, 1), (1, 1))).sum()
+                    return lax.reduce_window(x, np.float32(-np.inf), lax.max, (1, 1) + (3,) * nsp,
+                                             (1, 1) + (2,) * nsp,
+                                             ((0, 0), (0, 0)) + ((1, 1),) * nsp).sum()
             return jax.grad(loss)
 
         return make
 
-    cases.append(Case("max_pool", "max_pool 2-D k3 s2 p1: gradient", "pool2d", [
-        Impl("jax.grad of jaxmax max_pool sum (jit)", "jax", jax_jit(jax_grad(True)), JAXMAX),
-        Impl("jax.grad of reduce_window sum (jit)", "jax", jax_jit(jax_grad(False))),
-        Impl("torch max_pool2d forward+backward", "torch", torch_pool_grad(3, 2, 1, 2)),
-    ], floors["pool2d"]))
+    def fresh_output():
+        # A gradient is a new array of the input's size; on this machine most of the cost of
+        # producing one is the kernel zero-filling its freshly mapped pages. x * 2 shows it.
+        return lambda x: x * 2
+
+    for key, nsp in [("pool2d", 2), ("pool3d", 3)]:
+        cases.append(Case("max_pool", f"max_pool {nsp}-D k3 s2 p1: gradient", key, [
+            Impl("jax.grad of jaxmax max_pool sum (jit)", "jax", jax_jit(jax_grad(True, nsp)),
+                 JAXMAX),
+            Impl("jax.grad of reduce_window sum (jit)", "jax", jax_jit(jax_grad(False, nsp))),
+            Impl(f"torch max_pool{nsp}d forward+backward", "torch",
+                 torch_pool_grad(3, 2, 1, nsp)),
+            Impl("jit x * 2: a fresh array of the input's size", "jax", jax_jit(fresh_output),
+                 INFO),
+        ], floors[key]))
     return cases
 
 
@@ -829,8 +839,10 @@ def build_table(cases: list[Case], results: dict, notes: list) -> list[list[str]
         comp = [r["ms"] for impl, r in rs if impl.role == COMPETITOR and r.get("ms") is not None]
         best = min(comp) if comp else None
         fl = floor_ms.get(case.floor)
-        ref = next((r.get("digest") for _, r in rs if r.get("digest") is not None), None)
-        ref_label = next((impl.label for impl, r in rs if r.get("digest") is not None), None)
+        checked = [(impl, r) for impl, r in rs
+                   if impl.role in (JAXMAX, COMPETITOR) and r.get("digest") is not None]
+        ref = checked[0][1]["digest"] if checked else None
+        ref_label = checked[0][0].label if checked else None
         for impl, r in rs:
             ms = r.get("ms")
             label = impl.label
@@ -839,7 +851,7 @@ def build_table(cases: list[Case], results: dict, notes: list) -> list[list[str]
             if ms is None:
                 missing.setdefault((impl.label, str(r.get("err"))), []).append(case.name)
             if case.check and case.floor != case.name and ref is not None \
-                    and r.get("digest") is not None \
+                    and impl.role in (JAXMAX, COMPETITOR) and r.get("digest") is not None \
                     and not _timing.same_digest(ref, r["digest"]):
                 notes.append(f"{case.name} | {impl.label}: result differs from {ref_label} "
                              f"(digest {r['digest']} vs {ref})")
@@ -856,6 +868,38 @@ def build_table(cases: list[Case], results: dict, notes: list) -> list[list[str]
 
 
 COLUMNS = ["case", "implementation", "median ms", "x floor", "x best"]
+PLAIN_JAX = ("jnp.", "lax.", "jax.ops.", "jax.grad of reduce_window")
+
+
+def chart_rows(cases: list[Case], results: dict) -> list[tuple[str, float | None, float | None]]:
+    """Per case with competitors: (case, jaxmax's first row / best competitor, plain JAX's)."""
+    out = []
+    for case in cases:
+        ms = {impl.label: results.get((case.name, impl.label), {}).get("ms")
+              for impl in case.impls}
+        comp = [ms[i.label] for i in case.impls if i.role == COMPETITOR and ms[i.label]]
+        if not comp:
+            continue
+        best = min(comp)
+        ours = next((ms[i.label] for i in case.impls if i.role == JAXMAX and ms[i.label]), None)
+        plain = next((ms[i.label] for i in case.impls if i.role == COMPETITOR and ms[i.label]
+                      and i.backend == "jax" and i.label.startswith(PLAIN_JAX)), None)
+        out.append((case.name, ours / best if ours else None, plain / best if plain else None))
+    return out
+
+
+def render_chart(chart: list[tuple[str, float | None, float | None]]) -> str:
+    """Text bars of time / fastest other implementation ('#' = 0.25; '>' = cut at 12)."""
+    lines = ["time / fastest other implementation of the case (1.00 = as fast as the best; "
+             "'#' = 0.25)"]
+    for name, ours, plain in chart:
+        lines.append(name)
+        for label, ratio in (("jaxmax", ours), ("plain JAX", plain)):
+            if ratio is None:
+                continue
+            bar = "#" * min(48, round(ratio * 4)) + (">" if ratio > 12 else "")
+            lines.append(f"  {label:<10}{ratio:6.2f} {bar}")
+    return "\n".join(lines)
 
 
 def render_text(rows: list[list[str]]) -> str:
@@ -876,8 +920,11 @@ def render_text(rows: list[list[str]]) -> str:
     return "\n".join(out)
 
 
-def render_markdown(header: list[str], rows: list[list[str]], notes: list[str]) -> str:
+def render_markdown(header: list[str], rows: list[list[str]], notes: list[str],
+                    chart: str = "") -> str:
     out = [f"# {header[0]}", ""] + [f"- {h}" for h in header[1:]] + [""]
+    if chart:
+        out += ["```text", chart, "```", ""]
     out.append("| " + " | ".join(COLUMNS) + " |")
     out.append("|" + "|".join(["---", "---", "---:", "---:", "---:"]) + "|")
     prev = None
@@ -949,7 +996,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"- {n}")
     if args.out:
         with open(args.out, "w") as f:
-            f.write(render_markdown(header, rows, notes))
+            f.write(render_markdown(header, rows, notes, render_chart(chart_rows(cases,
+                                                                                 results))))
     return 0
 
 

@@ -37,6 +37,8 @@ CASES = {
     "3d_k2_s1_p1": ((1, 2, 4, 5, 4), (1, 1, 2, 3, 2), (1, 1, 1, 1, 1),
                     ((0, 0), (0, 0), (1, 0), (0, 1), (1, 1))),
     "rank3_ceil": ((2, 3, 11), (1, 1, 4), (1, 1, 3), ((0, 0), (0, 0), (2, 3))),
+    # 132 taps: tap indices no longer fit int8
+    "132_taps": ((1, 2, 13, 12), (1, 1, 12, 11), (1, 1, 1, 1), ((0, 0), (0, 0), (1, 0), (0, 1))),
 }
 FLOATS = [np.float32, np.float16, ml_dtypes.bfloat16]
 
@@ -116,8 +118,13 @@ KINDS = [(kind, dtype) for kind in ("clean", "special", "raised", "minus_inf", "
 KINDS.append(("big", np.float16))
 
 
-@pytest.mark.parametrize("kind, dtype", KINDS, ids=[f"{k}-{np.dtype(d).name}" for k, d in KINDS])
-@pytest.mark.parametrize("name", list(CASES))
+# the 132-tap window compiles slowly: float32 only
+PARAMS = [(name, kind, dtype) for name in CASES for kind, dtype in KINDS
+          if name != "132_taps" or dtype == np.float32]
+
+
+@pytest.mark.parametrize("name, kind, dtype", PARAMS,
+                         ids=[f"{n}-{k}-{np.dtype(d).name}" for n, k, d in PARAMS])
 def test_values_and_vjp(name, kind, dtype):
     shape, window, strides, padding = CASES[name]
     rng = np.random.default_rng(abs(hash((name, kind))) % 2**32)
@@ -179,3 +186,22 @@ def np_lowest_rule_int(x, window, strides, padding):
             out = np.empty(out_shape, x.dtype)
         out[out_idx] = max([low] + [int(x[p]) for p in reads])
     return out
+
+
+@pytest.mark.parametrize("kind", ["clean", "special"])
+def test_generic_pooling_gradient_with_132_taps(kind):
+    # pool_phase.max_pool's own derivative (the scan when NaN is present, the first maximal
+    # tap otherwise) against reduce_window's, with more taps than int8 indices can name
+    shape, window, strides, padding = CASES["132_taps"]
+    rng = np.random.default_rng(17)
+    x = _data(rng, shape, np.float32, kind)
+    ct = rng.integers(1, 5, (1, 2, 3, 3)).astype(np.float32)
+
+    def grads(x, ct):
+        ours = jax.vjp(lambda v: pool_phase.max_pool(v, window, strides, padding), x)[1](ct)[0]
+        theirs = jax.vjp(lambda v: lax.reduce_window(v, -np.inf, lax.max, window, strides,
+                                                     padding), x)[1](ct)[0]
+        return ours, theirs
+
+    ours, theirs = jax.jit(grads)(x, ct)
+    np.testing.assert_array_equal(ours, theirs)
