@@ -271,7 +271,10 @@ def _gather_tangent(t: jax.Array, winner: jax.Array, g: _Geometry) -> jax.Array:
         inside = lax.slice(pieces[phase], start, [r + n for r, n in zip(start, tap.count)])
         pads = [(o, a.out - o - n, 0) for a, o, n in zip(g.axes, tap.first_out, tap.count)]
         value = lax.pad(inside, zero, pads)
-        out = jnp.where(winner == j, value, out) if chain else out + jnp.where(winner == j, value, zero)
+        if chain:
+            out = jnp.where(winner == j, value, out)
+        else:
+            out = out + jnp.where(winner == j, value, zero)
     return out
 
 
@@ -332,7 +335,6 @@ def max_pool(x: jax.Array, window, strides, padding, fill=None) -> jax.Array:
     if jnp.issubdtype(x.dtype, jnp.floating):
         return _pool_jvp(x, g)
     return _forward(x, g)
-
 
 
 # The OpenVINO pooling rule ---------------------------------------------------------------------
