@@ -339,7 +339,7 @@ def max_pool(x: jax.Array, window, strides, padding, fill=None) -> jax.Array:
 
 # The OpenVINO pooling rule ---------------------------------------------------------------------
 
-def _at_least_lowest(v: jax.Array) -> jax.Array:
+def _clamp_to_lowest(v: jax.Array) -> jax.Array:
     """`v` with NaN and values below lowest(T) (``-inf``) read as lowest(T)."""
     low = dtypes.lowest(v.dtype)
     return jnp.where(v >= low, v, low)
@@ -365,7 +365,7 @@ def _lowest_rule_forward(x: jax.Array, g: _Geometry, check_data: bool) -> jax.Ar
     redo = ~_is_finite_sum(out)
     if check_data:  # a cross-device max may drop NaN before the output shows it
         redo = redo | ~_is_finite_sum(x)
-    return lax.while_loop(lambda c: c[1], lambda c: (_forward(_at_least_lowest(x), g), False),
+    return lax.while_loop(lambda c: c[1], lambda c: (_forward(_clamp_to_lowest(x), g), False),
                           (out, redo))[0]
 
 
