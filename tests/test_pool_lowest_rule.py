@@ -44,7 +44,10 @@ CASES = {
     "3d_18_taps": ((1, 2, 5, 4, 6), (1, 1, 3, 2, 3), (1, 1, 1, 2, 1),
                    ((0, 0), (0, 0), (2, 0), (0, 1), (1, -1))),
     "rank3_ceil": ((2, 3, 11), (1, 1, 4), (1, 1, 3), ((0, 0), (0, 0), (2, 3))),
-    # 132 taps: tap indices no longer fit int8
+    # 130 taps on one axis: tap indices no longer fit int8
+    "130_taps_1d": ((1, 2, 140), (1, 1, 130), (1, 1, 3), ((0, 0), (0, 0), (2, 1))),
+    # 132 taps, pooled in two stages of 12 and 11 (the generic pooling's gradient test below
+    # uses them in one, with int32 indices)
     "132_taps": ((1, 2, 13, 12), (1, 1, 12, 11), (1, 1, 1, 1),
                  ((0, 0), (0, 0), (1, 0), (0, 1))),
 }
@@ -134,9 +137,9 @@ KINDS = [(kind, dtype) for kind in ("clean", "special", "raised", "minus_inf", "
 KINDS.append(("big", np.float16))
 
 
-# the 132-tap window compiles slowly: float32 only
+# the 130- and 132-tap windows compile slowly: float32 only
 PARAMS = [(name, kind, dtype) for name in CASES for kind, dtype in KINDS
-          if name != "132_taps" or dtype == np.float32]
+          if name not in ("130_taps_1d", "132_taps") or dtype == np.float32]
 
 
 @pytest.mark.parametrize("name, kind, dtype", PARAMS,
