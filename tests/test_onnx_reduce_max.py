@@ -550,6 +550,27 @@ def test_bad_input_raises(data, kwargs, error, argname):
     assert f"`{argname}`" in msg, msg
 
 
+def test_axes_spellings_agree_and_bad_axes_raise_every_time():
+    # ints and tuples of ints are normalised once and then looked up: the lookup must give the
+    # other spellings' result, and a bad value must raise on every call, not only the first
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 7.5
+    want = oracle_reduce_max(x, axes=[0, 2], keepdims=0)
+    for axes in ((0, 2), (0, -1), [0, 2], np.array([0, 2]), (2, 0)):
+        for _ in range(2):
+            assert_same(jonnx.reduce_max(x, axes, keepdims=0), want, f"axes={axes!r}")
+    assert_same(jonnx.reduce_max(x, -2, keepdims=0, opset=11),
+                oracle_reduce_max(x, axes=[1], keepdims=0))
+    # the same spelling on data of another rank names other axes
+    for data in (x, x[0], x[:, :, :1, None]):
+        assert_same(jonnx.reduce_max(data, (-1, 0), keepdims=0),
+                    oracle_reduce_max(data, axes=[-1, 0], keepdims=0), f"rank {data.ndim}")
+    for axes, error in (((0, 0), ValueError), ((3,), ValueError), (-4, ValueError),
+                        ((True,), TypeError), ((1.0,), TypeError)):
+        for _ in range(2):
+            with pytest.raises(error, match=OP):
+                jonnx.reduce_max(x, axes)
+
+
 @pytest.mark.parametrize("opset", [18, 20])
 def test_traced_static_arguments_raise_type_error(opset):
     x = jnp.zeros((2, 3), jnp.float32)

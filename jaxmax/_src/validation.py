@@ -8,6 +8,7 @@ name and names the argument.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import jax
@@ -94,8 +95,15 @@ def axes_tuple(op: str, name: str, axes, ndim: int) -> tuple[int, ...]:
     """Normalised axes (sorted is not implied): int, sequence or 0-d/1-D integer array.
 
     Raises `numpy.exceptions.AxisError` (a `ValueError`) for an axis outside ``[-ndim, ndim-1]``
-    and `ValueError` for a repeated axis.
+    and `ValueError` for a repeated axis. A Python int or tuple of ints (the usual spelling) is
+    normalised once per (axes, rank) and then looked up: ~0.2 against ~4 us per eager call.
     """
+    if type(axes) is int or (type(axes) is tuple and all(type(a) is int for a in axes)):
+        return _cached_axes_tuple(op, name, axes, ndim)
+    return _axes_tuple(op, name, axes, ndim)
+
+
+def _axes_tuple(op: str, name: str, axes, ndim: int) -> tuple[int, ...]:
     arr = static_int_array(op, name, axes)
     values = tuple(int(a) for a in arr.reshape(-1))
     try:
@@ -107,6 +115,10 @@ def axes_tuple(op: str, name: str, axes, ndim: int) -> tuple[int, ...]:
     except ValueError:
         raise ValueError(
             f"{op}: `{name}` {values} has a repeated axis; axes must be unique") from None
+
+
+# Errors are raised, never cached; bools are excluded by the exact type checks above.
+_cached_axes_tuple = functools.lru_cache(maxsize=4096)(_axes_tuple)
 
 
 def int_tuple(op: str, name: str, value, length: int) -> tuple[int, ...]:
