@@ -17,41 +17,50 @@ MIN_SAMPLE_S = 0.005
 SLOW_CALL_S = 0.5
 
 
-def measure(run: Callable[[], Any], *, warmup: int, min_reps: int, max_reps: int,
-            budget_s: float) -> tuple[float, int, int]:
-    """Median milliseconds per call of `run`, after `warmup` untimed calls.
+def measure(runs: list[Callable[[], Any]], *, warmup: int, min_reps: int, max_reps: int,
+            budget_s: float) -> list[tuple[float, int, int]]:
+    """Median milliseconds per call of each of `runs`, sampled in turn (round-robin).
 
-    `run` must wait for its own result (``block_until_ready``, a synchronous runtime call).
-    One more untimed call follows the warm-up and sizes the loop. Samples are taken until
-    `max_reps`, or until `budget_s` seconds have passed once `min_reps` samples exist. A call faster than ``MIN_SAMPLE_S`` is timed in loops of ``inner`` calls
-    (one sample = the mean of one loop); a call slower than ``SLOW_CALL_S`` needs only 3
-    samples. Returns (median ms, samples, inner).
+    Each `run` must wait for its own result (``block_until_ready``, a synchronous runtime
+    call). After `warmup` untimed calls of each, one more untimed call sizes its loop: a call
+    faster than ``MIN_SAMPLE_S`` is timed in loops of ``inner`` calls (one sample = the mean of
+    one loop). Then every round takes one sample of each run that still needs one, so a burst
+    of load from other processes hits the implementations of a case alike and their ratios stay
+    meaningful on a shared machine. A run stops at `max_reps` samples, or once it has
+    `min_reps` (3 for a call slower than ``SLOW_CALL_S``) and ``budget_s * len(runs)`` seconds
+    have passed. Returns (median ms, samples, inner) per run.
     """
-    for _ in range(warmup):
+    inners, mins = [], []
+    for run in runs:
+        for _ in range(warmup):
+            run()
+        t0 = time.perf_counter()
         run()
-    t0 = time.perf_counter()
-    run()
-    once = time.perf_counter() - t0
-    inner = 1 if once >= MIN_SAMPLE_S else min(1000, math.ceil(MIN_SAMPLE_S / max(once, 1e-7)))
-    if once >= SLOW_CALL_S:
-        min_reps = min(min_reps, 3)
-    samples: list[float] = []
+        once = time.perf_counter() - t0
+        inners.append(1 if once >= MIN_SAMPLE_S
+                      else min(1000, math.ceil(MIN_SAMPLE_S / max(once, 1e-7))))
+        mins.append(min(min_reps, 3) if once >= SLOW_CALL_S else min_reps)
+    samples: list[list[float]] = [[] for _ in runs]
     gc.collect()
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
         start = time.perf_counter()
-        while len(samples) < max_reps:
-            t0 = time.perf_counter()
-            for _ in range(inner):
-                run()
-            samples.append((time.perf_counter() - t0) / inner * 1e3)
-            if len(samples) >= min_reps and time.perf_counter() - start > budget_s:
+        while True:
+            over = time.perf_counter() - start > budget_s * len(runs)
+            todo = [i for i, got in enumerate(samples)
+                    if len(got) < max_reps and not (over and len(got) >= mins[i])]
+            if not todo:
                 break
+            for i in todo:
+                t0 = time.perf_counter()
+                for _ in range(inners[i]):
+                    runs[i]()
+                samples[i].append((time.perf_counter() - t0) / inners[i] * 1e3)
     finally:
         if gc_was_enabled:
             gc.enable()
-    return statistics.median(samples), len(samples), inner
+    return [(statistics.median(got), len(got), inner) for got, inner in zip(samples, inners)]
 
 
 def to_numpy(out: Any) -> np.ndarray:

@@ -17,7 +17,8 @@ shows "n/a" and a note below the table says why.
 Each runtime runs in its own worker subprocess (``--worker``) that prints one JSON line per
 measurement; onnxruntime and OpenVINO are never loaded in the same process (a heap corruption
 was once seen when both ran large inputs in one process). Workers run one after another, so
-runtimes never compete for the cores. Every result is also digested (shape, weighted sum, NaN
+runtimes never compete for the cores; within a worker, the implementations of a case are
+sampled in turn (round-robin), so a burst of load hits them alike. Every result is also digested (shape, weighted sum, NaN
 count) and compared across implementations of a case: a "differs" note flags a row whose
 output is not the same array (cases with NaN data are not compared: the runtimes' NaN rules
 differ by design).
@@ -78,9 +79,9 @@ FULL = Sizes(reduce=(64, 256, 56, 56), pool2d=(32, 64, 112, 112), pool3d=(8, 32,
 QUICK = Sizes(reduce=(16, 64, 28, 28), pool2d=(4, 16, 56, 56), pool3d=(2, 8, 16, 32, 32),
               seg_rows=100_000, seg_cols=32, seg_count=1_000)
 
-# (warm-up calls, min samples, max samples, seconds per measurement after min samples). One
-# more untimed call follows the warm-up (it sizes the timing loop); a call slower than
-# SLOW_CALL_S needs only 3 samples.
+# (warm-up calls, min samples, max samples, seconds per implementation of a case after which
+# min samples suffice). One more untimed call follows the warm-up (it sizes the timing loop);
+# a call slower than SLOW_CALL_S needs only 3 samples.
 FULL_REPS = (1, 5, 9, 1.5)
 QUICK_REPS = (1, 3, 5, 0.3)
 
@@ -485,7 +486,7 @@ def reduce_cases(sz: Sizes) -> list[Case]:
                  jax_jit(lambda: lambda x: _jov().reduce_max(x, ax)), JAXMAX),
             Impl("jaxmax.openvino.reduce_max (jit), NaN-free data", "jax",
                  jax_jit(lambda: lambda x: _jov().reduce_max(x, ax)), JAXMAX, inputs="f32"),
-            Impl("jnp.max (jit), NaN propagates", "jax",
+            Impl("jnp.max (jit; YNNPACK may drop NaN)", "jax",
                  jax_jit(lambda: lambda x: _jnp().max(x, axis=ax))),
             Impl("np.nanmax (skips NaN)", "numpy", numpy_call(lambda x: np.nanmax(x, axis=ax))),
             Impl("onnxruntime ReduceMax", "ort", ort_reduce(ax)),
@@ -698,31 +699,46 @@ def worker(backend: str, groups: list[str], quick: bool) -> None:
     for group in groups:
         ctxs: dict[str, Ctx] = {}
         for case in CASE_BUILDERS[group](sz):
+            rows, runs = [], []
             for impl in case.impls:
                 if impl.backend != backend:
                     continue
                 row = {"case": case.name, "impl": impl.label, "ms": None, "err": None}
+                rows.append(row)
+                runs.append(None)
                 if import_error:
                     row["err"] = import_error
-                    emit(row)
                     continue
                 try:
                     key = impl.inputs or case.inputs
                     if key not in ctxs:
                         ctxs[key] = Ctx(key, sz)
-                    run = impl.build(ctxs[key])
-                    ms, n, inner = _timing.measure(run, warmup=warmup, min_reps=min_reps,
-                                                   max_reps=max_reps, budget_s=budget)
+                    runs[-1] = impl.build(ctxs[key])
+                    runs[-1]()  # fails here rather than in the middle of the timing rounds
+                except Exception as e:  # noqa: BLE001
+                    row["err"] = _error(e)
+                    runs[-1] = None
+            built = [(row, run) for row, run in zip(rows, runs) if run is not None]
+            try:
+                timings = _timing.measure([run for _, run in built], warmup=warmup,
+                                          min_reps=min_reps, max_reps=max_reps, budget_s=budget)
+                for (row, run), (ms, n, inner) in zip(built, timings):
                     row.update(ms=ms, n=n, inner=inner)
                     if case.check:
                         row["digest"] = _timing.digest(run())
-                    del run
-                except Exception as e:  # noqa: BLE001
-                    msg = str(e).strip().splitlines()
-                    row["err"] = f"{type(e).__name__}: {msg[0][:160] if msg else ''}"
+            except Exception as e:  # noqa: BLE001
+                for row, _ in built:
+                    row.update(ms=None, err=_error(e))
+            del runs, built
+            for row in rows:
                 emit(row)
         ctxs.clear()
         emit({"done": group})
+
+
+def _error(e: Exception) -> str:
+    msg = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {msg[0][:160] if msg else ''}"
 
 
 # ----------------------------------------------------------------------------------------------
