@@ -13,6 +13,8 @@ import numpy as np
 
 # A sample shorter than this is timed as a loop of several calls (eager dispatch, tiny inputs).
 MIN_SAMPLE_S = 0.005
+# Untimed calls of the same implementation, at least this long, precede each sample.
+LEAD_IN_S = 0.03
 # A call slower than this needs only 3 samples (the median of 3 of a 1 s call is stable enough).
 SLOW_CALL_S = 0.5
 
@@ -26,7 +28,11 @@ def measure(runs: list[Callable[[], Any]], *, warmup: int, min_reps: int, max_re
     faster than ``MIN_SAMPLE_S`` is timed in loops of ``inner`` calls (one sample = the mean of
     one loop). Then every round takes one sample of each run that still needs one, so a burst
     of load from other processes hits the implementations of a case alike and their ratios stay
-    meaningful on a shared machine. A run stops at `max_reps` samples, or once it has
+    meaningful on a shared machine. Each sample follows untimed calls of the same run lasting at
+    least ``LEAD_IN_S``: work a call leaves behind (the kernel unmapping and reclaiming a large
+    freed buffer: a call right after one that freed 200 MB took 30 instead of 11 ms, and 12 ms
+    after a 20 ms pause) then lands on its own run, not on the next one in the round. A run
+    stops at `max_reps` samples, or once it has
     `min_reps` (3 for a call slower than ``SLOW_CALL_S``) and ``budget_s * len(runs)`` seconds
     have passed. Returns (median ms, samples, inner) per run.
     """
@@ -53,6 +59,10 @@ def measure(runs: list[Callable[[], Any]], *, warmup: int, min_reps: int, max_re
             if not todo:
                 break
             for i in todo:
+                lead_in = time.perf_counter()
+                runs[i]()
+                while time.perf_counter() - lead_in < LEAD_IN_S:
+                    runs[i]()
                 t0 = time.perf_counter()
                 for _ in range(inners[i]):
                     runs[i]()
