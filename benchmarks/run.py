@@ -833,7 +833,8 @@ def header_lines(quick: bool) -> list[str]:
         f"({usable} usable), load average {load}; Python {platform.python_version()}",
         f"libraries: {libs}",
         f"timing: median of {min_reps}-{max_reps} samples (3 for calls over 0.5 s) after "
-        f"{warmup + 1} untimed calls; "
+        f"{warmup + 1} untimed calls, a case's implementations sampled in turn within a worker, "
+        f"each sample after {_timing.LEAD_IN_S * 1e3:.0f} ms of untimed calls of its own; "
         f"'x floor' = median / read floor of the same data; 'x best' = median / fastest "
         f"competitor (not jaxmax, not a floor) in the case",
         f"runtimes use their default thread counts; each runs in its own worker process, one "
