@@ -32,9 +32,9 @@ def measure(runs: list[Callable[[], Any]], *, warmup: int, min_reps: int, max_re
     least ``LEAD_IN_S``: work a call leaves behind (the kernel unmapping and reclaiming a large
     freed buffer: a call right after one that freed 200 MB took 30 instead of 11 ms, and 12 ms
     after a 20 ms pause) then lands on its own run, not on the next one in the round. A run
-    stops at `max_reps` samples, or once it has
-    `min_reps` (3 for a call slower than ``SLOW_CALL_S``) and ``budget_s * len(runs)`` seconds
-    have passed. Returns (median ms, samples, inner) per run.
+    stops at `max_reps` samples, or once it has `min_reps` (3 for a call slower than
+    ``SLOW_CALL_S``) and ``budget_s * len(runs)`` seconds have passed. Returns (median ms,
+    samples, inner) per run.
     """
     inners, mins = [], []
     for run in runs:

@@ -18,10 +18,10 @@ Each runtime runs in its own worker subprocess (``--worker``) that prints one JS
 measurement; onnxruntime and OpenVINO are never loaded in the same process (a heap corruption
 was once seen when both ran large inputs in one process). Workers run one after another, so
 runtimes never compete for the cores; within a worker, the implementations of a case are
-sampled in turn (round-robin), so a burst of load hits them alike. Every result is also digested (shape, weighted sum, NaN
-count) and compared across implementations of a case: a "differs" note flags a row whose
-output is not the same array (cases with NaN data are not compared: the runtimes' NaN rules
-differ by design).
+sampled in turn (round-robin), so a burst of load hits them alike. Every result is also
+digested (shape, weighted sum, NaN count) and compared across implementations of a case: a
+"differs" note flags a row whose output is not the same array (cases with NaN data are not
+compared: the runtimes' NaN rules differ by design).
 """
 
 from __future__ import annotations
