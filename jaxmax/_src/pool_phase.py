@@ -142,14 +142,10 @@ def _read_slice(g: _Geometry, tap: _Tap):
 def _tap(phases: jax.Array, g: _Geometry, tap: _Tap, fill, read=None) -> jax.Array:
     """The values read by `tap` for every output; `fill` where it reads padding.
 
-    `read` (elementwise, possibly changing the dtype) is applied to the inside values before
-    the padding is added, so a padded tap stays single-use even when `read` uses its argument
-    twice; `fill` is then a value of `read`'s result type.
+    `read` (elementwise, keeping the dtype) is applied to the inside values before the padding
+    is added, so a padded tap stays single-use even when `read` uses its argument twice.
     """
-    dtype = phases.dtype
-    if read is not None:
-        dtype = jax.eval_shape(read, jax.ShapeDtypeStruct((), dtype)).dtype
-    fill = jnp.asarray(fill, dtype)
+    fill = jnp.asarray(fill, phases.dtype)
     if 0 in tap.count:
         return jnp.full(g.out_shape, fill)
     inside = lax.slice(phases, *_read_slice(g, tap)).reshape(tap.count)
