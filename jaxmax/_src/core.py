@@ -254,6 +254,10 @@ def segment_max(data: jax.Array, segment_ids: jax.Array, num_segments: int, fill
     def reducer(v, ids):
         return jax.ops.segment_max(v, ids, num_segments)
 
+    # XLA's CPU scatter wraps 64-bit indices to 32 bits (jax 0.10 with x64: an id 2**32 + 1
+    # lands in segment 1), so ids out of range are first mapped to the out-of-range values
+    # -1 and num_segments, which every scatter drops.
+    segment_ids = jnp.clip(segment_ids, -1, num_segments)
     out = _openvino_max(reducer, data, segment_ids, check_data=cross_device)
     if fill == "lowest":
         return out

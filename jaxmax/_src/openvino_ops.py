@@ -7,10 +7,11 @@ jitted core function from :mod:`jaxmax._src.core`.
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from jaxmax._src import core, dtypes, shapes
+from jaxmax._src import core, dtypes, shapes, sizes
 from jaxmax._src import validation as v
 
 _REDUCE_MAX = "ReduceMax-1"
@@ -54,8 +55,10 @@ def reduce_max(data: ArrayLike, axes: ArrayLike, *, keep_dims: bool = False) -> 
       A ``jax.Array`` of the data dtype.
 
     Raises:
-      TypeError: bool or complex data, non-integer or traced `axes`.
-      ValueError: an axis out of range, a repeated axis, `axes` of rank > 1.
+      TypeError: bool, complex or non-numeric data, non-integer or traced `axes`.
+      ValueError: an axis out of range, a repeated axis, `axes` of rank > 1 or ragged,
+        concrete 64-bit data (or ids) whose values 32 bits cannot hold while
+        ``jax_enable_x64`` is off, an integer outside int64.
 
     jit contract: `axes` and `keep_dims` decide the output shape and must be static (Python
     values or concrete arrays); `data` may be traced. Under ``jax.grad`` tied maxima share the
@@ -92,7 +95,8 @@ def reduce_logical_or(data: ArrayLike, axes: ArrayLike, *, keep_dims: bool = Fal
 
     Raises:
       TypeError: non-bool data, non-integer or traced `axes`.
-      ValueError: an axis out of range, a repeated axis, `axes` of rank > 1.
+      ValueError: an axis out of range, a repeated axis, `axes` of rank > 1 or ragged, an
+        integer outside int64.
 
     jit contract: `axes` and `keep_dims` must be static; `data` may be traced.
 
@@ -134,8 +138,9 @@ def max_pool(data: ArrayLike, *, kernel: ArrayLike, strides: ArrayLike,
       strides: stride per spatial axis, each >= 1. Static.
       pads_begin: pads at the start of each spatial axis, >= 0; default zeros. Static.
       pads_end: pads at the end of each spatial axis, >= 0; default zeros. Static.
-      rounding_type: ``"floor"`` or ``"ceil"``. Static.
-      auto_pad: ``"explicit"``/``None``, ``"valid"``, ``"same_upper"``, ``"same_lower"``. Static.
+      rounding_type: ``"floor"`` or ``"ceil"`` (any case, as every string attribute). Static.
+      auto_pad: ``"explicit"``/``None``, ``"valid"``, ``"same_upper"``, ``"same_lower"`` (any
+        case). Static.
 
     Returns:
       A ``jax.Array`` ``(N, C, *out_spatial)`` of the data dtype.
@@ -144,7 +149,10 @@ def max_pool(data: ArrayLike, *, kernel: ArrayLike, strides: ArrayLike,
       TypeError: bool or complex data, a non-integer, traced or non-string attribute.
       ValueError: data rank not 3-5, an attribute with the wrong length, kernel < 1, stride < 1,
         negative pads, a kernel larger than the padded input, unknown `auto_pad` or
-        `rounding_type`.
+        `rounding_type`, pads that make an array larger than 2**63 - 1 bytes,
+        concrete 64-bit data (or ids) whose values 32 bits cannot hold while
+        ``jax_enable_x64`` is off, an integer outside int64.
+      jax.errors.JaxRuntimeError: an output too large to allocate (eager calls report it here).
 
     jit contract: every attribute decides the output shape and must be static (Python values or
     concrete arrays); `data` may be traced. Under ``jax.grad`` each window's cotangent goes to
@@ -192,8 +200,14 @@ def max_pool(data: ArrayLike, *, kernel: ArrayLike, strides: ArrayLike,
                 f"{op}: `kernel` {k} is larger than the padded input {size + lo + hi} "
                 f"(size {size} + pads {lo} + {hi}) on spatial axis {axis}")
     padding = shapes.window_padding(spatial, kernel_, strides_, pads, rounding_ == "ceil")
-    return core.max_pool(data, (1, 1) + kernel_, (1, 1) + strides_, ((0, 0), (0, 0)) + padding,
-                         cross_device=core.cross_device_possible())
+    lead = tuple(data.shape[:2])
+    padded = lead + tuple(d + lo + hi for d, (lo, hi) in zip(spatial, padding))
+    out_shape = lead + tuple((p - k) // s + 1 for p, k, s in zip(padded[2:], kernel_, strides_))
+    nbytes = max(sizes.checked_bytes(op, "the padded input", padded, data.dtype.itemsize),
+                 sizes.checked_bytes(op, "the output", out_shape, data.dtype.itemsize))
+    out = core.max_pool(data, (1, 1) + kernel_, (1, 1) + strides_, ((0, 0), (0, 0)) + padding,
+                        cross_device=core.cross_device_possible())
+    return sizes.settled(out, nbytes)
 
 
 def _num_segments(op: str, num_segments, ids: np.ndarray | None) -> int:
@@ -204,17 +218,15 @@ def _num_segments(op: str, num_segments, ids: np.ndarray | None) -> int:
                 f"segments (the output shape) is unknown; pass a static `num_segments` (a Python "
                 f"int) when calling under jit or vmap over the ids")
         return int(ids.max()) + 1 if ids.size else 0
-    if isinstance(num_segments, (bool, np.bool_)):
-        raise TypeError(f"{op}: `num_segments` must be an integer, got a bool")
-    arr = v.static_array(
-        op, "num_segments", num_segments,
-        "pass a static `num_segments` (a Python int, or mark it with jax.jit static_argnames)")
-    if arr.ndim != 0 or not np.issubdtype(arr.dtype, np.integer):
-        raise TypeError(f"{op}: `num_segments` must be an integer scalar, got {num_segments!r}")
-    count = int(arr)
+    count = int(v.static_int_array(
+        op, "num_segments", num_segments, max_ndim=0,
+        how="pass a static `num_segments` (a Python int, or mark it with jax.jit static_argnames)"))
     if count < 0:
         raise ValueError(f"{op}: `num_segments` must be >= 0, got {count}")
     return count
+
+
+_SEGMENT_ID_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
 
 
 def segment_max(data: ArrayLike, segment_ids: ArrayLike, num_segments: ArrayLike | None = None,
@@ -240,10 +252,14 @@ def segment_max(data: ArrayLike, segment_ids: ArrayLike, num_segments: ArrayLike
       A ``jax.Array`` ``(num_segments, *data.shape[1:])`` of the data dtype.
 
     Raises:
-      TypeError: bool or complex data, non-integer ids, a non-integer or traced
+      TypeError: bool or complex data, ids other than int32/int64, a non-integer or traced
         `num_segments`, ``num_segments=None`` with traced ids, a non-string `fill_mode`.
       ValueError: data of rank 0, ids not 1-D or of the wrong length, concrete ids negative or
-        unsorted, a negative `num_segments`, an unknown `fill_mode`.
+        unsorted, a negative `num_segments`, an unknown `fill_mode`, an output larger than
+        2**63 - 1 bytes,
+        concrete 64-bit data (or ids) whose values 32 bits cannot hold while
+        ``jax_enable_x64`` is off, an integer outside int64.
+      jax.errors.JaxRuntimeError: an output too large to allocate (eager calls report it here).
 
     jit contract: `num_segments` and `fill_mode` must be static; `data` and `segment_ids` may be
     traced (then pass `num_segments`). Traced ids cannot be checked: ids outside
@@ -261,15 +277,13 @@ def segment_max(data: ArrayLike, segment_ids: ArrayLike, num_segments: ArrayLike
     data = v.numeric_data(op, data)
     if data.ndim < 1:
         raise ValueError(f"{op}: `data` must have rank >= 1, got a scalar")
-    # Read concrete ids before as_data: under a trace, jnp.asarray turns even a NumPy constant
-    # into a tracer, and the checks below need the values.
-    try:
-        concrete_ids = np.asarray(segment_ids)
-    except v.TRACER_ERRORS:
-        concrete_ids = None
-    ids = v.as_data(op, segment_ids, "segment_ids")
-    if not dtypes.is_integer(ids.dtype):
-        raise TypeError(f"{op}: `segment_ids` must be integer (int32 or int64), got {ids.dtype}")
+    # The checks below need concrete ids as NumPy values: under a trace, jnp.asarray would turn
+    # even a NumPy constant into a tracer.
+    host_ids = v.host_data(op, segment_ids, "segment_ids", empty_dtype=np.int64)
+    concrete_ids = None if isinstance(host_ids, jax.core.Tracer) else np.asarray(host_ids)
+    if np.dtype(host_ids.dtype) not in _SEGMENT_ID_TYPES:
+        raise TypeError(f"{op}: `segment_ids` must be int32 or int64, got {host_ids.dtype}")
+    ids = jnp.asarray(host_ids)
     if ids.ndim != 1:
         raise ValueError(f"{op}: `segment_ids` must be 1-D, got shape {ids.shape}")
     if ids.shape[0] != data.shape[0]:
@@ -283,5 +297,7 @@ def segment_max(data: ArrayLike, segment_ids: ArrayLike, num_segments: ArrayLike
         if np.any(concrete_ids[1:] < concrete_ids[:-1]):
             raise ValueError(f"{op}: `segment_ids` must be sorted in non-decreasing order")
     count = _num_segments(op, num_segments, concrete_ids)
-    return core.segment_max(data, ids, count, fill,
-                            cross_device=core.cross_device_possible())
+    nbytes = sizes.checked_bytes(op, "the output", (count,) + tuple(data.shape[1:]),
+                                 data.dtype.itemsize)
+    out = core.segment_max(data, ids, count, fill, cross_device=core.cross_device_possible())
+    return sizes.settled(out, nbytes)

@@ -24,16 +24,88 @@ TRACER_ERRORS = (
     jax.errors.ConcretizationTypeError,
 )
 
+_INT64 = np.iinfo(np.int64)
+_X64_HOW = "enable 64-bit mode with jax.config.update('jax_enable_x64', True)"
 
-def as_data(op: str, data, name: str = "data") -> jax.Array:
-    """`data` as a JAX array (tracers pass through unchanged)."""
+
+def _numpy(op: str, name: str, value, how: str) -> np.ndarray:
+    """``np.asarray(value)`` with every failure turned into the contract's prefixed error."""
+    try:
+        return np.asarray(value)
+    except TRACER_ERRORS:
+        raise TypeError(
+            f"{op}: `{name}` must be static (a Python value or a concrete array) because it "
+            f"decides the output shape, but it is traced; {how}") from None
+    except OverflowError as err:  # Python ints NumPy cannot hold in any integer type
+        raise ValueError(f"{op}: `{name}` holds an integer outside int64: {err}") from None
+    except ValueError as err:  # ragged nesting
+        raise ValueError(f"{op}: `{name}` must be a number or a rectangular (not ragged) "
+                         f"sequence of numbers, got {_short(value)} ({err})") from None
+    except TypeError as err:
+        raise TypeError(f"{op}: `{name}` must be an array of numbers, got "
+                        f"{type(value).__name__}: {err}") from None
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_survives_canonicalisation(op: str, name: str, arr: np.ndarray) -> None:
+    """Raise when JAX would store concrete 64-bit `arr` in 32 bits with changed values.
+
+    Without ``jax_enable_x64`` JAX keeps int64/uint64/float64 as int32/uint32/float32. Integers
+    out of the 32-bit range would wrap and finite floats beyond float32's range would become
+    infinite: both silently wrong, so they raise. Floats that only round follow JAX's policy.
+    """
+    stored = jax.dtypes.canonicalize_dtype(arr.dtype)
+    if stored == arr.dtype or arr.size == 0:
+        return
+    if arr.dtype.kind in "iu":
+        info = np.iinfo(stored)
+        low, high = arr.min(), arr.max()
+        if low < info.min or high > info.max:
+            bad = low if low < info.min else high
+            raise ValueError(
+                f"{op}: `{name}` holds {arr.dtype} value {bad} outside the {stored} range "
+                f"[{info.min}, {info.max}], and JAX stores {arr.dtype} as {stored} unless "
+                f"64-bit mode is on; {_X64_HOW}")
+    elif arr.dtype.kind == "f":
+        with np.errstate(over="ignore"):
+            overflow = np.isinf(arr.astype(stored)) & np.isfinite(arr)
+        if overflow.any():
+            bad = arr[overflow].flat[0]
+            raise ValueError(
+                f"{op}: `{name}` holds {arr.dtype} value {bad} beyond the {stored} range, "
+                f"which JAX would store as infinity ({arr.dtype} is kept as {stored} unless "
+                f"64-bit mode is on); {_X64_HOW}")
+
+
+def host_data(op: str, data, name: str = "data", empty_dtype=None) -> np.ndarray | jax.Array:
+    """`data` checked as an array argument: JAX arrays and tracers are returned unchanged, the
+    rest as a NumPy array.
+
+    NumPy reads the value first, so that a ragged list or an object raises the contract's
+    error, and 64-bit values that JAX would silently change raise `ValueError`. An empty Python
+    list or tuple gets `empty_dtype` when given (NumPy would make it float64).
+    """
     if isinstance(data, jax.Array):
         return data
-    try:
-        return jnp.asarray(data)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"{op}: `{name}` must be an array of numbers, got "
-                        f"{type(data).__name__}: {err}") from None
+    arr = _numpy(op, name, data, "")
+    if (empty_dtype is not None and arr.size == 0 and arr.dtype == np.float64
+            and not isinstance(data, np.ndarray)):
+        arr = arr.astype(empty_dtype)
+    if not (jnp.issubdtype(arr.dtype, jnp.number) or arr.dtype == np.bool_):
+        raise TypeError(f"{op}: `{name}` must be an array of numbers, got dtype {arr.dtype}: "
+                        f"{_short(data)}")
+    _check_survives_canonicalisation(op, name, arr)
+    return arr
+
+
+def as_data(op: str, data, name: str = "data") -> jax.Array:
+    """`data` as a JAX array, checked as `host_data` does."""
+    data = host_data(op, data, name)
+    return data if isinstance(data, jax.Array) else jnp.asarray(data)
 
 
 def numeric_data(op: str, data) -> jax.Array:
@@ -47,12 +119,7 @@ def numeric_data(op: str, data) -> jax.Array:
 
 def static_array(op: str, name: str, value, how: str) -> np.ndarray:
     """A static argument as a NumPy array; a traced value raises a `TypeError` that says `how`."""
-    try:
-        return np.asarray(value)
-    except TRACER_ERRORS:
-        raise TypeError(
-            f"{op}: `{name}` must be static (a Python value or a concrete array) because it "
-            f"decides the output shape, but it is traced; {how}") from None
+    return _numpy(op, name, value, how)
 
 
 def _static_how(name: str) -> str:
@@ -60,18 +127,26 @@ def _static_how(name: str) -> str:
             f"jax.jit(..., static_argnames=('{name}',))")
 
 
-def static_int_array(op: str, name: str, value, *, max_ndim: int = 1) -> np.ndarray:
-    """An integer array of rank <= `max_ndim` (Python bools are rejected)."""
+def static_int_array(op: str, name: str, value, *, max_ndim: int = 1,
+                     how: str | None = None) -> np.ndarray:
+    """An int64 array of rank <= `max_ndim` (bools are rejected).
+
+    Integers outside int64 raise `ValueError`: ONNX and StableHLO attributes are int64.
+    """
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{op}: `{name}` must be integer, got a bool")
-    arr = static_array(op, name, value, _static_how(name))
+    arr = static_array(op, name, value, _static_how(name) if how is None else how)
     if arr.size == 0 and arr.dtype == np.float64 and not isinstance(value, np.ndarray):
         arr = arr.astype(np.int64)  # an empty Python list or tuple
+    if arr.dtype == object and all(type(a) is int for a in arr.flat):
+        raise ValueError(f"{op}: `{name}` holds an integer outside int64: {_short(value)}")
     if not jnp.issubdtype(arr.dtype, jnp.integer):
-        raise TypeError(f"{op}: `{name}` must be integer, got dtype {arr.dtype}")
+        raise TypeError(f"{op}: `{name}` must be integer, got dtype {arr.dtype}: {_short(value)}")
     if arr.ndim > max_ndim:
         raise ValueError(f"{op}: `{name}` must have rank <= {max_ndim}, got shape {arr.shape}")
-    return arr
+    if arr.dtype == np.uint64 and arr.size and arr.max() > _INT64.max:
+        raise ValueError(f"{op}: `{name}` holds an integer outside int64: {_short(value)}")
+    return arr.astype(np.int64)
 
 
 def static_int(op: str, name: str, value) -> int:
@@ -85,7 +160,9 @@ def static_bool(op: str, name: str, value) -> bool:
         return bool(value)
     arr = static_array(op, name, value, _static_how(name))
     if arr.ndim != 0 or not (arr.dtype == np.bool_ or jnp.issubdtype(arr.dtype, jnp.integer)):
-        raise TypeError(f"{op}: `{name}` must be a bool or 0/1, got {value!r}")
+        raise TypeError(f"{op}: `{name}` must be a bool or 0/1, got {_short(value)}")
+    if arr.dtype == np.bool_:
+        return bool(arr)
     if int(arr) not in (0, 1):
         raise ValueError(f"{op}: `{name}` must be 0 or 1, got {int(arr)}")
     return bool(arr)
@@ -106,13 +183,12 @@ def axes_tuple(op: str, name: str, axes, ndim: int) -> tuple[int, ...]:
 def _axes_tuple(op: str, name: str, axes, ndim: int) -> tuple[int, ...]:
     arr = static_int_array(op, name, axes)
     values = tuple(int(a) for a in arr.reshape(-1))
+    if any(not -ndim <= a < ndim for a in values):
+        raise np.exceptions.AxisError(
+            f"{op}: `{name}` {values} out of range [-{ndim}, {ndim - 1}] for data of rank {ndim}")
     try:
         return normalize_axis_tuple(values, ndim, argname=name)
-    except np.exceptions.AxisError as err:
-        raise np.exceptions.AxisError(
-            f"{op}: `{name}` {values} out of range [-{ndim}, {ndim - 1}] for data of rank {ndim} "
-            f"({err})") from None
-    except ValueError:
+    except ValueError:  # the range is checked above: a repeated axis
         raise ValueError(
             f"{op}: `{name}` {values} has a repeated axis; axes must be unique") from None
 
@@ -134,10 +210,13 @@ def int_tuple(op: str, name: str, value, length: int) -> tuple[int, ...]:
 
 
 def choice(op: str, name: str, value, choices: Sequence[str]) -> str:
-    """A string attribute, case-insensitive, returned in lower case."""
+    """A string attribute, case-insensitive (as OpenVINO's attribute parser), in lower case."""
     if not isinstance(value, str):
-        raise TypeError(f"{op}: `{name}` must be a string, one of {list(choices)}, got {value!r}")
+        raise TypeError(
+            f"{op}: `{name}` must be a string, one of {list(choices)} (any case), got "
+            f"{_short(value)}")
     lowered = value.lower()
     if lowered not in choices:
-        raise ValueError(f"{op}: `{name}` must be one of {list(choices)}, got {value!r}")
+        raise ValueError(
+            f"{op}: `{name}` must be one of {list(choices)} (any case), got {value!r}")
     return lowered

@@ -1,0 +1,307 @@
+"""Bad arguments get the contract's error; odd but valid spellings work; nothing aborts.
+
+* A seeded fuzz replaces one argument of a valid call of every public function by a bad value
+  and asserts a `TypeError` or `ValueError` whose message starts with the operator's name (no
+  other exception type escapes).
+* Without ``jax_enable_x64``, concrete 64-bit input that JAX would store changed (integers out of
+  the 32-bit range, finite floats that overflow float32) raises `ValueError`; with it, the same
+  calls are exact (checked in a subprocess that enables x64).
+* Sizes that no array can have raise `ValueError` before anything is built, and a merely huge
+  output fails with a Python exception. These run in a subprocess, so that a regression to a
+  process abort fails the test instead of killing pytest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import numpy as np
+import pytest
+
+from jaxmax import onnx
+from jaxmax import openvino as ov
+
+rng0 = np.random.default_rng(0)
+F32_4D = rng0.standard_normal((2, 3, 5, 6)).astype(np.float32)
+F32_2D = rng0.standard_normal((4, 3)).astype(np.float32)
+BOOL_2D = rng0.random((4, 3)) < 0.5
+
+
+class Opaque:
+    """An object no argument accepts."""
+
+
+# Values that are wrong for every argument of every function.
+EVERYWHERE = ["abc", b"bytes", {}, {"a": 1}, Opaque(), 1 + 2j, [[0], [1, 2]], {1, 2},
+              np.array(["x"]), np.array([object()])]
+HUGE_INTS = [2**63, 2**64 - 1, -2**63 - 1, 2**70]
+ANY_FLAG_BAD = EVERYWHERE + HUGE_INTS + [1.5, float("nan"), np.float32(2.0), [1.0, 2.0]]
+ANY_INT_BAD = ANY_FLAG_BAD + [True]  # a bool is no integer attribute
+
+CALLS = {
+    # op prefix, function, valid keyword arguments, {argument: bad values}
+    "ov.reduce_max": ("ReduceMax-1", ov.reduce_max, dict(data=F32_2D, axes=[0]), {
+        "data": EVERYWHERE + [None, BOOL_2D, np.array([1 + 1j]), np.array([2**40, 3]),
+                             np.array([1e300, 0.0]), [[1, 2], [3]]],
+        "axes": ANY_INT_BAD + [None, 2**40, -3, 2, [0, 0], [0, -2], np.ones((2, 2), int), "0",
+                               [0.5]],
+        "keep_dims": ANY_FLAG_BAD + [None, 2, -1, "yes", [1], np.array([1, 0])],
+    }),
+    "ov.reduce_logical_or": ("ReduceLogicalOr-1", ov.reduce_logical_or,
+                             dict(data=BOOL_2D, axes=1), {
+        "data": EVERYWHERE + [None, F32_2D, np.array([1, 0]), [[True], [False, True]]],
+        "axes": ANY_INT_BAD + [None, 2**40, 5, [1, 1], np.ones((1, 1), int)],
+        "keep_dims": ANY_FLAG_BAD + [None, 3, "no"],
+    }),
+    "ov.max_pool": ("MaxPool-1", ov.max_pool,
+                    dict(data=F32_4D, kernel=2, strides=1, pads_begin=[0, 1], pads_end=1), {
+        "data": EVERYWHERE + [None, F32_2D, F32_4D[..., None, None], F32_4D > 0,
+                              F32_4D.astype(np.complex64), F32_4D.astype(np.float64) * 1e300,
+                              np.full((1, 1, 2, 2), 2**40)],
+        "kernel": ANY_INT_BAD + [None, 0, -1, [2, 0], [2, 2, 2], [2], 2**62, 7, "2",
+                                 np.ones((2, 2), int)],
+        "strides": ANY_INT_BAD + [None, 0, -2, [1, 1, 1], [], "1"],
+        "pads_begin": ANY_INT_BAD + [-1, [0, -1], [0, 0, 0], 2**40, 2**62, "0"],
+        "pads_end": ANY_INT_BAD + [-1, [1], 2**40, 2**61, "1"],
+        "rounding_type": EVERYWHERE[:5] + [None, 1, "round", "", ["ceil"], "ceil_torch"],
+        "auto_pad": EVERYWHERE[:5] + [1, "same", "", ["valid"], "notset"],
+    }),
+    "ov.segment_max": ("SegmentMax-16", ov.segment_max,
+                       dict(data=F32_2D, segment_ids=[0, 0, 1, 3], num_segments=None,
+                            fill_mode="ZERO"), {
+        "data": EVERYWHERE + [None, np.float32(1.0), BOOL_2D, F32_2D.astype(np.complex64),
+                              np.array([2**40, 1, 2, 3])],
+        "segment_ids": EVERYWHERE + [None, [0.0, 0, 1, 1], np.array([0, 0, 1, 1], np.uint8),
+                                     np.array([0, 0, 1, 1], np.int16), [0, 1], [[0, 0, 1, 1]],
+                                     [1, 0, 0, 0], [-1, 0, 0, 1], [0, 0, 1, 2**32 + 1],
+                                     [0, 0, 1, 2**63], [0, 0, 1, 2**62]],
+        "num_segments": ANY_INT_BAD + [-1, [3], 2**62, "3"],
+        "fill_mode": EVERYWHERE[:5] + [None, 0, "zeros", "", ["ZERO"]],
+    }),
+    "onnx.reduce_max": ("ONNX ReduceMax", onnx.reduce_max,
+                        dict(data=F32_2D, axes=[1], keepdims=0, opset=18), {
+        "data": EVERYWHERE + [F32_2D.astype(np.complex64), BOOL_2D, np.array([2**40]),
+                              np.array([-1e300])],
+        "axes": ANY_INT_BAD + [2**40, 2, [1, 1], np.ones((2, 1), int)],
+        "keepdims": ANY_FLAG_BAD + [None, 2, -1, "1", [1]],
+        "noop_with_empty_axes": ANY_FLAG_BAD + [None, 2, "0"],
+        "opset": ANY_INT_BAD + [None, 0, -1, "18"],
+    }),
+}
+
+
+def _expect_contract_error(prefix, fn, kwargs):
+    with pytest.raises((TypeError, ValueError)) as info:
+        fn(**kwargs)
+    assert str(info.value).startswith(prefix + ":"), (type(info.value), str(info.value))
+
+
+def _bad_cases():
+    for face, (prefix, fn, valid, bad) in CALLS.items():
+        for name, values in bad.items():
+            for i, value in enumerate(values):
+                yield pytest.param(prefix, fn, {**valid, name: value}, id=f"{face}-{name}-{i}")
+
+
+@pytest.mark.parametrize("prefix,fn,kwargs", list(_bad_cases()))
+def test_each_bad_argument(prefix, fn, kwargs):
+    _expect_contract_error(prefix, fn, kwargs)
+
+
+def test_the_exhaustive_list_is_large():
+    assert len(list(_bad_cases())) >= 300
+
+
+def test_seeded_fuzz_of_bad_argument_combinations():
+    """400 calls, each with one to three arguments replaced by bad values at random."""
+    rng = np.random.default_rng(20261124)
+    faces = sorted(CALLS)
+    for _ in range(400):
+        prefix, fn, valid, bad = CALLS[faces[rng.integers(len(faces))]]
+        names = sorted(bad)
+        chosen = rng.choice(names, size=rng.integers(1, min(3, len(names)) + 1), replace=False)
+        kwargs = dict(valid)
+        for name in chosen:
+            kwargs[name] = bad[name][rng.integers(len(bad[name]))]
+        _expect_contract_error(prefix, fn, kwargs)
+
+
+def test_bad_onnx_dtype_and_version_gates():
+    x8 = np.array([[1, -2]], np.int8)
+    _expect_contract_error("ONNX ReduceMax", onnx.reduce_max, dict(data=x8, opset=11))
+    _expect_contract_error("ONNX ReduceMax", onnx.reduce_max,
+                           dict(data=np.array([True]), opset=18))
+    _expect_contract_error("ONNX ReduceMax", onnx.reduce_max,
+                           dict(data=F32_2D, axes=[], noop_with_empty_axes=1, opset=13))
+
+
+# --------------------------------------------------------------------------------------------
+# Valid spellings: case, NumPy scalars, 0-d arrays, empty lists
+# --------------------------------------------------------------------------------------------
+
+def _pool_oracle(x, k, s, pb, pe, ceil):
+    """MaxPool-1 on NaN-free float data with explicit pads (a loop over windows)."""
+    low = np.finfo(x.dtype).min
+    out_len = [((-(-(d + a + b - kk) // ss)) if ceil else (d + a + b - kk) // ss) + 1
+               for d, kk, ss, a, b in zip(x.shape[2:], k, s, pb, pe)]
+    out = np.full(x.shape[:2] + tuple(out_len), low, x.dtype)
+    for idx in np.ndindex(*out_len):
+        sl = tuple(slice(max(o * ss - a, 0), max(min(o * ss - a + kk, d), 0))
+                   for o, ss, a, kk, d in zip(idx, s, pb, k, x.shape[2:]))
+        win = x[(...,) + sl].reshape(x.shape[:2] + (-1,))
+        if win.shape[-1]:
+            out[(...,) + idx] = np.maximum(win.max(-1), low)
+    return out
+
+
+@pytest.mark.parametrize("rounding,auto_pad", [("CEIL", "EXPLICIT"), ("Floor", "Explicit"),
+                                               ("ceil", None)])
+def test_string_attributes_ignore_case(rounding, auto_pad):
+    got = ov.max_pool(F32_4D, kernel=np.int64(2), strides=np.array(2), pads_begin=(0, 1),
+                      pads_end=np.array([1, 0]), rounding_type=rounding, auto_pad=auto_pad)
+    want = _pool_oracle(F32_4D, (2, 2), (2, 2), (0, 1), (1, 0), rounding.lower() == "ceil")
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("spelling", ["SAME_UPPER", "same_upper", "Same_Upper"])
+def test_auto_pad_any_case(spelling):
+    got = ov.max_pool(F32_4D, kernel=3, strides=2, auto_pad=spelling)
+    # same_upper for D=5, k=3, s=2: pad 1 + 1; for D=6: pad 0 + 1
+    np.testing.assert_array_equal(got, _pool_oracle(F32_4D, (3, 3), (2, 2), (1, 0), (1, 1),
+                                                    False))
+
+
+def test_fill_mode_any_case_and_empty_ids():
+    for fill in ("zero", "Zero", "ZERO"):
+        got = ov.segment_max(F32_2D, [0, 0, 2, 2], fill_mode=fill)
+        np.testing.assert_array_equal(got[1], np.zeros(3, np.float32))
+    for ids in ([], (), np.zeros(0, np.int32)):
+        out = ov.segment_max(np.zeros((0, 3), np.float32), ids, fill_mode="LOWEST")
+        assert out.shape == (0, 3)
+        out = ov.segment_max(np.zeros((0, 3), np.float32), ids, 2, fill_mode="LOWEST")
+        np.testing.assert_array_equal(out, np.full((2, 3), np.finfo(np.float32).min))
+
+
+@pytest.mark.parametrize("axes", [np.int64(1), np.array(1), np.array([1], np.uint8), (1,), [-1]])
+def test_axes_spellings(axes):
+    np.testing.assert_array_equal(ov.reduce_max(F32_2D, axes), F32_2D.max(1))
+    np.testing.assert_array_equal(onnx.reduce_max(F32_2D, axes, keepdims=np.int8(0)),
+                                  F32_2D.max(1))
+
+
+def test_64_bit_values_that_survive_follow_jax():
+    """Without x64, int64 in the int32 range and float64 that only rounds are accepted."""
+    if jax.config.jax_enable_x64:
+        pytest.skip("x64 mode is on")
+    ints = np.array([2**31 - 1, -2**31, 5], np.int64)
+    np.testing.assert_array_equal(ov.reduce_max(ints, 0), np.int32(2**31 - 1))
+    floats = np.array([1e-300, 3.4e38, -np.inf, np.nan], np.float64)
+    np.testing.assert_array_equal(onnx.reduce_max(floats, [0], keepdims=0), np.float32(np.nan))
+    np.testing.assert_array_equal(ov.reduce_max(floats, 0), np.float32(3.4e38))
+    ids = np.array([0, 0, 1, 1], np.int64)
+    np.testing.assert_array_equal(ov.segment_max(F32_2D, ids, fill_mode="ZERO"),
+                                  np.stack([F32_2D[:2].max(0), F32_2D[2:].max(0)]))
+
+
+@pytest.mark.parametrize("call,argument", [
+    (lambda: ov.reduce_max(np.array([2**40 + 5, 3]), 0), "data"),
+    (lambda: ov.reduce_max(np.array([1e300, 3.0]), 0), "data"),
+    (lambda: onnx.reduce_max(np.array([-1e300, 3.0]), [0]), "data"),
+    (lambda: onnx.reduce_max([2**40, 1], [0]), "data"),
+    (lambda: ov.reduce_max(np.array([2**40], np.uint64), 0), "data"),
+    (lambda: ov.max_pool(np.full((1, 1, 2, 2), -2**40), kernel=1, strides=1), "data"),
+    (lambda: ov.segment_max(np.arange(6, dtype=np.float32),
+                            np.array([0, 0, 1, 1, 2, 2**32 + 1]), 4, fill_mode="ZERO"),
+     "segment_ids"),
+    (lambda: ov.segment_max(np.array([1e39, 0.0]), [0, 1], fill_mode="ZERO"), "data"),
+])
+def test_64_bit_values_that_would_change_raise(call, argument):
+    if jax.config.jax_enable_x64:
+        pytest.skip("x64 mode is on")
+    with pytest.raises(ValueError, match=f"`{argument}`.*jax_enable_x64"):
+        call()
+
+
+def _run_python(code: str, env_x64: bool = False) -> subprocess.CompletedProcess:
+    """`code` in a fresh interpreter (one CPU device; 64-bit mode if asked)."""
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "1" if env_x64 else "0"}
+    env.pop("XLA_FLAGS", None)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=300, env=env)
+
+
+def test_64_bit_values_are_exact_with_x64():
+    result = _run_python("""
+        import json
+        import numpy as np
+        import jax
+        from jaxmax import onnx, openvino as ov
+        assert jax.config.jax_enable_x64
+        d6 = np.array([1, 0, 3, 2, 4, 5], np.float64)
+        out = {
+            "int": int(ov.reduce_max(np.array([2**40 + 5, 3]), 0)),
+            "f64": float(ov.reduce_max(np.array([1e300, -1e300]), 0)),
+            "onnx": float(onnx.reduce_max(np.array([-1e300, -2e300]), [0], keepdims=0)),
+            "seg": np.asarray(ov.segment_max(d6, np.array([0, 0, 1, 1, 2, 2**32 + 1]), 4,
+                                             fill_mode="ZERO")).tolist(),
+            "pool": int(ov.max_pool(np.full((1, 1, 2, 2), -2**40), kernel=2, strides=1)[0, 0, 0, 0]),
+            # traced ids cannot be checked: out-of-range ones are dropped, never wrapped
+            "traced": np.asarray(jax.jit(
+                lambda d, i: ov.segment_max(d, i, 4, fill_mode="ZERO"))(
+                    d6, np.array([0, 0, 1, 1, -2**32 + 1, 2**32 + 2]))).tolist(),
+        }
+        print(json.dumps(out))
+    """, env_x64=True)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out == {"int": 2**40 + 5, "f64": 1e300, "onnx": -1e300, "seg": [1.0, 3.0, 4.0, 0.0],
+                   "pool": -2**40, "traced": [1.0, 3.0, 0.0, 0.0]}
+
+
+# --------------------------------------------------------------------------------------------
+# Sizes: impossible ones raise ValueError, huge ones a Python exception, never an abort
+# --------------------------------------------------------------------------------------------
+
+SIZE_SCRIPT = """
+    import json, sys
+    import numpy as np
+    import jax
+    from jaxmax import openvino as ov
+    x = np.ones((1, 1, 4, 4), np.float32)
+    d = np.ones((3,), np.float32)
+    cases = {
+        "pads_begin 2**40": lambda: ov.max_pool(x, kernel=2, strides=1, pads_begin=2**40),
+        "pads_end 2**62": lambda: ov.max_pool(x, kernel=2, strides=2**62, pads_end=2**62),
+        "num_segments 2**62": lambda: ov.segment_max(d, [0, 0, 1], 2**62, fill_mode="ZERO"),
+        "ids 2**62": lambda: ov.segment_max(d, np.array([0, 0, 2**62]), fill_mode="ZERO"),
+        "num_segments 2**40 read": lambda: np.asarray(
+            ov.segment_max(d, [0, 0, 1], 2**40, fill_mode="ZERO")),
+        "pads_end 10**6 read": lambda: np.asarray(
+            ov.max_pool(x, kernel=2, strides=1, pads_end=10**6)),
+    }
+    for name, call in cases.items():
+        try:
+            call()
+            print(json.dumps([name, "no error", ""]), flush=True)
+        except Exception as err:
+            print(json.dumps([name, type(err).__name__, str(err)[:200]]), flush=True)
+"""
+
+
+def test_sizes_never_abort_the_process():
+    result = _run_python(SIZE_SCRIPT, env_x64=True)  # x64: 2**62 ids reach the size check
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = {name: (kind, message) for name, kind, message in
+            (json.loads(line) for line in result.stdout.strip().splitlines())}
+    for name in ("pads_begin 2**40", "pads_end 2**62", "num_segments 2**62", "ids 2**62"):
+        kind, message = rows[name]
+        assert kind == "ValueError" and "no array can be that large" in message, (name, rows[name])
+        assert message.startswith(("MaxPool-1:", "SegmentMax-16:"))
+    for name in ("num_segments 2**40 read", "pads_end 10**6 read"):
+        kind, message = rows[name]
+        assert kind == "JaxRuntimeError" and "RESOURCE_EXHAUSTED" in message, (name, rows[name])
