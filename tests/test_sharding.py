@@ -1,20 +1,23 @@
 """Sharded inputs give exactly the unsharded answer, eagerly and under ``jax.jit``.
 
 ``tests/conftest.py`` configures eight simulated CPU devices before JAX starts. Every input
-here is laid out with a ``NamedSharding`` over a ``Mesh`` of those devices; each result is
+here is laid out with a ``NamedSharding`` over a mesh of those devices, once with ``Explicit``
+axes (what ``jax.make_mesh`` builds by default) and once with ``Auto`` axes; each result is
 compared exactly with a NumPy oracle (written here, independent of jaxmax) and with the
-unsharded jaxmax result.
+unsharded jaxmax result. On ``Explicit`` axes the output's sharding is part of its type, and
+it must be the one the README documents (kept axes keep their sharding).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
@@ -87,12 +90,20 @@ def special_floats(seed, shape, dtype=np.float32):
     return x.astype(dtype)
 
 
-def mesh_1d():
-    return Mesh(np.array(jax.devices()), ("x",))
+AXIS_TYPES = [AxisType.Explicit, AxisType.Auto]
 
 
-def mesh_2d():
-    return Mesh(np.array(jax.devices()).reshape(2, 4), ("a", "b"))
+@pytest.fixture(params=AXIS_TYPES, ids=["explicit", "auto"])
+def axis_type(request):
+    return request.param
+
+
+def mesh_1d(axis_type=AxisType.Explicit):
+    return jax.make_mesh((8,), ("x",), axis_types=(axis_type,))
+
+
+def mesh_2d(axis_type=AxisType.Explicit):
+    return jax.make_mesh((2, 4), ("a", "b"), axis_types=(axis_type,) * 2)
 
 
 def shard(x, mesh, spec):
@@ -113,13 +124,32 @@ def assert_same(actual, expected):
     np.testing.assert_array_equal(actual, expected)
 
 
-def check_sharded(fn, args, expected):
+def _padded(spec, ndim):
+    spec = tuple(spec)
+    return spec + (None,) * (ndim - len(spec))
+
+
+def check_sharded(fn, args, expected, out_spec=None):
     """`fn` on the unsharded inputs, eagerly on the sharded ones, and jitted on the sharded
-    ones: all equal `expected` exactly."""
+    ones: all equal `expected` exactly. When an input is sharded over ``Explicit`` axes, the
+    output's sharding must be `out_spec`."""
     sharded, plain = args
     assert_same(fn(*plain), expected)
-    assert_same(fn(*sharded), expected)
-    assert_same(jax.jit(fn)(*sharded), expected)
+    explicit = any(isinstance(a, jax.Array) and isinstance(a.sharding, NamedSharding)
+                   and AxisType.Explicit in a.sharding.mesh.axis_types for a in sharded)
+    for run in (fn, jax.jit(fn)):
+        out = run(*sharded)
+        assert_same(out, expected)
+        if explicit and out_spec is not None:
+            assert _padded(out.sharding.spec, out.ndim) == _padded(out_spec, out.ndim), \
+                (out.sharding.spec, out_spec)
+
+
+def _reduced_spec(spec, ndim, axes, keep):
+    spec = _padded(spec, ndim)
+    if keep:
+        return tuple(None if i in axes else e for i, e in enumerate(spec))
+    return tuple(e for i, e in enumerate(spec) if i not in axes)
 
 
 def test_eight_cpu_devices():
@@ -142,8 +172,8 @@ REDUCTION_LAYOUTS = [
 ]
 
 
-def _mesh(name):
-    return mesh_1d() if name == "1d" else mesh_2d()
+def _mesh(name, axis_type):
+    return mesh_1d(axis_type) if name == "1d" else mesh_2d(axis_type)
 
 
 def reduction_data(seed, with_nan):
@@ -161,43 +191,58 @@ def reduction_data(seed, with_nan):
 
 @pytest.mark.parametrize("with_nan", [False, True])
 @pytest.mark.parametrize("mesh,spec,axes,keep", REDUCTION_LAYOUTS)
-def test_ov_reduce_max_sharded(mesh, spec, axes, keep, with_nan):
+def test_ov_reduce_max_sharded(mesh, spec, axes, keep, with_nan, axis_type):
     """NaN never wins (OpenVINO rule), also when the slice is split over devices."""
     x = reduction_data(1, with_nan=with_nan)
-    xs = shard(x, _mesh(mesh), spec)
+    xs = shard(x, _mesh(mesh, axis_type), spec)
     check_sharded(lambda d: ov.reduce_max(d, axes, keep_dims=keep), ((xs,), (x,)),
-                  oracle_ov_reduce_max(x, axes, keep))
+                  oracle_ov_reduce_max(x, axes, keep), _reduced_spec(spec, 3, axes, keep))
+
+
+@pytest.mark.parametrize("with_nan", [False, True])
+@pytest.mark.parametrize("spec,axes", [(P("x"), (0,)), (P(None, "x"), (0,)),
+                                       (P(None, None, "x"), (0, 1))])
+def test_ov_reduce_max_leading_axis_fold_sharded(spec, axes, with_nan, axis_type):
+    """The CPU fold of leading axes (a kept block of 65536 elements) on sharded data."""
+    x = special_floats(11, (16, 64, 1024))
+    if not with_nan:
+        x[np.isnan(x)] = 0.5
+    xs = shard(x, mesh_1d(axis_type), spec)
+    check_sharded(lambda d: ov.reduce_max(d, axes), ((xs,), (x,)), oracle_ov_reduce_max(x, axes),
+                  _reduced_spec(spec, 3, axes, False))
+    check_sharded(lambda d: onnx.reduce_max(d, axes, keepdims=0), ((xs,), (x,)),
+                  oracle_onnx_reduce_max(x, axes, False), _reduced_spec(spec, 3, axes, False))
 
 
 @pytest.mark.parametrize("mesh,spec,axes,keep", REDUCTION_LAYOUTS[::2] + REDUCTION_LAYOUTS[3:4])
-def test_ov_reduce_logical_or_sharded(mesh, spec, axes, keep):
+def test_ov_reduce_logical_or_sharded(mesh, spec, axes, keep, axis_type):
     x = np.random.default_rng(2).random((8, 8, 4)) < 0.08
-    xs = shard(x, _mesh(mesh), spec)
+    xs = shard(x, _mesh(mesh, axis_type), spec)
     expected = np.any(x, axis=axes, keepdims=keep)
     check_sharded(lambda d: ov.reduce_logical_or(d, axes, keep_dims=keep), ((xs,), (x,)),
-                  expected)
+                  expected, _reduced_spec(spec, 3, axes, keep))
 
 
 ONNX_LAYOUTS = REDUCTION_LAYOUTS[:3] + REDUCTION_LAYOUTS[4:5]
 
 
 @pytest.mark.parametrize("mesh,spec,axes,keep", ONNX_LAYOUTS)
-def test_onnx_reduce_max_sharded(mesh, spec, axes, keep):
+def test_onnx_reduce_max_sharded(mesh, spec, axes, keep, axis_type):
     x = reduction_data(3, with_nan=False)  # -inf stays -inf (ONNX)
-    xs = shard(x, _mesh(mesh), spec)
+    xs = shard(x, _mesh(mesh, axis_type), spec)
     check_sharded(lambda d: onnx.reduce_max(d, axes, keepdims=int(keep)), ((xs,), (x,)),
-                  oracle_onnx_reduce_max(x, axes, keep))
+                  oracle_onnx_reduce_max(x, axes, keep), _reduced_spec(spec, 3, axes, keep))
 
 
 @pytest.mark.parametrize("mesh,spec,axes,keep", ONNX_LAYOUTS)
-def test_onnx_reduce_max_sharded_with_nan(mesh, spec, axes, keep):
+def test_onnx_reduce_max_sharded_with_nan(mesh, spec, axes, keep, axis_type):
     """NaN propagates (ONNX), also when only some devices hold a NaN."""
     x = reduction_data(3, with_nan=False)
     x[4:, 1, :2] = NAN  # only on the devices holding rows 4..7
     x[0, 5, 3] = NAN  # a single NaN on one device
-    xs = shard(x, _mesh(mesh), spec)
+    xs = shard(x, _mesh(mesh, axis_type), spec)
     check_sharded(lambda d: onnx.reduce_max(d, axes, keepdims=int(keep)), ((xs,), (x,)),
-                  oracle_onnx_reduce_max(x, axes, keep))
+                  oracle_onnx_reduce_max(x, axes, keep), _reduced_spec(spec, 3, axes, keep))
 
 
 # --------------------------------------------------------------------------------------------
@@ -210,22 +255,54 @@ POOL_ATTRS = [
 ]
 
 
-@pytest.mark.parametrize("layout", ["batch", "channel", "height"])
-@pytest.mark.parametrize("attrs", POOL_ATTRS, ids=["floor", "ceil"])
-def test_ov_max_pool_sharded(layout, attrs):
-    shape, spec = {
-        "batch": ((8, 2, 7, 9), P("x")),
-        "channel": ((2, 8, 7, 9), P(None, "x")),
-        "height": ((1, 2, 16, 9), P(None, None, "x")),  # windows cross shard boundaries
-    }[layout]
+POOL_LAYOUTS = {
+    # name: (shape, mesh, spec, attrs (None: each POOL_ATTRS case))
+    "batch": ((8, 2, 7, 9), "1d", P("x"), None),
+    "channel": ((2, 8, 7, 9), "1d", P(None, "x"), None),
+    "height": ((1, 2, 16, 9), "1d", P(None, None, "x"), None),  # windows cross shards
+    "height-width": ((1, 2, 16, 12), "2d", P(None, None, "a", "b"), None),
+    "k2s2 batch-channel": ((4, 4, 8, 8), "2d", P("a", "b"), dict(kernel=2, strides=2)),
+    "1-D": ((2, 8, 33), "1d", P(None, "x"), dict(kernel=3, strides=2, rounding_type="ceil")),
+    "3-D": ((2, 8, 5, 6, 7), "1d", P(None, "x"),
+            dict(kernel=3, strides=2, pads_begin=1, pads_end=1)),
+}
+
+
+def _pool_out_spec(spec, mesh, out_shape):
+    """The documented output sharding: each axis keeps its sharding when its output length
+    divides evenly over its mesh axes, and is replicated otherwise."""
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    out = []
+    for entry, n in zip(_padded(spec, len(out_shape)), out_shape):
+        names = () if entry is None else (entry,) if isinstance(entry, str) else entry
+        out.append(entry if n % math.prod(sizes[a] for a in names) == 0 else None)
+    return tuple(out)
+
+
+POOL_CASES = [pytest.param(name, attrs, id=f"{name}-{label}")
+              for name, (_, _, _, own) in sorted(POOL_LAYOUTS.items())
+              for label, attrs in ([("own", own)] if own else
+                                   [("floor", POOL_ATTRS[0]), ("ceil", POOL_ATTRS[1])])]
+
+
+@pytest.mark.parametrize("layout,attrs", POOL_CASES)
+def test_ov_max_pool_sharded(layout, attrs, axis_type):
+    shape, mesh_name, spec, _ = POOL_LAYOUTS[layout]
     x = special_floats(4, shape)
     x[0, 1] = -INF  # a channel of only -inf: every window raised to lowest(T)
-    xs = shard(x, mesh_1d(), spec)
-    expected = oracle_ov_max_pool(x, **attrs)
-    check_sharded(lambda d: ov.max_pool(d, **attrs), ((xs,), (x,)), expected)
+    mesh = _mesh(mesh_name, axis_type)
+    xs = shard(x, mesh, spec)
+    nsp = len(shape) - 2
+    full = {name: (value,) * nsp if isinstance(value, int) else value
+            for name, value in attrs.items()}
+    full.setdefault("pads_begin", (0,) * nsp)
+    full.setdefault("pads_end", (0,) * nsp)
+    expected = oracle_ov_max_pool(x, **full)
+    check_sharded(lambda d: ov.max_pool(d, **attrs), ((xs,), (x,)), expected,
+                  _pool_out_spec(spec, mesh, expected.shape))
 
 
-def test_ov_max_pool_sharded_gradient():
+def test_ov_max_pool_sharded_gradient(axis_type):
     """The tie-laden gradient on batch-sharded data is the unsharded gradient."""
     rng = np.random.default_rng(5)
     x = rng.integers(0, 3, (8, 2, 6, 6)).astype(np.float32)
@@ -236,7 +313,7 @@ def test_ov_max_pool_sharded_gradient():
     def grad(d, c):
         return jax.vjp(lambda v: ov.max_pool(v, **attrs), d)[1](c)[0]
 
-    mesh = mesh_1d()
+    mesh = mesh_1d(axis_type)
     expected = np.asarray(grad(x, ct))
     got = grad(shard(x, mesh, P("x")), shard(ct, mesh, P("x")))
     np.testing.assert_array_equal(np.asarray(got), expected)
@@ -259,39 +336,74 @@ IDS = np.array([0, 0, 1, 1, 1, 3, 3, 3, 3, 5, 6, 6, 6, 6, 7, 9])  # empty segmen
 
 
 @pytest.mark.parametrize("num_segments,fill_mode", [(10, "ZERO"), (7, "LOWEST")])
-def test_ov_segment_max_feature_sharded(num_segments, fill_mode):
+def test_ov_segment_max_feature_sharded(num_segments, fill_mode, axis_type):
     data = special_floats(6, (16, 16))
     data[0:2, 3] = NAN  # segment 0, feature 3: all NaN -> lowest(T)
     data[5:9, 4] = -INF  # segment 3, feature 4: all -inf -> lowest(T)
     data[2:5, 5] = -7.0  # a negative real maximum survives fill ZERO
-    mesh = mesh_1d()
+    mesh = mesh_1d(axis_type)
     ds = shard(data, mesh, P(None, "x"))
     expected = oracle_ov_segment_max(data, IDS, num_segments, fill_mode)
     # ids closed over (concrete)
     check_sharded(lambda d: ov.segment_max(d, IDS, num_segments, fill_mode=fill_mode),
-                  ((ds,), (data,)), expected)
+                  ((ds,), (data,)), expected, P(None, "x"))
     # ids as a (replicated) traced argument
     ids_rep = jax.device_put(IDS, NamedSharding(mesh, P()))
     check_sharded(lambda d, i: ov.segment_max(d, i, num_segments, fill_mode=fill_mode),
-                  ((ds, ids_rep), (data, IDS)), expected)
+                  ((ds, ids_rep), (data, IDS)), expected, P(None, "x"))
 
 
-def test_ov_segment_max_sharded_3d_features():
+def test_ov_segment_max_sharded_3d_features(axis_type):
     data = special_floats(7, (16, 4, 8))
     expected = oracle_ov_segment_max(data, IDS, 10, "LOWEST")
-    fn = lambda d, i: ov.segment_max(d, i, 10, fill_mode="LOWEST")
-    ds = shard(data, mesh_2d(), P(None, "a", "b"))  # features split over a 2-D mesh
-    check_sharded(fn, ((ds, IDS), (data, IDS)), expected)
+
+    def fn(d, i):
+        return ov.segment_max(d, i, 10, fill_mode="LOWEST")
+
+    ds = shard(data, mesh_2d(axis_type), P(None, "a", "b"))  # features split over a 2-D mesh
+    check_sharded(fn, ((ds, IDS), (data, IDS)), expected, P(None, "a", "b"))
 
 
 @pytest.mark.parametrize("with_nan", [False, True])
-def test_ov_segment_max_sharded_rows(with_nan):
-    """The segmented axis itself split over devices (segments straddle devices)."""
+def test_ov_segment_max_sharded_rows(with_nan, axis_type):
+    """The segmented axis itself split over devices (segments straddle devices); the output's
+    segment axis is replicated."""
     data = special_floats(8, (16, 8))
     if not with_nan:
         data[np.isnan(data)] = 0.25
     expected = oracle_ov_segment_max(data, IDS, 10, "ZERO")
-    mesh = mesh_1d()
-    fn = lambda d, i: ov.segment_max(d, i, 10, fill_mode="ZERO")
+    mesh = mesh_1d(axis_type)
+
+    def fn(d, i):
+        return ov.segment_max(d, i, 10, fill_mode="ZERO")
+
     check_sharded(fn, ((shard(data, mesh, P("x")), shard(IDS, mesh, P("x"))), (data, IDS)),
-                  expected)
+                  expected, P(None, None))
+    # rows and features both split, ids replicated
+    both = shard(data, mesh_2d(axis_type), P("a", "b"))
+    check_sharded(fn, ((both, IDS), (data, IDS)), expected, P(None, "b"))
+
+
+def test_readme_scaling_out_example_on_the_default_mesh():
+    """The README's example, on the mesh ``jax.make_mesh`` builds by default (Explicit axes in
+    jax 0.10)."""
+    mesh = jax.make_mesh((8,), ("batch",))
+    x = np.random.default_rng(0).standard_normal((64, 16, 32, 32), dtype=np.float32)
+    xs = jax.device_put(x, NamedSharding(mesh, P("batch")))
+
+    @jax.jit
+    def features(x):
+        pooled = ov.max_pool(x, kernel=3, strides=2, auto_pad="same_upper")
+        ids = np.repeat(np.arange(8), 2)
+        grouped = ov.segment_max(pooled.transpose(1, 0, 2, 3), ids, num_segments=8,
+                                 fill_mode="ZERO")
+        return ov.reduce_max(grouped, axes=[2, 3])
+
+    y = features(xs)
+    assert y.shape == (8, 64)
+    assert _padded(y.sharding.spec, 2) == (None, "batch")
+    pooled = oracle_ov_max_pool(x, (3, 3), (2, 2), (0, 0), (1, 1))
+    grouped = oracle_ov_segment_max(pooled.transpose(1, 0, 2, 3), np.repeat(np.arange(8), 2),
+                                    8, "ZERO")
+    np.testing.assert_array_equal(np.asarray(y), grouped.max(axis=(2, 3)))
+    np.testing.assert_array_equal(np.asarray(y), np.asarray(features(x)))

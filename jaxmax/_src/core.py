@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import dtypes, pool_phase
+from jaxmax._src import dtypes, explicit_axes, pool_phase
 
 
 @functools.cache
@@ -201,6 +201,15 @@ def reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_nan: bo
     is ``lax.reduce_max``. Integers have no NaN and their identity is lowest(T), so both rules
     are the plain max for them.
     """
+    def compute(x):
+        return _reduce_max(x, axes, keepdims, skip_nan, cross_device)
+
+    return explicit_axes.run(
+        compute, (x,), lambda _: explicit_axes.reduced(explicit_axes.spec_of(x), axes, keepdims))
+
+
+def _reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_nan: bool,
+                cross_device: bool) -> jax.Array:
     fold = _folds(x.shape, axes)
     if dtypes.is_bool(x.dtype):
         out = lax.reduce_or(x, axes)
@@ -229,6 +238,19 @@ def max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
     (which keeps its dedicated, differentiable primitive) under the NaN check and the clamp to
     lowest(T).
     """
+    def compute(x):
+        return _max_pool(x, window, strides, padding, cross_device)
+
+    def out_spec(mesh):
+        shape = tuple((lo + d + hi - k) // s + 1
+                      for d, k, s, (lo, hi) in zip(x.shape, window, strides, padding))
+        return explicit_axes.divisible(mesh, explicit_axes.spec_of(x), shape)
+
+    return explicit_axes.run(compute, (x,), out_spec)
+
+
+def _max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
+              padding: tuple[tuple[int, int], ...], cross_device: bool) -> jax.Array:
     init = dtypes.max_identity(x.dtype)
 
     def reduce_window(v):
@@ -251,6 +273,18 @@ def segment_max(data: jax.Array, segment_ids: jax.Array, num_segments: int, fill
     by comparing values with a sentinel; the count runs only when some output equals lowest(T).
     Ids outside ``[0, num_segments)`` are dropped.
     """
+    def compute(data, segment_ids):
+        return _segment_max(data, segment_ids, num_segments, fill, cross_device)
+
+    def out_spec(mesh):
+        return explicit_axes.divisible(
+            mesh, (None,) + explicit_axes.spec_of(data)[1:], (num_segments,) + data.shape[1:])
+
+    return explicit_axes.run(compute, (data, segment_ids), out_spec)
+
+
+def _segment_max(data: jax.Array, segment_ids: jax.Array, num_segments: int, fill: str,
+                 cross_device: bool) -> jax.Array:
     def reducer(v, ids):
         return jax.ops.segment_max(v, ids, num_segments)
 

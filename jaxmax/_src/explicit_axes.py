@@ -1,0 +1,73 @@
+"""Computations on arrays sharded over ``Explicit`` mesh axes.
+
+``jax.make_mesh`` builds ``AxisType.Explicit`` axes by default (jax 0.10). On such axes every
+intermediate has a sharding in its type, and the CPU lowerings' reshapes, row slices and
+scatters have none that JAX can infer (``ShardingTypeError``). `run` therefore computes with
+those axes made ``Auto`` (``jax.sharding.auto_axes``), where the partitioner chooses the
+intermediate shardings as for any ``Auto`` mesh, and states the output's sharding, which the
+operators document:
+
+* reductions keep the sharding of every kept axis (a reduced axis is gone, or has size 1 and is
+  replicated with ``keep_dims``);
+* pooling keeps the batch and channel axes' sharding, and a spatial axis' sharding when the
+  output length divides evenly over its mesh axes (otherwise that axis is replicated);
+* SegmentMax replicates the segment axis and keeps the sharding of the trailing axes.
+
+Inputs whose type names no ``Explicit`` axis (unsharded arrays, ``Auto`` meshes) run as they are.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+from jax.sharding import AxisType, NamedSharding, PartitionSpec
+
+Spec = tuple  # one entry per axis: None, a mesh axis name, or a tuple of names
+
+
+def _names(entry) -> tuple[str, ...]:
+    if entry is None:
+        return ()
+    return tuple(entry) if isinstance(entry, tuple) else (entry,)
+
+
+def spec_of(x: jax.Array) -> Spec:
+    """The partition spec of `x`'s type, one entry per axis."""
+    spec = tuple(jax.typeof(x).sharding.spec)
+    return spec + (None,) * (x.ndim - len(spec))
+
+
+def _explicit_names(x: jax.Array) -> tuple[str, ...]:
+    mesh = jax.typeof(x).sharding.mesh
+    explicit = {n for n, t in zip(mesh.axis_names, mesh.axis_types) if t == AxisType.Explicit}
+    return tuple(sorted({n for entry in spec_of(x) for n in _names(entry)} & explicit))
+
+
+def run(compute: Callable[..., jax.Array], args: Sequence[jax.Array],
+        out_spec: Callable[[Any], Spec]) -> jax.Array:
+    """``compute(*args)``, with the ``Explicit`` mesh axes the arguments are sharded over made
+    ``Auto`` inside it and the output sharded as ``out_spec(mesh)`` says."""
+    names = tuple(sorted({n for a in args for n in _explicit_names(a)}))
+    if not names:
+        return compute(*args)
+    mesh = next(jax.typeof(a).sharding.mesh for a in args if _explicit_names(a))
+    out_sharding = NamedSharding(mesh, PartitionSpec(*out_spec(mesh)))
+    return jax.sharding.auto_axes(compute, axes=names, out_sharding=out_sharding)(*args)
+
+
+def reduced(spec: Spec, axes: tuple[int, ...], keepdims: bool) -> Spec:
+    """The output spec of a reduction over `axes`."""
+    if keepdims:
+        return tuple(None if i in axes else e for i, e in enumerate(spec))
+    return tuple(e for i, e in enumerate(spec) if i not in axes)
+
+
+def divisible(mesh, spec: Spec, shape: tuple[int, ...]) -> Spec:
+    """`spec` for an output of `shape`, each axis replicated unless it divides evenly over its
+    axes of `mesh`."""
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    return tuple(e if n % math.prod(sizes[a] for a in _names(e)) == 0 else None
+                 for e, n in zip(spec, shape))
