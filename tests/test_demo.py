@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from jaxmax import openvino as ov
-from jaxmax._src import tour
+from jaxmax._src import tour, tour_references
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -142,7 +142,7 @@ def test_the_wrong_nan_rule_is_caught():
     case = _case("NaN skipped; only -inf/NaN -> lowest")
     onnx_rule = dataclasses.replace(
         case, expected=None,
-        reference=lambda d: tour.reduce_reference(d, axes=[1], keep=False, rule="onnx"))
+        reference=lambda d: tour_references.reduce_reference(d, axes=[1], keep=False, rule="onnx"))
     status, text, _ = _run_tour([onnx_rule])
     assert status == 1
     assert "eager:" in text
@@ -169,7 +169,7 @@ def test_a_crash_is_reported_not_raised():
 
 
 def test_the_numpy_references_reproduce_the_spec_examples():
-    # The loops in tour.py are the oracle: on every case with values copied from a spec text
+    # The loops in tour_references.py are the oracle: on every case with values copied from a spec text
     # they must give those values (independently of jaxmax).
     checked = 0
     for case in tour.default_cases():
@@ -183,9 +183,9 @@ def test_the_numpy_references_reproduce_the_spec_examples():
 def test_reference_gradient_routing():
     # Hand-worked: ties share (ReduceMax, SegmentMax), the first maximum takes all (MaxPool).
     data = np.array([[3, 1, 3], [2, 2, 0]], np.float32)
-    ref = tour.reduce_reference(data, axes=[1], keep=False, rule="openvino")
+    ref = tour_references.reduce_reference(data, axes=[1], keep=False, rule="openvino")
     np.testing.assert_array_equal(ref.vjp(data, np.array([4, 6])), [[2, 0, 2], [3, 3, 0]])
-    pooled = tour.pool_reference(data[None, None], kernel=[1, 3], strides=[1, 1],
+    pooled = tour_references.pool_reference(data[None, None], kernel=[1, 3], strides=[1, 1],
                                  pads_begin=[0, 0], pads_end=[0, 0], rounding="floor",
                                  auto_pad="explicit")
     cotangent = np.array([4, 6]).reshape(1, 1, 2, 1)
