@@ -61,12 +61,13 @@ __all__ = ["max_pool", "max_pool_at_least_lowest"]
 
 class _Axis(NamedTuple):
     size: int     # input length D
-    k: int        # window
+    k: int        # window (number of taps)
     s: int        # stride
     lo: int       # begin pad (negative crops, as in reduce_window)
     hi: int       # end pad
     out: int      # output length
     phased: bool  # viewed as (D / s, s) phases; otherwise sliced with stride s
+    d: int = 1    # dilation: tap j reads o * s + j * d - lo
 
 
 class _Tap(NamedTuple):
@@ -86,32 +87,35 @@ class _Geometry(NamedTuple):
     fill: float | int | None      # the padding value; None: the max identity of the dtype
 
 
-def _canonical(x_ndim, window, strides, padding):
+def _canonical(x_ndim, window, strides, padding, dilation=None):
     window = tuple(int(k) for k in window)
     strides = tuple(int(s) for s in strides)
     padding = tuple((int(lo), int(hi)) for lo, hi in padding)
-    if not len(window) == len(strides) == len(padding) == x_ndim:
+    dilation = (1,) * x_ndim if dilation is None else tuple(int(d) for d in dilation)
+    if not len(window) == len(strides) == len(padding) == len(dilation) == x_ndim:
         raise ValueError(
-            f"max_pool: window {window}, strides {strides} and padding {padding} must each have "
-            f"one entry per axis of the rank-{x_ndim} input")
-    if min(window, default=1) < 1 or min(strides, default=1) < 1:
-        raise ValueError(f"max_pool: window {window} and strides {strides} must be >= 1")
-    return window, strides, padding
+            f"max_pool: window {window}, strides {strides}, padding {padding} and dilation "
+            f"{dilation} must each have one entry per axis of the rank-{x_ndim} input")
+    if min(window + strides + dilation, default=1) < 1:
+        raise ValueError(f"max_pool: window {window}, strides {strides} and dilation "
+                         f"{dilation} must be >= 1")
+    return window, strides, padding, dilation
 
 
-def _geometry(shape, window, strides, padding, fill=None) -> _Geometry:
+def _geometry(shape, window, strides, padding, fill=None, dilation=None) -> _Geometry:
     axes = []
     phase_shape = []
-    for size, k, s, (lo, hi) in zip(shape, window, strides, padding):
-        out = max(0, (size + lo + hi - k) // s + 1)
+    dilation = (1,) * len(shape) if dilation is None else dilation
+    for size, k, s, (lo, hi), d in zip(shape, window, strides, padding, dilation):
+        out = max(0, (size + lo + hi - (k - 1) * d - 1) // s + 1)
         phased = s > 1 and size % s == 0
-        axes.append(_Axis(size, k, s, lo, hi, out, phased))
+        axes.append(_Axis(size, k, s, lo, hi, out, phased, d))
         phase_shape.extend((size // s, s) if phased else (size,))
     taps = []
     for offsets in itertools.product(*(range(a.k) for a in axes)):
         first_out, count, first_in = [], [], []
         for a, j in zip(axes, offsets):
-            shift = j - a.lo  # output o reads input o * s + shift
+            shift = j * a.d - a.lo  # output o reads input o * s + shift
             o_first = max(0, -(shift // a.s))  # smallest o with o * s + shift >= 0
             o_last = min(a.out - 1, (a.size - 1 - shift) // a.s)
             n = max(0, o_last - o_first + 1)
@@ -304,13 +308,13 @@ def _pool_jvp_rule(g, primals, tangents):
     return out, _gather_tangent(t, winner, g)
 
 
-def _prepare(x, window, strides, padding, fill=None):
+def _prepare(x, window, strides, padding, fill=None, dilation=None):
     x = jnp.asarray(x)
-    window, strides, padding = _canonical(x.ndim, window, strides, padding)
-    return x, _geometry(x.shape, window, strides, padding, fill)
+    window, strides, padding, dilation = _canonical(x.ndim, window, strides, padding, dilation)
+    return x, _geometry(x.shape, window, strides, padding, fill, dilation)
 
 
-def max_pool(x: jax.Array, window, strides, padding, fill=None) -> jax.Array:
+def max_pool(x: jax.Array, window, strides, padding, fill=None, dilation=None) -> jax.Array:
     """``lax.reduce_window(x, identity, lax.max, window, strides, padding)``, phase-sliced.
 
     Args:
@@ -331,7 +335,7 @@ def max_pool(x: jax.Array, window, strides, padding, fill=None) -> jax.Array:
     window's maximum is the identity) nothing is passed on. NaN follows XLA's
     ``select_and_scatter`` scan (see the module docstring).
     """
-    x, g = _prepare(x, window, strides, padding, fill)
+    x, g = _prepare(x, window, strides, padding, fill, dilation)
     if jnp.issubdtype(x.dtype, jnp.floating):
         return _pool_jvp(x, g)
     return _forward(x, g)
@@ -441,16 +445,22 @@ def _stages(g: _Geometry) -> tuple[_Geometry, _Geometry] | None:
     inner = set(wide[len(wide) // 2:])
 
     def part(axes):
-        return tuple(zip(*[(a.k, a.s, (a.lo, a.hi)) if i in axes else (1, 1, (0, 0))
-                           for i, a in enumerate(g.axes)]))
+        window, strides, padding, dilation = zip(*[
+            (a.k, a.s, (a.lo, a.hi), a.d) if i in axes else (1, 1, (0, 0), 1)
+            for i, a in enumerate(g.axes)])
+        return window, strides, padding, dilation
 
-    first = _geometry(g.in_shape, *part(inner), g.fill)
-    second = _geometry(first.out_shape, *part(set(range(len(g.axes))) - inner), g.fill)
+    def geometry(shape, axes):
+        window, strides, padding, dilation = part(axes)
+        return _geometry(shape, window, strides, padding, g.fill, dilation)
+
+    first = geometry(g.in_shape, inner)
+    second = geometry(first.out_shape, set(range(len(g.axes))) - inner)
     return first, second
 
 
 def max_pool_at_least_lowest(x: jax.Array, window, strides, padding,
-                             check_data: bool = False) -> jax.Array:
+                             check_data: bool = False, dilation=None) -> jax.Array:
     """OpenVINO's MaxPool rule, phase-sliced: each output is ``max(lowest(T), non-NaN window
     elements)``, padding included as lowest(T).
 
@@ -462,7 +472,7 @@ def max_pool_at_least_lowest(x: jax.Array, window, strides, padding,
     padding counted; a NaN or ``-inf`` input, and padding, pass none. Floating windows of more
     than 16 taps are pooled in two stages (`_stages`), with the same values and derivative.
     """
-    x, g = _prepare(x, window, strides, padding)
+    x, g = _prepare(x, window, strides, padding, dilation=dilation)
     if not jnp.issubdtype(x.dtype, jnp.floating):
         return _forward(x, g)
     g = g._replace(fill=dtypes.lowest(x.dtype).item())
