@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import inspect
+import itertools
 import json
 import os
 import subprocess
@@ -38,7 +40,8 @@ class Opaque:
 
 # Values that are wrong for every argument of every function.
 EVERYWHERE = ["abc", b"bytes", {}, {"a": 1}, Opaque(), 1 + 2j, [[0], [1, 2]], {1, 2},
-              np.array(["x"]), np.array([object()])]
+              np.array(["x"]), np.array([object()]), np.array([1.0], np.longdouble),
+              np.array(["2020-01-01"], "datetime64[D]")]
 HUGE_INTS = [2**63, 2**64 - 1, -2**63 - 1, 2**70]
 ANY_FLAG_BAD = EVERYWHERE + HUGE_INTS + [1.5, float("nan"), np.float32(2.0), [1.0, 2.0]]
 ANY_INT_BAD = ANY_FLAG_BAD + [True]  # a bool is no integer attribute
@@ -50,7 +53,7 @@ CALLS = {
                              np.array([1e300, 0.0]), [[1, 2], [3]]],
         "axes": ANY_INT_BAD + [None, 2**40, -3, 2, [0, 0], [0, -2], np.ones((2, 2), int), "0",
                                [0.5]],
-        "keep_dims": ANY_FLAG_BAD + [None, 2, -1, "yes", [1], np.array([1, 0])],
+        "keep_dims": ANY_FLAG_BAD + [None, 2, -1, "yes", [1], np.array([1, 0]), []],
     }),
     "ov.reduce_logical_or": ("ReduceLogicalOr-1", ov.reduce_logical_or,
                              dict(data=BOOL_2D, axes=1), {
@@ -63,11 +66,12 @@ CALLS = {
         "data": EVERYWHERE + [None, F32_2D, F32_4D[..., None, None], F32_4D > 0,
                               F32_4D.astype(np.complex64), F32_4D.astype(np.float64) * 1e300,
                               np.full((1, 1, 2, 2), 2**40)],
-        "kernel": ANY_INT_BAD + [None, 0, -1, [2, 0], [2, 2, 2], [2], 2**62, 7, "2",
-                                 np.ones((2, 2), int)],
+        "kernel": ANY_INT_BAD + [None, 0, -1, [2, 0], [2, 2, 2], [2], 2**62, 2**63 - 1, 7, "2",
+                                 np.ones((2, 2), int), []],
         "strides": ANY_INT_BAD + [None, 0, -2, [1, 1, 1], [], "1"],
-        "pads_begin": ANY_INT_BAD + [-1, [0, -1], [0, 0, 0], 2**40, 2**62, "0"],
-        "pads_end": ANY_INT_BAD + [-1, [1], 2**40, 2**61, "1"],
+        "pads_begin": ANY_INT_BAD + [-1, [0, -1], [0, 0, 0], 2**40, 2**62, "0", []],
+        "pads_end": ANY_INT_BAD + [-1, [1], 2**40, 2**61, 2**63 - 1, "1",
+                                   np.array([1, 2**63], np.uint64)],
         "rounding_type": EVERYWHERE[:5] + [None, 1, "round", "", ["ceil"], "ceil_torch"],
         "auto_pad": EVERYWHERE[:5] + [1, "same", "", ["valid"], "notset"],
     }),
@@ -102,33 +106,95 @@ def _expect_contract_error(prefix, fn, kwargs):
 
 
 def _bad_cases():
+    """(id, prefix, function, kwargs): every bad value of every argument, one at a time."""
     for face, (prefix, fn, valid, bad) in CALLS.items():
         for name, values in bad.items():
             for i, value in enumerate(values):
-                yield pytest.param(prefix, fn, {**valid, name: value}, id=f"{face}-{name}-{i}")
+                yield f"{face}-{name}-{i}", prefix, fn, {**valid, name: value}
 
 
-@pytest.mark.parametrize("prefix,fn,kwargs", list(_bad_cases()))
-def test_each_bad_argument(prefix, fn, kwargs):
-    _expect_contract_error(prefix, fn, kwargs)
-
-
-def test_the_exhaustive_list_is_large():
-    assert len(list(_bad_cases())) >= 300
-
-
-def test_seeded_fuzz_of_bad_argument_combinations():
-    """400 calls, each with one to three arguments replaced by bad values at random."""
-    rng = np.random.default_rng(20261124)
+def _combination_cases(count=400, seed=20261124):
+    """Seeded: one to three arguments of a random function replaced by random bad values."""
+    rng = np.random.default_rng(seed)
     faces = sorted(CALLS)
-    for _ in range(400):
-        prefix, fn, valid, bad = CALLS[faces[rng.integers(len(faces))]]
+    for i in range(count):
+        face = faces[rng.integers(len(faces))]
+        prefix, fn, valid, bad = CALLS[face]
         names = sorted(bad)
         chosen = rng.choice(names, size=rng.integers(1, min(3, len(names)) + 1), replace=False)
         kwargs = dict(valid)
         for name in chosen:
             kwargs[name] = bad[name][rng.integers(len(bad[name]))]
-        _expect_contract_error(prefix, fn, kwargs)
+        yield f"combination-{i}-{face}-{'+'.join(chosen)}", prefix, fn, kwargs
+
+
+def _all_fuzz_cases():
+    return [*_bad_cases(), *_combination_cases()]
+
+
+def _report_fuzz(start=0):
+    """Child process: run the fuzz cases from `start`, one JSON line before and one after each
+    call."""
+    for case_id, prefix, fn, kwargs in _all_fuzz_cases()[start:]:
+        print(json.dumps({"start": case_id}), flush=True)
+        try:
+            fn(**kwargs)
+            kind, message, is_contract = "no error", "", False
+        except Exception as err:  # noqa: BLE001 - every escaping type is reported
+            kind, message = type(err).__name__, str(err)
+            is_contract = isinstance(err, (TypeError, ValueError))
+        print(json.dumps({"case": case_id, "kind": kind, "contract": is_contract,
+                          "message": message[:300]}), flush=True)
+
+
+@pytest.fixture(scope="module")
+def fuzz_results():
+    """The fuzz, run in child interpreters: a call that kills the process is recorded as such
+    (with the child's last words) and the next child goes on after it, so a regression to an
+    abort fails its own cases instead of killing pytest."""
+    order = [case[0] for case in _FUZZ]
+    rows, start = {}, 0
+    for _ in range(12):  # at most 20 process deaths are reported one by one
+        result = _run_python(f"""
+            import runpy
+            fuzz = runpy.run_path({__file__!r}, run_name="jaxmax_bad_argument_fuzz")
+            fuzz["_report_fuzz"]({start})
+        """)
+        started = None
+        for line in result.stdout.splitlines():
+            row = json.loads(line)
+            if "start" in row:
+                started = row["start"]
+            else:
+                rows[row["case"]], started = row, None
+        if result.returncode == 0 or started is None:
+            break
+        rows[started] = {"case": started, "kind": f"process died (exit {result.returncode})",
+                         "contract": False, "message": result.stderr[-1500:]}
+        start = order.index(started) + 1
+    return rows
+
+
+_FUZZ = _all_fuzz_cases()
+
+
+@pytest.mark.parametrize("case_id,prefix", [(c[0], c[1]) for c in _FUZZ], ids=[c[0] for c in _FUZZ])
+def test_bad_argument_fuzz(fuzz_results, case_id, prefix):
+    assert case_id in fuzz_results, "not reached: the child processes died too often"
+    row = fuzz_results[case_id]
+    assert row["contract"], row  # a TypeError or ValueError (AxisError included), nothing else
+    assert row["message"].startswith(prefix + ":"), row
+
+
+def test_the_fuzz_is_large_and_covers_every_argument():
+    assert len(list(_bad_cases())) >= 300 and len(_FUZZ) >= 800
+    covered = {(face, name) for face, (_, _, _, bad) in CALLS.items() for name in bad}
+    public = {"ov.reduce_max": ov.reduce_max, "ov.reduce_logical_or": ov.reduce_logical_or,
+              "ov.max_pool": ov.max_pool, "ov.segment_max": ov.segment_max,
+              "onnx.reduce_max": onnx.reduce_max}
+    for face, fn in public.items():
+        for name in inspect.signature(fn).parameters:
+            assert (face, name) in covered, (face, name)
 
 
 def test_bad_onnx_dtype_and_version_gates():
@@ -277,31 +343,150 @@ SIZE_SCRIPT = """
     cases = {
         "pads_begin 2**40": lambda: ov.max_pool(x, kernel=2, strides=1, pads_begin=2**40),
         "pads_end 2**62": lambda: ov.max_pool(x, kernel=2, strides=2**62, pads_end=2**62),
+        "pads 2**30 3-D": lambda: ov.max_pool(np.ones((1, 1, 2, 2, 2), np.int8), kernel=1,
+                                             strides=1, pads_begin=2**20, pads_end=2**20),
         "num_segments 2**62": lambda: ov.segment_max(d, [0, 0, 1], 2**62, fill_mode="ZERO"),
+        # int8 output of 2**62 bytes exists on paper, its int32 member count (2**64 bytes) not
+        "num_segments 2**62 int8": lambda: ov.segment_max(d.astype(np.int8), [0, 0, 1], 2**62,
+                                                          fill_mode="ZERO"),
+        # (2**62, 0): XLA multiplies extents one by one, so the trailing 0 does not save it
+        "num_segments 2**62 empty rows": lambda: ov.segment_max(
+            np.ones((3, 0), np.float32), [0, 0, 1], 2**62, fill_mode="LOWEST"),
         "ids 2**62": lambda: ov.segment_max(d, np.array([0, 0, 2**62]), fill_mode="ZERO"),
-        "num_segments 2**40 read": lambda: np.asarray(
-            ov.segment_max(d, [0, 0, 1], 2**40, fill_mode="ZERO")),
         "pads_end 10**6 read": lambda: np.asarray(
             ov.max_pool(x, kernel=2, strides=1, pads_end=10**6)),
+        "pads_end 10**6 ceil read": lambda: np.asarray(
+            ov.max_pool(x, kernel=3, strides=2, pads_end=10**6, rounding_type="ceil")),
+        # huge strides: the same windows as a small one, forward and backward
+        "strides 2**40 grad": lambda: jax.grad(
+            lambda v: ov.max_pool(v, kernel=2, strides=2**40).sum())(x).sum().item(),
+        "strides 2**61 ceil": lambda: np.asarray(ov.max_pool(
+            np.arange(4.0, dtype=np.float32).reshape(1, 1, 4), kernel=2, strides=2**61,
+            rounding_type="ceil")).tolist(),
+        "strides 2**63-1 ceil grad": lambda: jax.grad(lambda v: ov.max_pool(
+            v, kernel=3, strides=2**63 - 1, pads_end=2, rounding_type="CEIL").sum())(x).tolist(),
     }
+    if jax.config.jax_enable_x64:
+        cases["num_segments 2**40 read"] = lambda: np.asarray(
+            ov.segment_max(d, [0, 0, 1], 2**40, fill_mode="ZERO"))
     for name, call in cases.items():
+        print(json.dumps([name, "start", ""]), flush=True)
         try:
-            call()
-            print(json.dumps([name, "no error", ""]), flush=True)
+            value = call()
+            print(json.dumps([name, "no error", value if isinstance(value, (float, list)) else ""]),
+                  flush=True)
         except Exception as err:
-            print(json.dumps([name, type(err).__name__, str(err)[:200]]), flush=True)
+            print(json.dumps([name, type(err).__name__, str(err)[:400]]), flush=True)
 """
 
 
-def test_sizes_never_abort_the_process():
-    result = _run_python(SIZE_SCRIPT, env_x64=True)  # x64: 2**62 ids reach the size check
-    assert result.returncode == 0, result.stderr[-2000:]
-    rows = {name: (kind, message) for name, kind, message in
-            (json.loads(line) for line in result.stdout.strip().splitlines())}
-    for name in ("pads_begin 2**40", "pads_end 2**62", "num_segments 2**62", "ids 2**62"):
+def _size_rows(x64: bool) -> dict:
+    result = _run_python(SIZE_SCRIPT, env_x64=x64)
+    rows = {}
+    for line in result.stdout.strip().splitlines():
+        name, kind, message = json.loads(line)
+        rows[name] = (kind, message)
+    assert result.returncode == 0, (rows, result.stderr[-2000:])  # a process abort
+    return rows
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["x32", "x64"])
+def test_sizes_never_abort_the_process(x64):
+    rows = _size_rows(x64)
+    impossible = ["pads_begin 2**40", "pads_end 2**62", "pads 2**30 3-D", "num_segments 2**62",
+                  "num_segments 2**62 int8", "num_segments 2**62 empty rows"]
+    # without x64 the id 2**62 is refused before its size is: it would wrap in 32 bits
+    impossible += ["ids 2**62"] if x64 else []
+    for name in impossible:
         kind, message = rows[name]
         assert kind == "ValueError" and "no array can be that large" in message, (name, rows[name])
         assert message.startswith(("MaxPool-1:", "SegmentMax-16:"))
-    for name in ("num_segments 2**40 read", "pads_end 10**6 read"):
+    if not x64:
+        kind, message = rows["ids 2**62"]
+        assert kind == "ValueError" and message.startswith("SegmentMax-16: `segment_ids`")
+        assert "jax_enable_x64" in message
+    huge = ["pads_end 10**6 read", "pads_end 10**6 ceil read"]
+    huge += ["num_segments 2**40 read"] if x64 else []
+    for name in huge:
         kind, message = rows[name]
         assert kind == "JaxRuntimeError" and "RESOURCE_EXHAUSTED" in message, (name, rows[name])
+    assert rows["strides 2**40 grad"] == ("no error", 1.0)  # one window, one cotangent
+    assert rows["strides 2**61 ceil"] == ("no error", [[[1.0, float(np.finfo(np.float32).min)]]])
+    grad = np.zeros((1, 1, 4, 4))
+    grad[0, 0, 0, 0] = 1  # the first window's first maximum; the second window sees padding
+    assert rows["strides 2**63-1 ceil grad"] == ("no error", grad.tolist())
+
+
+def test_more_than_2_31_segments_without_x64():
+    if jax.config.jax_enable_x64:
+        pytest.skip("x64 mode is on")
+    # (n, 0) rows: no memory is needed, only the segment count exceeds int32
+    out = ov.segment_max(np.ones((3, 0), np.float32), [0, 0, 1], 2**31 + 5, fill_mode="ZERO")
+    assert out.shape == (2**31 + 5, 0)
+
+
+# --------------------------------------------------------------------------------------------
+# Strides beyond the input: lowered to an equivalent stride, same values and gradients
+# --------------------------------------------------------------------------------------------
+
+def _pool_and_grad_oracle(x, k, s, pb, pe, ceil):
+    """MaxPool-1 and the gradient of its sum, by loops over the windows the spec defines with
+    the given stride (x: distinct finite values, so every window has one maximal element)."""
+    low = np.finfo(x.dtype).min
+    out_len = [((-(-(d + a + b - kk) // ss)) if ceil else (d + a + b - kk) // ss) + 1
+               for d, kk, ss, a, b in zip(x.shape[2:], k, s, pb, pe)]
+    out = np.full(x.shape[:2] + tuple(out_len), low, x.dtype)
+    grad = np.zeros_like(x)
+    for n, c in np.ndindex(*x.shape[:2]):
+        for idx in np.ndindex(*out_len):
+            inside = [range(max(o * ss - a, 0), min(o * ss - a + kk, d))
+                      for o, ss, a, kk, d in zip(idx, s, pb, k, x.shape[2:])]
+            cells = list(itertools.product(*inside))
+            if cells:
+                best = max(cells, key=lambda p: x[(n, c, *p)])
+                out[(n, c, *idx)] = x[(n, c, *best)]
+                grad[(n, c, *best)] += 1
+    return out, grad
+
+
+def test_large_strides_give_the_spec_windows():
+    rng = np.random.default_rng(7)
+    for _ in range(12):
+        nsp = int(rng.integers(1, 3))
+        shape = tuple(int(d) for d in rng.integers(1, 6, nsp))
+        x = rng.permutation(np.prod(shape) * 2).astype(np.float32).reshape((1, 2, *shape)) - 7
+        pb = [int(p) for p in rng.integers(0, 3, nsp)]
+        pe = [int(p) for p in rng.integers(0, 3, nsp)]
+        k = [int(rng.integers(1, d + a + b + 1)) for d, a, b in zip(shape, pb, pe)]
+        s = [int(rng.choice([rng.integers(1, 4), rng.integers(d + a + b - kk, d + a + b + 4),
+                             2**40]))
+             for d, a, b, kk in zip(shape, pb, pe, k)]
+        s = [max(v, 1) for v in s]
+        ceil = bool(rng.integers(2))
+        rounding = "ceil" if ceil else "floor"
+        want, want_grad = _pool_and_grad_oracle(x, k, s, pb, pe, ceil)
+        got = ov.max_pool(x, kernel=k, strides=s, pads_begin=pb, pads_end=pe,
+                          rounding_type=rounding)
+        np.testing.assert_array_equal(got, want, err_msg=f"{shape} k{k} s{s} {pb} {pe} {ceil}")
+        got_grad = jax.grad(lambda v: ov.max_pool(v, kernel=k, strides=s, pads_begin=pb,
+                                                  pads_end=pe, rounding_type=rounding).sum())(x)
+        np.testing.assert_array_equal(got_grad, want_grad)
+
+
+def test_data_given_as_a_list_of_traced_values():
+    """Lists holding tracers are stacked by JAX (their values cannot be checked)."""
+    assert jax.jit(lambda a, b: ov.reduce_max([a, b], 0))(1.0, 2.0) == 2.0
+    assert jax.jit(lambda a, b: onnx.reduce_max([a, b], keepdims=0))(1.0, 2.0) == 2.0
+    ids = jax.jit(lambda d, i: ov.segment_max(d, [i, i, i + 1], 2, fill_mode="ZERO"))(
+        np.array([1.0, 3.0, 2.0], np.float32), 0)
+    np.testing.assert_array_equal(ids, [3.0, 2.0])
+
+
+def test_ragged_or_foreign_data_is_a_type_error():
+    for data in ([[1.0], [2.0, 3.0]], np.array([1.0], np.longdouble), "abc", {"a": 1}):
+        for call in (lambda: ov.reduce_max(data, 0), lambda: onnx.reduce_max(data),
+                     lambda: ov.max_pool(data, kernel=1, strides=1),
+                     lambda: ov.segment_max(data, [0], fill_mode="ZERO")):
+            with pytest.raises(TypeError, match=r"^(ReduceMax-1|ONNX ReduceMax|MaxPool-1|"
+                                                r"SegmentMax-16): `data`"):
+                call()

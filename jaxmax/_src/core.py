@@ -290,8 +290,8 @@ def _segment_max(data: jax.Array, segment_ids: jax.Array, num_segments: int, fil
 
     # XLA's CPU scatter wraps 64-bit indices to 32 bits (jax 0.10 with x64: an id 2**32 + 1
     # lands in segment 1), so ids out of range are first mapped to the out-of-range values
-    # -1 and num_segments, which every scatter drops.
-    segment_ids = jnp.clip(segment_ids, -1, num_segments)
+    # -1 and num_segments (at most the ids' largest value), which every scatter drops.
+    segment_ids = jnp.clip(segment_ids, -1, min(num_segments, jnp.iinfo(segment_ids.dtype).max))
     out = _openvino_max(reducer, data, segment_ids, check_data=cross_device)
     if fill == "lowest":
         return out

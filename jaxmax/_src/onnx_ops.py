@@ -51,12 +51,12 @@ def reduce_max(data: ArrayLike, axes: ArrayLike | None = None, *, keepdims: int 
       A ``jax.Array`` of the data dtype.
 
     Raises:
-      TypeError: a dtype the selected version does not allow, non-integer or traced static
-        arguments.
+      TypeError: a dtype the selected version does not allow, data that is not an array of
+        numbers, non-integer or traced static arguments.
       ValueError: an axis out of range, a repeated axis, `keepdims` not 0/1, `opset` < 1,
-        ``noop_with_empty_axes`` set with an opset below 18,
-        concrete 64-bit data (or ids) whose values 32 bits cannot hold while
-        ``jax_enable_x64`` is off, an integer outside int64.
+        ``noop_with_empty_axes`` set with an opset below 18, a ragged list, concrete 64-bit
+        data whose values 32 bits cannot hold while ``jax_enable_x64`` is off, an integer
+        outside int64.
 
     jit contract: `axes`, `keepdims`, `noop_with_empty_axes` and `opset` must be static; `data`
     may be traced. Under ``jax.grad`` tied maxima share the cotangent evenly (as ``jnp.max``).

@@ -57,8 +57,8 @@ def reduce_max(data: ArrayLike, axes: ArrayLike, *, keep_dims: bool = False) -> 
     Raises:
       TypeError: bool, complex or non-numeric data, non-integer or traced `axes`.
       ValueError: an axis out of range, a repeated axis, `axes` of rank > 1 or ragged,
-        concrete 64-bit data (or ids) whose values 32 bits cannot hold while
-        ``jax_enable_x64`` is off, an integer outside int64.
+        concrete 64-bit data whose values 32 bits cannot hold while ``jax_enable_x64`` is
+        off, an integer outside int64.
 
     jit contract: `axes` and `keep_dims` decide the output shape and must be static (Python
     values or concrete arrays); `data` may be traced. Under ``jax.grad`` tied maxima share the
@@ -149,10 +149,13 @@ def max_pool(data: ArrayLike, *, kernel: ArrayLike, strides: ArrayLike,
       TypeError: bool or complex data, a non-integer, traced or non-string attribute.
       ValueError: data rank not 3-5, an attribute with the wrong length, kernel < 1, stride < 1,
         negative pads, a kernel larger than the padded input, unknown `auto_pad` or
-        `rounding_type`, pads that make an array larger than 2**63 - 1 bytes,
-        concrete 64-bit data (or ids) whose values 32 bits cannot hold while
+        `rounding_type`, pads that make the padded input or the output 2**60 elements or
+        more, a ragged list, concrete 64-bit data whose values 32 bits cannot hold while
         ``jax_enable_x64`` is off, an integer outside int64.
       jax.errors.JaxRuntimeError: an output too large to allocate (eager calls report it here).
+
+    A stride larger than the padded input needs is lowered to one that gives the same windows
+    (in floor mode ``D + pb + pe - k + 1``), so a huge stride costs nothing.
 
     jit contract: every attribute decides the output shape and must be static (Python values or
     concrete arrays); `data` may be traced. Under ``jax.grad`` each window's cotangent goes to
@@ -199,15 +202,20 @@ def max_pool(data: ArrayLike, *, kernel: ArrayLike, strides: ArrayLike,
             raise ValueError(
                 f"{op}: `kernel` {k} is larger than the padded input {size + lo + hi} "
                 f"(size {size} + pads {lo} + {hi}) on spatial axis {axis}")
-    padding = shapes.window_padding(spatial, kernel_, strides_, pads, rounding_ == "ceil")
+    ceil_mode = rounding_ == "ceil"
+    strides_ = shapes.effective_strides(spatial, kernel_, strides_, pads, ceil_mode)
+    padding = shapes.window_padding(spatial, kernel_, strides_, pads, ceil_mode)
     lead = tuple(data.shape[:2])
-    padded = lead + tuple(d + lo + hi for d, (lo, hi) in zip(spatial, padding))
-    out_shape = lead + tuple((p - k) // s + 1 for p, k, s in zip(padded[2:], kernel_, strides_))
-    nbytes = max(sizes.checked_bytes(op, "the padded input", padded, data.dtype.itemsize),
-                 sizes.checked_bytes(op, "the output", out_shape, data.dtype.itemsize))
+    out_shape = lead + tuple(shapes.output_length(d + lo + hi, k, s, False)
+                             for d, k, s, (lo, hi) in zip(spatial, kernel_, strides_, padding))
+    sizes.checked_elements(op, "the output", out_shape)
+    # The padded extent, and the input rounded up to whole strides (a gradient's phase layout).
+    extent = lead + tuple(max(d + lo + hi, -(-d // s) * s)
+                          for d, s, (lo, hi) in zip(spatial, strides_, padding))
+    largest = sizes.checked_elements(op, "the padded input", extent)
     out = core.max_pool(data, (1, 1) + kernel_, (1, 1) + strides_, ((0, 0), (0, 0)) + padding,
                         cross_device=core.cross_device_possible())
-    return sizes.settled(out, nbytes)
+    return sizes.settled(out, largest * data.dtype.itemsize)
 
 
 def _num_segments(op: str, num_segments, ids: np.ndarray | None) -> int:
@@ -255,10 +263,9 @@ def segment_max(data: ArrayLike, segment_ids: ArrayLike, num_segments: ArrayLike
       TypeError: bool or complex data, ids other than int32/int64, a non-integer or traced
         `num_segments`, ``num_segments=None`` with traced ids, a non-string `fill_mode`.
       ValueError: data of rank 0, ids not 1-D or of the wrong length, concrete ids negative or
-        unsorted, a negative `num_segments`, an unknown `fill_mode`, an output larger than
-        2**63 - 1 bytes,
-        concrete 64-bit data (or ids) whose values 32 bits cannot hold while
-        ``jax_enable_x64`` is off, an integer outside int64.
+        unsorted, a negative `num_segments`, an unknown `fill_mode`, an output of 2**60
+        elements or more, a ragged list, concrete 64-bit data or ids whose values 32 bits
+        cannot hold while ``jax_enable_x64`` is off, an integer outside int64.
       jax.errors.JaxRuntimeError: an output too large to allocate (eager calls report it here).
 
     jit contract: `num_segments` and `fill_mode` must be static; `data` and `segment_ids` may be
@@ -297,7 +304,7 @@ def segment_max(data: ArrayLike, segment_ids: ArrayLike, num_segments: ArrayLike
         if np.any(concrete_ids[1:] < concrete_ids[:-1]):
             raise ValueError(f"{op}: `segment_ids` must be sorted in non-decreasing order")
     count = _num_segments(op, num_segments, concrete_ids)
-    nbytes = sizes.checked_bytes(op, "the output", (count,) + tuple(data.shape[1:]),
-                                 data.dtype.itemsize)
+    # The bound on the output covers the int32 member count of ZERO (count elements) too.
+    elements = sizes.checked_elements(op, "the output", (count,) + tuple(data.shape[1:]))
     out = core.segment_max(data, ids, count, fill, cross_device=core.cross_device_possible())
-    return sizes.settled(out, nbytes)
+    return sizes.settled(out, max(elements * data.dtype.itemsize, count * 4))

@@ -30,6 +30,31 @@ def output_length(padded: int, kernel: int, stride: int, ceil_mode: bool) -> int
     return (-(-span // stride) if ceil_mode else span // stride) + 1
 
 
+def effective_strides(spatial: tuple[int, ...], kernel: tuple[int, ...],
+                      strides: tuple[int, ...], pads: tuple[tuple[int, int], ...],
+                      ceil_mode: bool) -> tuple[int, ...]:
+    """`strides` with each stride that is larger than it needs to be lowered, same windows.
+
+    A stride above the span ``D + pb + pe - k`` leaves one window (floor) or two (ceil: at 0
+    and at ``s``). Every stride from ``span + 1`` (floor), or from ``max(span, pb + D)`` (ceil:
+    the second window then starts past the input and sees padding only), gives the same output
+    length and the same window contents, so the stride is lowered to that value. Nothing
+    downstream then depends on a stride far beyond the input (a gradient would otherwise lay
+    out ``ceil(D / s) * s`` elements per axis, and ceil mode would pad up to ``s``).
+    """
+    out = []
+    for size, k, s, (lo, hi) in zip(spatial, kernel, strides, pads):
+        span = size + lo + hi - k  # >= 0: the caller has checked k <= D + pb + pe
+        if not ceil_mode:
+            bound = span + 1
+        elif span == 0:
+            bound = 1  # one window whatever the stride
+        else:
+            bound = max(span, lo + size)
+        out.append(min(s, bound))
+    return tuple(out)
+
+
 def window_padding(spatial: tuple[int, ...], kernel: tuple[int, ...], strides: tuple[int, ...],
                    pads: tuple[tuple[int, int], ...],
                    ceil_mode: bool) -> tuple[tuple[int, int], ...]:
@@ -45,3 +70,4 @@ def window_padding(spatial: tuple[int, ...], kernel: tuple[int, ...], strides: t
         reach = (out - 1) * s + k  # padded extent the last window reaches
         padding.append((lo, max(hi, reach - size - lo)))
     return tuple(padding)
+

@@ -86,12 +86,26 @@ def host_data(op: str, data, name: str = "data", empty_dtype=None) -> np.ndarray
     rest as a NumPy array.
 
     NumPy reads the value first, so that a ragged list or an object raises the contract's
-    error, and 64-bit values that JAX would silently change raise `ValueError`. An empty Python
-    list or tuple gets `empty_dtype` when given (NumPy would make it float64).
+    `TypeError`, and 64-bit values that JAX would silently change raise `ValueError`. An empty
+    Python list or tuple gets `empty_dtype` when given (NumPy would make it float64). A list
+    that holds tracers (``[x, y]`` under ``jit``) is stacked by JAX as before; its values
+    cannot be checked.
     """
     if isinstance(data, jax.Array):
         return data
-    arr = _numpy(op, name, data, "")
+    try:
+        arr = np.asarray(data)
+    except TRACER_ERRORS:
+        try:
+            return jnp.asarray(data)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"{op}: `{name}` must be an array of numbers, got "
+                            f"{_short(data)}: {err}") from None
+    except ValueError as err:  # ragged nesting: not an array at all
+        raise TypeError(f"{op}: `{name}` must be an array of numbers (a rectangular nesting), "
+                        f"got {_short(data)} ({err})") from None
+    except (OverflowError, TypeError):
+        arr = _numpy(op, name, data, "")  # raises the contract's error
     if (empty_dtype is not None and arr.size == 0 and arr.dtype == np.float64
             and not isinstance(data, np.ndarray)):
         arr = arr.astype(empty_dtype)
@@ -105,7 +119,13 @@ def host_data(op: str, data, name: str = "data", empty_dtype=None) -> np.ndarray
 def as_data(op: str, data, name: str = "data") -> jax.Array:
     """`data` as a JAX array, checked as `host_data` does."""
     data = host_data(op, data, name)
-    return data if isinstance(data, jax.Array) else jnp.asarray(data)
+    if isinstance(data, jax.Array):
+        return data
+    try:
+        return jnp.asarray(data)
+    except (TypeError, ValueError) as err:  # a NumPy dtype JAX has no type for (longdouble)
+        raise TypeError(f"{op}: `{name}` dtype {data.dtype} is not a JAX type: "
+                        f"{_short(str(err))}") from None
 
 
 def numeric_data(op: str, data) -> jax.Array:
@@ -220,3 +240,4 @@ def choice(op: str, name: str, value, choices: Sequence[str]) -> str:
         raise ValueError(
             f"{op}: `{name}` must be one of {list(choices)} (any case), got {value!r}")
     return lowered
+
