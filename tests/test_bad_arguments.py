@@ -61,7 +61,7 @@ CALLS = {
         "axes": ANY_INT_BAD + [None, 2**40, 5, [1, 1], np.ones((1, 1), int)],
         "keep_dims": ANY_FLAG_BAD + [None, 3, "no"],
     }),
-    "ov.max_pool": ("MaxPool-1", ov.max_pool,
+    "ov.max_pool": (("MaxPool-1", "MaxPool"), ov.max_pool,
                     dict(data=F32_4D, kernel=2, strides=1, pads_begin=[0, 1], pads_end=1), {
         "data": EVERYWHERE + [None, F32_2D, F32_4D[..., None, None], F32_4D > 0,
                               F32_4D.astype(np.complex64), F32_4D.astype(np.float64) * 1e300,
@@ -74,6 +74,44 @@ CALLS = {
                                    np.array([1, 2**63], np.uint64)],
         "rounding_type": EVERYWHERE[:5] + [None, 1, "round", "", ["ceil"], "ceil_torch"],
         "auto_pad": EVERYWHERE[:5] + [1, "same", "", ["valid"], "notset"],
+        # MaxPool-1 has none of MaxPool-8's attributes
+        "dilations": ANY_INT_BAD + [2, [1, 2], 0, [1, 1, 1]],
+        "axis": ANY_INT_BAD + [1, -1, 2**40, "0"],
+        "index_element_type": EVERYWHERE[:5] + ["i32", np.int32, "u8", np.int8, None, 5],
+        "opset": ANY_INT_BAD + [None, 0, -1, "1"],
+    }),
+    "ov.max_pool8": (("MaxPool-8", "MaxPool"), ov.max_pool,
+                     dict(data=F32_4D, kernel=2, strides=1, dilations=[1, 2], axis=2,
+                          index_element_type="i32", opset=8), {
+        "data": EVERYWHERE + [None, F32_2D, F32_4D > 0, F32_4D.astype(np.complex64)],
+        "kernel": ANY_INT_BAD + [0, [2], 4],  # 4 dilated by 2 spans 7 > 6
+        "dilations": ANY_INT_BAD + [0, -1, [1, 0], [1, 1, 1], 7],
+        "axis": ANY_INT_BAD + [4, -5, 2**40, None, "2"],
+        "index_element_type": EVERYWHERE[:5] + ["u8", "i16", "", np.int8, np.float32, None, 5],
+        "rounding_type": ["ceil_torch", "torch", None],  # ceil_torch needs MaxPool-14
+        "opset": ANY_INT_BAD + [None, 0, -1, "8"],
+    }),
+    "onnx.max_pool": ("ONNX MaxPool", onnx.max_pool,
+                      dict(X=F32_4D, kernel_shape=[2, 2], strides=[1, 1], pads=[0, 1, 1, 0],
+                           dilations=[1, 2], ceil_mode=1, storage_order=1, return_indices=True,
+                           auto_pad="NOTSET", opset=22), {
+        "X": EVERYWHERE + [None, F32_2D, F32_4D > 0, F32_4D.astype(np.int32),
+                           F32_4D.astype(np.complex64), np.full((1, 1, 2, 2), 1e300)],
+        "kernel_shape": ANY_INT_BAD + [None, 0, [2], [2, 2, 2], [2, 9], -1],
+        "strides": ANY_INT_BAD + [0, [1], [1, -1]],
+        "pads": ANY_INT_BAD + [[0, 1], [-1, 0, 0, 0], [0, 0, 0, 0, 0, 0], [2**62] * 4],
+        "dilations": ANY_INT_BAD + [0, [1, 0], [1], 9],
+        "ceil_mode": ANY_FLAG_BAD + [None, 2, -1, "1"],
+        "storage_order": ANY_FLAG_BAD + [None, 2, "0"],
+        "return_indices": ANY_FLAG_BAD + [None, 2, "yes"],
+        "auto_pad": EVERYWHERE[:5] + [None, 1, "same", "SAME_UPPER", "valid", "explicit"],
+        "opset": ANY_INT_BAD + [None, 0, -1, 7, 9, "22"],
+    }),
+    "onnx.global_max_pool": ("ONNX GlobalMaxPool", onnx.global_max_pool,
+                             dict(X=F32_4D, opset=22), {
+        "X": EVERYWHERE + [None, F32_2D, F32_4D > 0, F32_4D.astype(np.int8),
+                           F32_4D.astype(np.complex64)],
+        "opset": ANY_INT_BAD + [None, 0, -1, "22"],
     }),
     "ov.segment_max": ("SegmentMax-16", ov.segment_max,
                        dict(data=F32_2D, segment_ids=[0, 0, 1, 3], num_segments=None,
@@ -99,10 +137,16 @@ CALLS = {
 }
 
 
+def _starts_with_operator(message, prefix):
+    """Whether `message` starts with the operator name `prefix` (or one of several)."""
+    prefixes = (prefix,) if isinstance(prefix, str) else prefix
+    return message.startswith(tuple(p + ":" for p in prefixes))
+
+
 def _expect_contract_error(prefix, fn, kwargs):
     with pytest.raises((TypeError, ValueError)) as info:
         fn(**kwargs)
-    assert str(info.value).startswith(prefix + ":"), (type(info.value), str(info.value))
+    assert _starts_with_operator(str(info.value), prefix), (type(info.value), str(info.value))
 
 
 def _bad_cases():
@@ -183,7 +227,7 @@ def test_bad_argument_fuzz(fuzz_results, case_id, prefix):
     assert case_id in fuzz_results, "not reached: the child processes died too often"
     row = fuzz_results[case_id]
     assert row["contract"], row  # a TypeError or ValueError (AxisError included), nothing else
-    assert row["message"].startswith(prefix + ":"), row
+    assert _starts_with_operator(row["message"], prefix), row
 
 
 def test_the_fuzz_is_large_and_covers_every_argument():
@@ -191,7 +235,8 @@ def test_the_fuzz_is_large_and_covers_every_argument():
     covered = {(face, name) for face, (_, _, _, bad) in CALLS.items() for name in bad}
     public = {"ov.reduce_max": ov.reduce_max, "ov.reduce_logical_or": ov.reduce_logical_or,
               "ov.max_pool": ov.max_pool, "ov.segment_max": ov.segment_max,
-              "onnx.reduce_max": onnx.reduce_max}
+              "onnx.reduce_max": onnx.reduce_max, "onnx.max_pool": onnx.max_pool,
+              "onnx.global_max_pool": onnx.global_max_pool}
     for face, fn in public.items():
         for name in inspect.signature(fn).parameters:
             assert (face, name) in covered, (face, name)

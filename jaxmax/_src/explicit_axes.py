@@ -46,15 +46,17 @@ def _explicit_names(x: jax.Array) -> tuple[str, ...]:
     return tuple(sorted({n for entry in spec_of(x) for n in _names(entry)} & explicit))
 
 
-def run(compute: Callable[..., jax.Array], args: Sequence[jax.Array],
-        out_spec: Callable[[Any], Spec]) -> jax.Array:
+def run(compute: Callable[..., Any], args: Sequence[jax.Array],
+        out_spec: Callable[[Any], Spec], outputs: int = 1) -> Any:
     """``compute(*args)``, with the ``Explicit`` mesh axes the arguments are sharded over made
-    ``Auto`` inside it and the output sharded as ``out_spec(mesh)`` says."""
+    ``Auto`` inside it and the output sharded as ``out_spec(mesh)`` says (each of `outputs`
+    outputs of the same shape, when `compute` returns a tuple)."""
     names = tuple(sorted({n for a in args for n in _explicit_names(a)}))
     if not names:
         return compute(*args)
     mesh = next(jax.typeof(a).sharding.mesh for a in args if _explicit_names(a))
-    out_sharding = NamedSharding(mesh, PartitionSpec(*out_spec(mesh)))
+    sharding = NamedSharding(mesh, PartitionSpec(*out_spec(mesh)))
+    out_sharding = sharding if outputs == 1 else (sharding,) * outputs
     return jax.sharding.auto_axes(compute, axes=names, out_sharding=out_sharding)(*args)
 
 

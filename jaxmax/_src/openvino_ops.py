@@ -6,6 +6,9 @@ jitted core function from :mod:`jaxmax._src.core`.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -20,7 +23,7 @@ _MAX_POOL = "MaxPool-1"
 _SEGMENT_MAX = "SegmentMax-16"
 
 _AUTO_PADS = ("explicit", "valid", "same_upper", "same_lower")
-_ROUNDING = ("floor", "ceil")
+_ROUNDING = ("floor", "ceil", "ceil_torch")
 _FILL_MODES = ("zero", "lowest")
 
 
@@ -117,20 +120,35 @@ def reduce_logical_or(data: ArrayLike, axes: ArrayLike, *, keep_dims: bool = Fal
                            cross_device=core.cross_device_possible())
 
 
-def max_pool(data: ArrayLike, *, kernel: ArrayLike, strides: ArrayLike,
-             pads_begin: ArrayLike | None = None, pads_end: ArrayLike | None = None,
-             rounding_type: str = "floor", auto_pad: str | None = "explicit") -> jax.Array:
-    """OpenVINO ``MaxPool-1`` over the spatial axes of ``(N, C, *spatial)`` data.
+def max_pool(data: ArrayLike, *, kernel: int | Sequence[int], strides: int | Sequence[int],
+             pads_begin: int | Sequence[int] | None = None,
+             pads_end: int | Sequence[int] | None = None,
+             rounding_type: str = "floor", auto_pad: str | None = "explicit",
+             dilations: int | Sequence[int] | None = None, axis: int = 0,
+             index_element_type: str | np.dtype | type = "i64", opset: int = 1):
+    """OpenVINO ``MaxPool-1``, ``MaxPool-8`` and ``MaxPool-14`` over ``(N, C, *spatial)`` data.
 
-    Each output element is ``max(lowest(T), the non-NaN input elements of its window)``: padding
-    is never selected, NaN never wins, and a window that sees no input element (in ceil mode it
-    can start in or past the end padding) gives ``lowest(T)``.
+    `opset` is the model's OpenVINO opset and picks the version: 1-7 is MaxPool-1, which returns
+    the values; 8-13 is MaxPool-8 and 14 and above MaxPool-14, which return
+    ``(values, indices)`` and take `dilations`, `axis` and `index_element_type`; MaxPool-14 adds
+    ``rounding_type="ceil_torch"``.
 
-    Output length per spatial axis: ``floor((D + pb + pe - k) / s) + 1`` (``rounding_type=
-    "floor"``) or ``ceil(...) + 1`` (``"ceil"``), with no correction for a last window that
-    starts in the padding. ``auto_pad`` ``"same_upper"``/``"same_lower"`` replace the pads by
-    ``total = max(0, (ceil(D/s) - 1) * s + k - D)``, the odd element at the end/beginning;
-    ``"valid"`` uses zero pads; ``"explicit"`` (or ``None``) uses `pads_begin`/`pads_end`.
+    Each value is ``max(lowest(T), the non-NaN input elements of its window)``: padding is never
+    selected, NaN never wins, and a window that sees no input element (in ceil mode it can start
+    in or past the end padding) gives ``lowest(T)``. Each index is the flat index
+    ``((n * C + c) * D1 + d1) * D2 + ...`` of the window's first maximal element above
+    lowest(T) in row-major window order, taken modulo ``prod(shape[axis:])``; a window with no
+    such element (only padding, NaN, ``-inf`` or lowest(T)) points at the start of its
+    ``(n, c)`` plane, as OpenVINO's reference kernel does.
+
+    Geometry per spatial axis, with the dilated kernel ``dk = (k - 1) * d + 1`` and
+    ``ext = D + pb + pe - dk``: ``"floor"`` gives ``ext // s + 1`` windows, ``"ceil"``
+    ``ceil(ext / s) + 1`` with no correction for a last window that starts in the padding, and
+    ``"ceil_torch"`` ``ceil(ext / s)`` plus one when that last window starts before the end
+    padding (PyTorch's ``ceil_mode``). ``auto_pad`` ``"same_upper"``/``"same_lower"`` replace
+    the pads by ``max(0, (ceil(D/s) - 1) * s + dk - D)`` in total, the odd element at the
+    end/beginning; ``"valid"`` uses zero pads; ``"explicit"`` (or ``None``) uses `pads_begin`/
+    `pads_end`. Pads may equal or exceed the kernel.
 
     Args:
       data: array of rank 3, 4 or 5 and any real or integer dtype (bool is rejected).
@@ -138,32 +156,43 @@ def max_pool(data: ArrayLike, *, kernel: ArrayLike, strides: ArrayLike,
       strides: stride per spatial axis, each >= 1. Static.
       pads_begin: pads at the start of each spatial axis, >= 0; default zeros. Static.
       pads_end: pads at the end of each spatial axis, >= 0; default zeros. Static.
-      rounding_type: ``"floor"`` or ``"ceil"`` (any case, as every string attribute). Static.
+      rounding_type: ``"floor"``, ``"ceil"``, or (MaxPool-14) ``"ceil_torch"``; any case, as
+        every string attribute. Static.
       auto_pad: ``"explicit"``/``None``, ``"valid"``, ``"same_upper"``, ``"same_lower"`` (any
         case). Static.
+      dilations: (MaxPool-8+) dilation per spatial axis, each >= 1; default 1. Static.
+      axis: (MaxPool-8+) the first axis the indices count over, in ``[-rank, rank)``. Static.
+      index_element_type: (MaxPool-8+) ``"i32"`` or ``"i64"`` (or the NumPy dtype). Without
+        ``jax_enable_x64`` i64 indices are int32 (JAX warns, as always). Static.
+      opset: the model's opset, >= 1. Static.
 
     Returns:
-      A ``jax.Array`` ``(N, C, *out_spatial)`` of the data dtype.
+      MaxPool-1: ``(N, C, *out_spatial)`` values of the data dtype. MaxPool-8/-14:
+      ``(values, indices)``.
 
     Raises:
       TypeError: bool or complex data, a non-integer, traced or non-string attribute.
-      ValueError: data rank not 3-5, an attribute with the wrong length, kernel < 1, stride < 1,
-        negative pads, a kernel larger than the padded input, unknown `auto_pad` or
-        `rounding_type`, pads that make the padded input or the output 2**60 elements or
-        more, a ragged list, concrete 64-bit data whose values 32 bits cannot hold while
-        ``jax_enable_x64`` is off, an integer outside int64.
+      ValueError: data rank not 3-5, an attribute with the wrong length, kernel, stride or
+        dilation < 1, negative pads, a dilated kernel larger than the padded input, an unknown
+        `auto_pad`, `rounding_type` or `index_element_type`, ``"ceil_torch"`` before
+        MaxPool-14, `dilations`/`axis`/`index_element_type` given to MaxPool-1, `axis` out of
+        range, `opset` < 1, indices whose range does not fit the index type, pads that make
+        the padded input or the output 2**60 elements or more, a ragged list, concrete 64-bit
+        data whose values 32 bits cannot hold while ``jax_enable_x64`` is off, an integer
+        outside int64.
       jax.errors.JaxRuntimeError: an output too large to allocate (eager calls report it here).
 
     A stride larger than the padded input needs is lowered to one that gives the same windows
-    (in floor mode ``D + pb + pe - k + 1``), so a huge stride costs nothing.
+    (in floor mode ``D + pb + pe - dk + 1``), so a huge stride costs nothing.
 
     jit contract: every attribute decides the output shape and must be static (Python values or
-    concrete arrays); `data` may be traced. Under ``jax.grad`` each window's cotangent goes to
-    its first maximal input element in row-major window order (as ``lax.reduce_window`` and
-    PyTorch); NaN and ``-inf`` inputs receive none, and windows that see only padding (or whose
-    maximum is raised to lowest(T)) pass none. On CPU the padding takes part in that order as
-    lowest(T): a window whose maximum is an input exactly equal to lowest(T), preceded in the
-    window by padding, passes none either. Pads may equal or exceed the kernel.
+    concrete arrays); `data` may be traced. Under ``jax.grad`` (of the values) each window's
+    cotangent goes to the element its index names: its first maximal input element in row-major
+    window order (as ``lax.reduce_window`` and PyTorch); NaN and ``-inf`` inputs receive none,
+    and windows that see only padding (or whose maximum is raised to lowest(T)) pass none. On CPU
+    the padding takes part in that order as lowest(T): a window whose maximum is an input
+    exactly equal to lowest(T), preceded in the window by padding, passes none either. Dilated
+    and 3-D pools are differentiable too (``lax.reduce_window`` has no dilated derivative).
 
     >>> import numpy as np
     >>> from jaxmax import openvino as ov
@@ -174,8 +203,16 @@ def max_pool(data: ArrayLike, *, kernel: ArrayLike, strides: ArrayLike,
     Array([[ 5.0000000e+00,  7.0000000e+00, -3.4028235e+38],
            [ 1.3000000e+01,  1.5000000e+01, -3.4028235e+38],
            [-3.4028235e+38, -3.4028235e+38, -3.4028235e+38]], dtype=float32)
+    >>> values, indices = ov.max_pool(x, kernel=2, strides=2, dilations=2, axis=2,
+    ...                               index_element_type="i32", opset=8)
+    >>> values[0, 0], indices[0, 0]
+    (Array([[10.]], dtype=float32), Array([[10]], dtype=int32))
     """
-    op = _MAX_POOL
+    opset_ = v.static_int("MaxPool", "opset", opset)
+    if opset_ < 1:
+        raise ValueError(f"MaxPool: `opset` must be >= 1, got {opset_}")
+    version = 1 if opset_ < 8 else 8 if opset_ < 14 else 14
+    op = f"MaxPool-{version}"
     data = v.numeric_data(op, data)
     if data.ndim not in (3, 4, 5):
         raise ValueError(
@@ -184,38 +221,82 @@ def max_pool(data: ArrayLike, *, kernel: ArrayLike, strides: ArrayLike,
     spatial = tuple(data.shape[2:])
     kernel_ = v.int_tuple(op, "kernel", kernel, nsp)
     strides_ = v.int_tuple(op, "strides", strides, nsp)
+    dilations_ = v.int_tuple(op, "dilations", 1 if dilations is None else dilations, nsp)
+    axis_ = v.static_int(op, "axis", axis)
+    index_type = _index_type(op, index_element_type)
+    if version == 1:
+        given = [name for name, differs in (
+            ("dilations", set(dilations_) != {1}), ("axis", axis_ != 0),
+            ("index_element_type", index_type != np.int64)) if differs]
+        if given:
+            raise ValueError(f"{op}: {', '.join(f'`{n}`' for n in given)} exist from "
+                             f"MaxPool-8 (opset >= 8), got opset {opset_}")
     pads_begin_ = v.int_tuple(op, "pads_begin", 0 if pads_begin is None else pads_begin, nsp)
     pads_end_ = v.int_tuple(op, "pads_end", 0 if pads_end is None else pads_end, nsp)
     auto_pad_ = "explicit" if auto_pad is None else v.choice(op, "auto_pad", auto_pad, _AUTO_PADS)
     rounding_ = v.choice(op, "rounding_type", rounding_type, _ROUNDING)
-    if min(kernel_) < 1:
-        raise ValueError(f"{op}: `kernel` values must be >= 1, got {list(kernel_)}")
-    if min(strides_) < 1:
-        raise ValueError(f"{op}: `strides` values must be >= 1, got {list(strides_)}")
-    if min(pads_begin_) < 0:
-        raise ValueError(f"{op}: `pads_begin` must be >= 0, got {list(pads_begin_)}")
-    if min(pads_end_) < 0:
-        raise ValueError(f"{op}: `pads_end` must be >= 0, got {list(pads_end_)}")
-    pads = shapes.auto_pads(spatial, kernel_, strides_, auto_pad_, pads_begin_, pads_end_)
-    for axis, (size, k, (lo, hi)) in enumerate(zip(spatial, kernel_, pads)):
-        if k > size + lo + hi:
-            raise ValueError(
-                f"{op}: `kernel` {k} is larger than the padded input {size + lo + hi} "
-                f"(size {size} + pads {lo} + {hi}) on spatial axis {axis}")
-    ceil_mode = rounding_ == "ceil"
-    strides_ = shapes.effective_strides(spatial, kernel_, strides_, pads, ceil_mode)
-    padding = shapes.window_padding(spatial, kernel_, strides_, pads, ceil_mode)
+    if rounding_ == "ceil_torch" and version < 14:
+        raise ValueError(f"{op}: `rounding_type` 'ceil_torch' exists from MaxPool-14 "
+                         f"(opset >= 14), got opset {opset_}")
+    for name, values in (("kernel", kernel_), ("strides", strides_), ("dilations", dilations_)):
+        if min(values) < 1:
+            raise ValueError(f"{op}: `{name}` values must be >= 1, got {list(values)}")
+    for name, values in (("pads_begin", pads_begin_), ("pads_end", pads_end_)):
+        if min(values) < 0:
+            raise ValueError(f"{op}: `{name}` must be >= 0, got {list(values)}")
+    if auto_pad_ == "explicit":
+        pads = tuple(zip(pads_begin_, pads_end_))
+    elif auto_pad_ == "valid":
+        pads = ((0, 0),) * nsp
+    else:
+        pads = tuple(shapes.same_pads(size, k, s, d, auto_pad_ == "same_lower")
+                     for size, k, s, d in zip(spatial, kernel_, strides_, dilations_))
+    reach = tuple(shapes.dilated(k, d) for k, d in zip(kernel_, dilations_))
+    for i, (size, k, dk, (lo, hi)) in enumerate(zip(spatial, kernel_, reach, pads)):
+        if dk > size + lo + hi:
+            what = f"`kernel` {k}" if dk == k else f"the dilated kernel {dk} (kernel {k})"
+            raise ValueError(f"{op}: {what} is larger than the padded input {size + lo + hi} "
+                             f"(size {size} + pads {lo} + {hi}) on spatial axis {i}")
+    strides_ = shapes.effective_strides(spatial, reach, strides_, pads, rounding_ != "floor")
+    out_spatial = tuple(shapes.pooled_length(size, k, s, d, lo, hi, rounding_)
+                        for size, k, s, d, (lo, hi)
+                        in zip(spatial, kernel_, strides_, dilations_, pads))
+    padding = tuple(shapes.sweep_padding(size, k, s, d, lo, out)
+                    for size, k, s, d, (lo, _), out
+                    in zip(spatial, kernel_, strides_, dilations_, pads, out_spatial))
     lead = tuple(data.shape[:2])
-    out_shape = lead + tuple(shapes.output_length(d + lo + hi, k, s, False)
-                             for d, k, s, (lo, hi) in zip(spatial, kernel_, strides_, padding))
-    sizes.checked_elements(op, "the output", out_shape)
+    sizes.checked_elements(op, "the output", lead + out_spatial)
     # The padded extent, and the input rounded up to whole strides (a gradient's phase layout).
     extent = lead + tuple(max(d + lo + hi, -(-d // s) * s)
                           for d, s, (lo, hi) in zip(spatial, strides_, padding))
     largest = sizes.checked_elements(op, "the padded input", extent)
+    index_dtype = None
+    if version >= 8:
+        axis_ = v.axes_tuple(op, "axis", axis_, data.ndim)[0]
+        index_dtype = v.index_dtype(op, "index_element_type", index_type,
+                                    math.prod(data.shape[axis_:]))
     out = core.max_pool(data, (1, 1) + kernel_, (1, 1) + strides_, ((0, 0), (0, 0)) + padding,
-                        cross_device=core.cross_device_possible())
+                        cross_device=core.cross_device_possible(),
+                        dilation=(1, 1) + dilations_, axis=axis_, index_dtype=index_dtype)
     return sizes.settled(out, largest * data.dtype.itemsize)
+
+
+_INDEX_TYPES = {"i32": np.dtype(np.int32), "i64": np.dtype(np.int64)}
+
+
+def _index_type(op: str, value) -> np.dtype:
+    """`index_element_type` as int32 or int64: ``"i32"``/``"i64"`` (any case) or the dtype."""
+    if isinstance(value, str):
+        return _INDEX_TYPES[v.choice(op, "index_element_type", value, tuple(_INDEX_TYPES))]
+    try:
+        dtype = np.dtype(value)
+    except TypeError:
+        raise TypeError(f"{op}: `index_element_type` must be 'i32', 'i64' or an integer dtype, "
+                        f"got {value!r}") from None
+    if dtype not in _INDEX_TYPES.values():
+        raise ValueError(
+            f"{op}: `index_element_type` must be int32 or int64 ('i32'/'i64'), got {dtype}")
+    return dtype
 
 
 def _num_segments(op: str, num_segments, ids: np.ndarray | None) -> int:

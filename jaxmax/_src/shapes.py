@@ -71,3 +71,48 @@ def window_padding(spatial: tuple[int, ...], kernel: tuple[int, ...], strides: t
         padding.append((lo, max(hi, reach - size - lo)))
     return tuple(padding)
 
+
+# Pooling with dilations and the rounding rules of MaxPool-8/-14 and ONNX MaxPool -------------
+
+def dilated(kernel: int, dilation: int) -> int:
+    """The extent a dilated window spans: ``(k - 1) * d + 1``."""
+    return (kernel - 1) * dilation + 1
+
+
+def same_pads(size: int, kernel: int, stride: int, dilation: int,
+              lower: bool) -> tuple[int, int]:
+    """SAME padding with the dilated kernel: ``max(0, (ceil(D/s) - 1) * s + dk - D)`` in total
+    (clamped at 0 when the kernel is smaller than the stride), the odd element at the end
+    (upper) or at the beginning (lower)."""
+    total = max(0, (-(-size // stride) - 1) * stride + dilated(kernel, dilation) - size)
+    small, big = total // 2, total - total // 2
+    return (big, small) if lower else (small, big)
+
+
+def pooled_length(size: int, kernel: int, stride: int, dilation: int, lo: int, hi: int,
+                  rounding: str) -> int:
+    """The output length of one spatial axis; the caller has checked ``dk <= D + lo + hi``.
+
+    ``"floor"``: ``ext // s + 1`` with ``ext = D + lo + hi - dk``; ``"ceil"`` (OpenVINO):
+    ``ceil(ext / s) + 1``, a last window may start in or past the end padding;
+    ``"ceil_torch"`` (MaxPool-14): ``c = ceil(ext / s)``, plus one window when ``c * s`` starts
+    before the end padding (``<= D + lo - 1``); ``"onnx_ceil"``: ``ceil(ext / s) + 1``, less
+    one when the last window would start in the end padding (``(n - 1) * s >= D + lo``).
+    """
+    ext = size + lo + hi - dilated(kernel, dilation)
+    if rounding == "floor":
+        return ext // stride + 1
+    up = -(-ext // stride)
+    if rounding == "ceil":
+        return up + 1
+    if rounding == "ceil_torch":
+        return up + (1 if up * stride <= size + lo - 1 else 0)
+    n = up + 1  # onnx_ceil
+    return n - 1 if (n - 1) * stride >= size + lo else n
+
+
+def sweep_padding(size: int, kernel: int, stride: int, dilation: int, lo: int,
+                  out: int) -> tuple[int, int]:
+    """The (begin, end) padding under which a window sweep gives exactly `out` windows: the end
+    pad reaches the last window's end (negative: the unused tail is cropped)."""
+    return lo, (out - 1) * stride + dilated(kernel, dilation) - size - lo

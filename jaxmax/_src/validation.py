@@ -241,3 +241,17 @@ def choice(op: str, name: str, value, choices: Sequence[str]) -> str:
             f"{op}: `{name}` must be one of {list(choices)} (any case), got {value!r}")
     return lowered
 
+
+def index_dtype(op: str, name: str, requested, count: int) -> np.dtype:
+    """The dtype indices into `count` elements are computed in: `requested` (int32 or int64) as
+    JAX stores it (int64 is int32 without ``jax_enable_x64``, and JAX warns as it always does);
+    `ValueError` when the largest index does not fit."""
+    requested = np.dtype(requested)
+    stored = np.dtype(jax.dtypes.canonicalize_dtype(requested))
+    if stored != requested:
+        jnp.zeros((), requested)  # JAX's own warning that int64 is stored as int32
+    if count - 1 > np.iinfo(stored).max:
+        hint = f"; {_X64_HOW}" if stored != requested else ""
+        raise ValueError(
+            f"{op}: `{name}` would index {count} elements, more than {stored} can count{hint}")
+    return stored

@@ -1,0 +1,214 @@
+"""ONNX pooling adapters: MaxPool (since-versions 1, 8, 10, 11, 12, 22) and GlobalMaxPool (1, 22).
+
+Attributes are validated and canonicalised in Python, the geometry comes from
+:mod:`jaxmax._src.shapes`, and the values and indices from :mod:`jaxmax._src.pool_indices`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+from jaxmax._src import core, shapes, sizes
+from jaxmax._src import validation as v
+
+_MAX_POOL = "ONNX MaxPool"
+_GLOBAL = "ONNX GlobalMaxPool"
+
+_FLOATS = ("float16", "float32", "float64")
+# since-version -> allowed data types (the schema's type constraint T)
+MAX_POOL_DTYPES: dict[int, frozenset[np.dtype]] = {
+    version: frozenset(np.dtype(jnp.dtype(name)) for name in names)
+    for version, names in {1: _FLOATS, 8: _FLOATS, 10: _FLOATS, 11: _FLOATS,
+                           12: _FLOATS + ("int8", "uint8"),
+                           22: _FLOATS + ("int8", "uint8", "bfloat16")}.items()
+}
+GLOBAL_DTYPES: dict[int, frozenset[np.dtype]] = {
+    1: frozenset(np.dtype(name) for name in _FLOATS),
+    22: frozenset(np.dtype(jnp.dtype(name)) for name in _FLOATS + ("bfloat16",)),
+}
+_AUTO_PADS = ("notset", "valid", "same_upper", "same_lower")
+
+
+def _version(op: str, opset, table: dict) -> tuple[int, int]:
+    """(opset, the largest since-version <= opset)."""
+    opset_ = v.static_int(op, "opset", opset)
+    if opset_ < 1:
+        raise ValueError(f"{op}: `opset` must be >= 1, got {opset_}")
+    return opset_, max(s for s in table if s <= opset_)
+
+
+def _data(op: str, X, version: int, opset: int, table: dict) -> jax.Array:
+    X = v.as_data(op, X, "X")
+    allowed = table[version]
+    if X.dtype not in allowed:
+        raise TypeError(
+            f"{op}: `X` dtype {X.dtype} is not allowed by {op.split()[-1]}-{version} "
+            f"(opset {opset}); allowed: {sorted(t.name for t in allowed)}")
+    if X.ndim < 3:
+        raise ValueError(f"{op}: `X` must have rank >= 3 (N, C, D1, ...), got rank {X.ndim}")
+    return X
+
+
+def _positive(op: str, name: str, values: tuple[int, ...]) -> None:
+    if min(values) < 1:
+        raise ValueError(f"{op}: `{name}` values must be >= 1, got {list(values)}")
+
+
+def max_pool(X: ArrayLike, *, kernel_shape: int | Sequence[int], auto_pad: str = "NOTSET",
+             ceil_mode: int | bool = 0, dilations: int | Sequence[int] | None = None,
+             pads: Sequence[int] | None = None, storage_order: int = 0,
+             strides: int | Sequence[int] | None = None, opset: int = 22,
+             return_indices: bool = False):
+    """ONNX ``MaxPool``, since-versions 1, 8, 10, 11, 12 and 22, selected by `opset`.
+
+    ``Y[n, c, o] = max`` of the window's input elements: NaN propagates (a window holding a
+    NaN gives NaN), ``-inf`` stays, and a window with no input element (dilations, or pads as
+    large as the kernel) gives the empty-set value of ONNX ReduceMax (``-inf``, ``iinfo.min``).
+    Padding is never selected. ``Indices`` (``return_indices=True``, opset >= 8) holds the flat
+    index ``(n * C + c) * prod(D) + spatial`` of each window's first NaN, else of its first
+    maximal element (ties: the first in row-major window order), ``-1`` for a window with no
+    input element; ``spatial`` is row-major, or column-major with ``storage_order=1``.
+
+    Geometry per spatial axis (``dk = (k - 1) * d + 1``): ``auto_pad="NOTSET"`` uses `pads`
+    (ONNX layout ``[x1_begin, x2_begin, ..., x1_end, x2_end]``), ``"VALID"`` no pads,
+    ``"SAME_UPPER"``/``"SAME_LOWER"`` ``max(0, (ceil(D/s) - 1) * s + dk - D)`` in total, the odd
+    element at the end/beginning. Output length ``floor((D + pb + pe - dk) / s) + 1``; with
+    ``ceil_mode=1`` ``ceil(...) + 1``, less one when the last window would start in the end
+    padding (as onnxruntime and the ONNX reference do at every version, and for VALID and SAME).
+
+    Args:
+      X: ``(N, C, D1, ..., Dn)`` data, n >= 1: float16/32/64 (every version), int8/uint8
+        (12+), bfloat16 (22).
+      kernel_shape: window per spatial axis (an int applies to every axis), each >= 1. Static.
+      auto_pad: ``"NOTSET"``, ``"VALID"``, ``"SAME_UPPER"``, ``"SAME_LOWER"`` (any case).
+      ceil_mode: 0 or 1 (opset >= 10). Static.
+      dilations: per spatial axis, each >= 1; default 1 (opset >= 10). Static.
+      pads: 2n non-negative ints; default zeros. Non-zero pads with an `auto_pad` other than
+        NOTSET raise (the spec forbids using both). Static.
+      storage_order: 0 (row-major) or 1 (column-major) Indices (opset >= 8). Static.
+      strides: per spatial axis, each >= 1; default 1. Static.
+      opset: the model's ONNX opset (>= 1); the largest since-version <= `opset` applies.
+      return_indices: also return ``Indices`` (the node's second output; opset >= 8).
+
+    Returns:
+      ``Y``, or ``(Y, Indices)`` with int64 Indices (int32 without ``jax_enable_x64``).
+
+    Raises:
+      TypeError: a dtype the version does not allow, a non-integer, traced or non-string
+        attribute.
+      ValueError: rank < 3, attribute lengths, kernel/stride/dilation < 1, negative pads, pads
+        beside an `auto_pad`, a kernel larger than the padded input, `ceil_mode` or
+        `storage_order` not 0/1, an attribute the version lacks (`storage_order` and Indices
+        before 8, `ceil_mode` and `dilations` before 10), `opset` < 1, Indices whose range does
+        not fit the index type, integers outside int64.
+
+    jit contract: every attribute and `return_indices` must be static; `X` may be traced.
+    Under ``jax.grad`` each window's whole cotangent goes to the element its index names (the
+    first NaN or first maximal element); a window with no input element passes none.
+
+    >>> import numpy as np
+    >>> from jaxmax import onnx
+    >>> x = np.array([[[1, 3, 2, np.nan, 0]]], np.float32)
+    >>> y, i = onnx.max_pool(x, kernel_shape=[2], strides=[2], ceil_mode=1, return_indices=True)
+    >>> y, i
+    (Array([[[ 3., nan,  0.]]], dtype=float32), Array([[[1, 3, 4]]], dtype=int32))
+    """
+    op = _MAX_POOL
+    opset_, version = _version(op, opset, MAX_POOL_DTYPES)
+    X = _data(op, X, version, opset_, MAX_POOL_DTYPES)
+    nsp = X.ndim - 2
+    spatial = tuple(X.shape[2:])
+    want_indices = v.static_bool(op, "return_indices", return_indices)
+    order = v.static_bool(op, "storage_order", storage_order)
+    ceil = v.static_bool(op, "ceil_mode", ceil_mode)
+    if version < 8 and (want_indices or order):
+        raise ValueError(f"{op}: `return_indices` and `storage_order` do not exist before "
+                         f"opset 8 (MaxPool-{version}, opset {opset_})")
+    if version < 10 and (ceil or dilations is not None):
+        raise ValueError(f"{op}: `ceil_mode` and `dilations` do not exist before opset 10 "
+                         f"(MaxPool-{version}, opset {opset_})")
+    kernel = v.int_tuple(op, "kernel_shape", kernel_shape, nsp)
+    strides_ = v.int_tuple(op, "strides", 1 if strides is None else strides, nsp)
+    dilations_ = v.int_tuple(op, "dilations", 1 if dilations is None else dilations, nsp)
+    pads_ = v.int_tuple(op, "pads", (0,) * (2 * nsp) if pads is None else pads, 2 * nsp)
+    for name, values in (("kernel_shape", kernel), ("strides", strides_),
+                         ("dilations", dilations_)):
+        _positive(op, name, values)
+    if min(pads_) < 0:
+        raise ValueError(f"{op}: `pads` must be >= 0, got {list(pads_)}")
+    mode = v.choice(op, "auto_pad", auto_pad, _AUTO_PADS)
+    if mode != "notset" and any(pads_):
+        raise ValueError(f"{op}: `pads` {list(pads_)} cannot be used with auto_pad "
+                         f"{auto_pad!r} (the spec forbids both at once)")
+    if mode == "notset":
+        begin_end = tuple(zip(pads_[:nsp], pads_[nsp:]))
+    elif mode == "valid":
+        begin_end = ((0, 0),) * nsp
+    else:
+        begin_end = tuple(shapes.same_pads(size, k, s, d, mode == "same_lower")
+                          for size, k, s, d in zip(spatial, kernel, strides_, dilations_))
+    rounding = "onnx_ceil" if ceil else "floor"
+    for axis, (size, k, d, (lo, hi)) in enumerate(zip(spatial, kernel, dilations_, begin_end)):
+        dk = shapes.dilated(k, d)
+        if dk > size + lo + hi:
+            raise ValueError(
+                f"{op}: the dilated kernel {dk} (kernel {k}, dilation {d}) is larger than the "
+                f"padded input {size + lo + hi} (size {size} + pads {lo} + {hi}) on spatial "
+                f"axis {axis}")
+    reach = tuple(shapes.dilated(k, d) for k, d in zip(kernel, dilations_))
+    strides_ = shapes.effective_strides(spatial, reach, strides_, begin_end, ceil)
+    out_spatial = tuple(shapes.pooled_length(size, k, s, d, lo, hi, rounding)
+                        for size, k, s, d, (lo, hi)
+                        in zip(spatial, kernel, strides_, dilations_, begin_end))
+    padding = tuple(shapes.sweep_padding(size, k, s, d, lo, out)
+                    for size, k, s, d, (lo, _), out
+                    in zip(spatial, kernel, strides_, dilations_, begin_end, out_spatial))
+    lead = tuple(X.shape[:2])
+    sizes.checked_elements(op, "the output", lead + out_spatial)
+    extent = lead + tuple(max(n + lo + hi, -(-n // s) * s)
+                          for n, s, (lo, hi) in zip(spatial, strides_, padding))
+    largest = sizes.checked_elements(op, "the padded input", extent)
+    index_dtype = None
+    if want_indices:
+        index_dtype = v.index_dtype(op, "Indices", np.int64, math.prod(X.shape))
+    out = core.onnx_max_pool(X, (1, 1) + kernel, (1, 1) + strides_, ((0, 0), (0, 0)) + padding,
+                             (1, 1) + dilations_, index_dtype=index_dtype, column_major=order)
+    sizes.settled(out if index_dtype is None else out[0], largest * X.dtype.itemsize)
+    return out
+
+
+def global_max_pool(X: ArrayLike, *, opset: int = 22) -> jax.Array:
+    """ONNX ``GlobalMaxPool`` (since-versions 1 and 22): the maximum over every spatial axis.
+
+    The ONNX ReduceMax rule over axes ``2, ..., r-1`` with the reduced axes kept: NaN
+    propagates, ``-inf`` stays, a spatial axis of size 0 gives ``-inf`` (``iinfo.min``).
+
+    Args:
+      X: ``(N, C, D1, ..., Dn)`` data, n >= 1: float16/32/64, and bfloat16 from opset 22.
+      opset: the model's ONNX opset (>= 1). Static.
+
+    Returns:
+      ``(N, C, 1, ..., 1)``, of the data dtype.
+
+    Raises:
+      TypeError: a dtype the version does not allow.
+      ValueError: rank < 3, `opset` < 1.
+
+    jit contract: `opset` must be static. Under ``jax.grad`` tied maxima share the cotangent
+    evenly (as ``jnp.max`` and ONNX ReduceMax here).
+
+    >>> import numpy as np
+    >>> from jaxmax import onnx
+    >>> onnx.global_max_pool(np.array([[[1.0, 5.0, -2.0]]], np.float32))
+    Array([[[5.]]], dtype=float32)
+    """
+    opset_, version = _version(_GLOBAL, opset, GLOBAL_DTYPES)
+    X = _data(_GLOBAL, X, version, opset_, GLOBAL_DTYPES)
+    return core.reduce_max(X, tuple(range(2, X.ndim)), True, skip_nan=False,
+                           cross_device=core.cross_device_possible())
