@@ -1,0 +1,182 @@
+"""MaxPool-8/-14, ONNX MaxPool and GlobalMaxPool under jit, vmap, grad and sharding.
+
+* jit equals eager; vmap equals a Python loop;
+* the gradient of the values is the cotangent scattered to the returned indices (the indices
+  are checked against the runtimes in the conformance tests), for dilated, ceil_torch and 3-D
+  pools, where JAX's own ``reduce_window`` has no derivative;
+* ``check_grads`` passes on inputs with distinct values;
+* Explicit and Auto meshes on 8 CPU devices give the unsharded answer.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+from jax.test_util import check_grads
+
+from jaxmax import onnx
+from jaxmax import openvino as ov
+
+OV_CASES = {
+    "2-D dilated ceil": dict(shape=(2, 3, 9, 8), kernel=3, strides=2, dilations=2, pads_begin=1,
+                             pads_end=2, rounding_type="ceil", opset=8),
+    "2-D ceil_torch axis 2": dict(shape=(2, 3, 7, 7), kernel=2, strides=2, pads_begin=1,
+                                  pads_end=1, rounding_type="ceil_torch", axis=2, opset=14),
+    "1-D same_lower dilated": dict(shape=(2, 3, 11), kernel=3, strides=2, dilations=3,
+                                   auto_pad="same_lower", opset=14),
+    "3-D k3 s2 p1": dict(shape=(1, 2, 6, 7, 8), kernel=3, strides=2, pads_begin=1, pads_end=1,
+                         opset=14),
+    "3-D dilated": dict(shape=(1, 2, 7, 7, 7), kernel=2, strides=1, dilations=(1, 2, 3),
+                        opset=8, axis=-3),
+}
+ONNX_CASES = {
+    "2-D dilated ceil storage 1": dict(shape=(2, 3, 9, 8), kernel_shape=[3, 3], strides=[2, 2],
+                                       dilations=[2, 2], pads=[1, 1, 2, 2], ceil_mode=1,
+                                       storage_order=1),
+    "1-D same_upper": dict(shape=(2, 3, 11), kernel_shape=[3], strides=[2],
+                           auto_pad="SAME_UPPER"),
+    "3-D": dict(shape=(1, 2, 6, 7, 8), kernel_shape=[3, 3, 3], strides=[2, 2, 2],
+                pads=[1, 1, 1, 1, 1, 1]),
+    "4 spatial axes": dict(shape=(1, 1, 4, 5, 4, 5), kernel_shape=[2, 2, 2, 2],
+                           strides=[2, 1, 2, 1], dilations=[1, 2, 1, 2]),
+}
+
+
+def _distinct(shape, seed):
+    """Distinct finite float32 values: every window has one maximal element."""
+    rng = np.random.default_rng(seed)
+    return (rng.permutation(int(np.prod(shape))).reshape(shape) * 0.25 - 7).astype(np.float32)
+
+
+def _ov(case):
+    attrs = {k: v for k, v in case.items() if k != "shape"}
+    return lambda x: ov.max_pool(x, **attrs)
+
+
+def _onnx(case):
+    attrs = {k: v for k, v in case.items() if k != "shape"}
+    return lambda x: onnx.max_pool(x, return_indices=True, **attrs)
+
+
+def _ov_full_indices(case, x):
+    """MaxPool indices counted over the whole tensor (axis 0), for the scatter."""
+    attrs = {k: v for k, v in case.items() if k not in ("shape", "axis")}
+    return np.asarray(ov.max_pool(x, axis=0, index_element_type="i32", **attrs)[1])
+
+
+def _scatter(x, indices, ct):
+    out = np.zeros(x.size, np.float32)
+    np.add.at(out, indices.reshape(-1), ct.reshape(-1))
+    return out.reshape(x.shape)
+
+
+@pytest.mark.parametrize("name", sorted(OV_CASES))
+def test_openvino_jit_vmap_and_gradient_at_the_indices(name):
+    case = OV_CASES[name]
+    x = _distinct(case["shape"], 1)
+    fn = _ov(case)
+    values, indices = fn(x)
+    jv, ji = jax.jit(fn)(x)
+    np.testing.assert_array_equal(jv, values)
+    np.testing.assert_array_equal(ji, indices)
+    batch = np.stack([x, _distinct(case["shape"], 2)])
+    bv, bi = jax.vmap(fn)(batch)
+    for b in range(2):
+        lv, li = fn(batch[b])
+        np.testing.assert_array_equal(bv[b], lv)
+        np.testing.assert_array_equal(bi[b], li)
+    # integer cotangents: their sums are exact in any order, so the comparison can be exact
+    ct = np.random.default_rng(3).integers(1, 5, values.shape).astype(np.float32)
+    grad = jax.grad(lambda v: jnp.sum(fn(v)[0] * ct))(x)
+    np.testing.assert_array_equal(grad, _scatter(x, _ov_full_indices(case, x), ct))
+    _check_grads_in_float64(lambda v: fn(v)[0], x)
+
+
+def _check_grads_in_float64(fn, x):
+    """``check_grads`` (forward and reverse mode against finite differences) in float64, where
+    a step of 1e-3 on values 0.25 apart is far from every kink and rounding is negligible."""
+    with jax.enable_x64(True):
+        check_grads(fn, (x.astype(np.float64),), order=1, modes=("fwd", "rev"), eps=1e-3)
+
+
+@pytest.mark.parametrize("name", sorted(ONNX_CASES))
+def test_onnx_jit_vmap_and_gradient_at_the_indices(name):
+    case = ONNX_CASES[name]
+    x = _distinct(case["shape"], 4)
+    fn = _onnx(case)
+    y, indices = fn(x)
+    jy, ji = jax.jit(fn)(x)
+    np.testing.assert_array_equal(jy, y)
+    np.testing.assert_array_equal(ji, indices)
+    batch = np.stack([x, _distinct(case["shape"], 5)])
+    by, bi = jax.vmap(fn)(batch)
+    for b in range(2):
+        ly, li = fn(batch[b])
+        np.testing.assert_array_equal(by[b], ly)
+        np.testing.assert_array_equal(bi[b], li)
+    ct = np.random.default_rng(6).integers(1, 5, y.shape).astype(np.float32)
+    grad = jax.grad(lambda v: jnp.sum(fn(v)[0] * ct))(x)
+    if case.get("storage_order"):  # the scatter needs row-major flat indices
+        row_major = {k: v for k, v in case.items() if k not in ("shape", "storage_order")}
+        indices = onnx.max_pool(x, return_indices=True, **row_major)[1]
+    np.testing.assert_array_equal(grad, _scatter(x, np.asarray(indices), ct))
+    _check_grads_in_float64(lambda v: fn(v)[0], x)
+
+
+def test_onnx_gradient_routes_to_the_first_nan_and_the_first_minus_inf():
+    x = np.array([[[1.0, np.nan, 5.0, np.nan, -np.inf, -np.inf]]], np.float32)
+    y, indices = onnx.max_pool(x, kernel_shape=[2], strides=[2], return_indices=True)
+    np.testing.assert_array_equal(y, [[[np.nan, np.nan, -np.inf]]])
+    np.testing.assert_array_equal(indices, [[[1, 3, 4]]])
+    grad = jax.grad(lambda v: jnp.sum(onnx.max_pool(v, kernel_shape=[2], strides=[2])))(x)
+    np.testing.assert_array_equal(grad, [[[0, 1, 0, 1, 1, 0]]])
+
+
+def test_windows_without_input_elements():
+    x = np.arange(1, 7, dtype=np.float32).reshape(1, 1, 6)
+    # ONNX: a window that sees only padding gives -inf and index -1, and passes no gradient
+    y, i = onnx.max_pool(x, kernel_shape=[1], strides=[1], pads=[2, 0], return_indices=True)
+    np.testing.assert_array_equal(y, [[[-np.inf, -np.inf, 1, 2, 3, 4, 5, 6]]])
+    np.testing.assert_array_equal(i, [[[-1, -1, 0, 1, 2, 3, 4, 5]]])
+    grad = jax.grad(lambda v: jnp.sum(onnx.max_pool(v, kernel_shape=[1], strides=[1],
+                                                    pads=[2, 0])))(x)
+    np.testing.assert_array_equal(grad, np.ones_like(x))
+    # OpenVINO: lowest(T) and the plane start
+    v, i = ov.max_pool(np.stack([x[0], x[0]]), kernel=1, strides=1, pads_begin=2, opset=8)
+    low = np.finfo(np.float32).min
+    np.testing.assert_array_equal(v[1, 0], [low, low, 1, 2, 3, 4, 5, 6])
+    np.testing.assert_array_equal(i[1, 0], [6, 6, 6, 7, 8, 9, 10, 11])
+
+
+def test_global_max_pool():
+    x = np.array([[[[1.0, 7.0], [7.0, -np.inf]], [[np.nan, 1.0], [2.0, 3.0]]]], np.float32)
+    got = onnx.global_max_pool(x)
+    np.testing.assert_array_equal(got, [[[[7.0]], [[np.nan]]]])
+    grad = jax.grad(lambda v: onnx.global_max_pool(v)[0, 0, 0, 0])(x)
+    np.testing.assert_array_equal(grad[0, 0], [[0, 0.5], [0.5, 0]])  # ties share evenly
+    np.testing.assert_array_equal(jax.jit(onnx.global_max_pool)(x), got)
+    empty = onnx.global_max_pool(np.zeros((1, 2, 0, 3), np.float32))
+    np.testing.assert_array_equal(empty, np.full((1, 2, 1, 1), -np.inf, np.float32))
+
+
+@pytest.mark.parametrize("axis_type", [AxisType.Explicit, AxisType.Auto], ids=["explicit", "auto"])
+def test_sharded_pools_give_the_unsharded_answer(axis_type):
+    mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(axis_type,) * 2)
+    x = _distinct((4, 8, 9, 8), 7)
+    x[0, 1, 2, 3] = np.nan
+    xs = jax.device_put(x, NamedSharding(mesh, P("a", "b")))
+    for fn in (_ov(OV_CASES["2-D dilated ceil"]),
+               lambda v: ov.max_pool(v, kernel=2, strides=2, rounding_type="ceil_torch",
+                                     opset=14),
+               _onnx(ONNX_CASES["2-D dilated ceil storage 1"]),
+               lambda v: (onnx.global_max_pool(v),)):
+        want = fn(x)
+        for run in (fn, jax.jit(fn)):
+            got = run(xs)
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+                if axis_type == AxisType.Explicit:
+                    assert tuple(g.sharding.spec)[:2] == ("a", "b"), g.sharding.spec
