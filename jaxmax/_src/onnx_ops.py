@@ -5,10 +5,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.typing import ArrayLike
 
 from jaxmax._src import core, dtypes
 from jaxmax._src import validation as v
+from jaxmax._src.types import Data, Flag, Int, Ints
 
 _OP = "ONNX ReduceMax"
 
@@ -29,8 +29,8 @@ def since_version(opset: int) -> int:
     return max(s for s in SINCE_VERSIONS if s <= opset)
 
 
-def reduce_max(data: ArrayLike, axes: ArrayLike | None = None, *, keepdims: int | bool = 1,
-               noop_with_empty_axes: int | bool = 0, opset: int = 20) -> jax.Array:
+def reduce_max(data: Data, axes: Ints | None = None, *, keepdims: Flag = 1,
+               noop_with_empty_axes: Flag = 0, opset: Int = 20) -> jax.Array:
     """ONNX ``ReduceMax``, since-versions 1, 11, 12, 13, 18 and 20, selected by `opset`.
 
     NaN propagates (numpy semantics, as ``onnx.reference``); ``-inf`` stays ``-inf``; an empty

@@ -7,15 +7,15 @@ Attributes are validated and canonicalised in Python, the geometry comes from
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from typing import Literal, overload
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.typing import ArrayLike
 
 from jaxmax._src import core, shapes, sizes
 from jaxmax._src import validation as v
+from jaxmax._src.types import Data, Flag, Int, Ints
 
 _MAX_POOL = "ONNX MaxPool"
 _GLOBAL = "ONNX GlobalMaxPool"
@@ -60,11 +60,24 @@ def _positive(op: str, name: str, values: tuple[int, ...]) -> None:
         raise ValueError(f"{op}: `{name}` values must be >= 1, got {list(values)}")
 
 
-def max_pool(X: ArrayLike, *, kernel_shape: int | Sequence[int], auto_pad: str = "NOTSET",
-             ceil_mode: int | bool = 0, dilations: int | Sequence[int] | None = None,
-             pads: Sequence[int] | None = None, storage_order: int = 0,
-             strides: int | Sequence[int] | None = None, opset: int = 22,
-             return_indices: bool = False):
+@overload
+def max_pool(X: Data, *, kernel_shape: Ints, auto_pad: str = "NOTSET", ceil_mode: Flag = 0,
+             dilations: Ints | None = None, pads: Ints | None = None, storage_order: Flag = 0,
+             strides: Ints | None = None, opset: Int = 22,
+             return_indices: Literal[False, 0] = False) -> jax.Array: ...
+
+
+@overload
+def max_pool(X: Data, *, kernel_shape: Ints, auto_pad: str = "NOTSET", ceil_mode: Flag = 0,
+             dilations: Ints | None = None, pads: Ints | None = None, storage_order: Flag = 0,
+             strides: Ints | None = None, opset: Int = 22,
+             return_indices: Flag = False) -> tuple[jax.Array, jax.Array]: ...
+
+
+def max_pool(X: Data, *, kernel_shape: Ints, auto_pad: str = "NOTSET", ceil_mode: Flag = 0,
+             dilations: Ints | None = None, pads: Ints | None = None, storage_order: Flag = 0,
+             strides: Ints | None = None, opset: Int = 22,
+             return_indices: Flag = False) -> jax.Array | tuple[jax.Array, jax.Array]:
     """ONNX ``MaxPool``, since-versions 1, 8, 10, 11, 12 and 22, selected by `opset`.
 
     ``Y[n, c, o] = max`` of the window's input elements: NaN propagates (a window holding a
@@ -183,7 +196,7 @@ def max_pool(X: ArrayLike, *, kernel_shape: int | Sequence[int], auto_pad: str =
     return out
 
 
-def global_max_pool(X: ArrayLike, *, opset: int = 22) -> jax.Array:
+def global_max_pool(X: Data, *, opset: Int = 22) -> jax.Array:
     """ONNX ``GlobalMaxPool`` (since-versions 1 and 22): the maximum over every spatial axis.
 
     The ONNX ReduceMax rule over axes ``2, ..., r-1`` with the reduced axes kept: NaN

@@ -7,14 +7,14 @@ jitted core function from :mod:`jaxmax._src.core`.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from typing import Literal, overload
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.typing import ArrayLike
 
 from jaxmax._src import core, dtypes, shapes, sizes
+from jaxmax._src.types import Data, Flag, Int, Ints, OVAutoPad
 from jaxmax._src import validation as v
 
 _REDUCE_MAX = "ReduceMax-1"
@@ -39,7 +39,7 @@ def _reduction_axes(op: str, axes, ndim: int) -> tuple[int, ...] | None:
     return normalised if ndim else ()
 
 
-def reduce_max(data: ArrayLike, axes: ArrayLike, *, keep_dims: bool = False) -> jax.Array:
+def reduce_max(data: Data, axes: Ints, *, keep_dims: Flag = False) -> jax.Array:
     """OpenVINO ``ReduceMax-1``: the maximum of `data` over `axes`.
 
     Each output element is ``max(lowest(T), the non-NaN elements of its slice)`` (the rule of
@@ -81,7 +81,7 @@ def reduce_max(data: ArrayLike, axes: ArrayLike, *, keep_dims: bool = False) -> 
                            cross_device=core.cross_device_possible())
 
 
-def reduce_logical_or(data: ArrayLike, axes: ArrayLike, *, keep_dims: bool = False) -> jax.Array:
+def reduce_logical_or(data: Data, axes: Ints, *, keep_dims: Flag = False) -> jax.Array:
     """OpenVINO ``ReduceLogicalOr-1``: logical or of bool `data` over `axes`.
 
     An empty reduction (a reduced dimension of size 0) gives ``False``; empty `axes` is the
@@ -120,12 +120,27 @@ def reduce_logical_or(data: ArrayLike, axes: ArrayLike, *, keep_dims: bool = Fal
                            cross_device=core.cross_device_possible())
 
 
-def max_pool(data: ArrayLike, *, kernel: int | Sequence[int], strides: int | Sequence[int],
-             pads_begin: int | Sequence[int] | None = None,
-             pads_end: int | Sequence[int] | None = None,
-             rounding_type: str = "floor", auto_pad: str | None = "explicit",
-             dilations: int | Sequence[int] | None = None, axis: int = 0,
-             index_element_type: str | np.dtype | type = "i64", opset: int = 1):
+@overload
+def max_pool(data: Data, *, kernel: Ints, strides: Ints, pads_begin: Ints | None = None,
+             pads_end: Ints | None = None, rounding_type: str = "floor",
+             auto_pad: OVAutoPad = "explicit", dilations: Ints | None = None, axis: Int = 0,
+             index_element_type: str | np.dtype | type = "i64",
+             opset: Literal[1, 2, 3, 4, 5, 6, 7] = 1) -> jax.Array: ...
+
+
+@overload
+def max_pool(data: Data, *, kernel: Ints, strides: Ints, pads_begin: Ints | None = None,
+             pads_end: Ints | None = None, rounding_type: str = "floor",
+             auto_pad: OVAutoPad = "explicit", dilations: Ints | None = None, axis: Int = 0,
+             index_element_type: str | np.dtype | type = "i64",
+             opset: Int = 1) -> tuple[jax.Array, jax.Array]: ...
+
+
+def max_pool(data: Data, *, kernel: Ints, strides: Ints, pads_begin: Ints | None = None,
+             pads_end: Ints | None = None, rounding_type: str = "floor",
+             auto_pad: OVAutoPad = "explicit", dilations: Ints | None = None, axis: Int = 0,
+             index_element_type: str | np.dtype | type = "i64",
+             opset: Int = 1) -> jax.Array | tuple[jax.Array, jax.Array]:
     """OpenVINO ``MaxPool-1``, ``MaxPool-8`` and ``MaxPool-14`` over ``(N, C, *spatial)`` data.
 
     `opset` is the model's OpenVINO opset and picks the version: 1-7 is MaxPool-1, which returns
@@ -281,15 +296,16 @@ def max_pool(data: ArrayLike, *, kernel: int | Sequence[int], strides: int | Seq
     return sizes.settled(out, largest * data.dtype.itemsize)
 
 
-_INDEX_TYPES = {"i32": np.dtype(np.int32), "i64": np.dtype(np.int64)}
+_INDEX_TYPES: dict[str, np.dtype] = {"i32": np.dtype(np.int32), "i64": np.dtype(np.int64)}
 
 
 def _index_type(op: str, value) -> np.dtype:
     """`index_element_type` as int32 or int64: ``"i32"``/``"i64"`` (any case) or the dtype."""
     if isinstance(value, str):
-        return _INDEX_TYPES[v.choice(op, "index_element_type", value, tuple(_INDEX_TYPES))]
+        name = v.choice(op, "index_element_type", value, tuple(_INDEX_TYPES))
+        return _INDEX_TYPES[name]
     try:
-        dtype = np.dtype(value)
+        dtype: np.dtype = np.dtype(value)
     except TypeError:
         raise TypeError(f"{op}: `index_element_type` must be 'i32', 'i64' or an integer dtype, "
                         f"got {value!r}") from None
@@ -318,8 +334,8 @@ def _num_segments(op: str, num_segments, ids: np.ndarray | None) -> int:
 _SEGMENT_ID_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
 
 
-def segment_max(data: ArrayLike, segment_ids: ArrayLike, num_segments: ArrayLike | None = None,
-                *, fill_mode: str) -> jax.Array:
+def segment_max(data: Data, segment_ids: Ints, num_segments: Int | None = None, *,
+                fill_mode: str) -> jax.Array:
     """OpenVINO ``SegmentMax-16``: the maximum of the rows of `data` in each segment.
 
     ``out[j] = max(lowest(T), non-NaN rows i with segment_ids[i] == j)`` for a non-empty

@@ -71,10 +71,10 @@ class _Axis(NamedTuple):
 
 
 class _Tap(NamedTuple):
-    """Where one kernel tap reads: outputs ``first_out .. first_out + count - 1`` read inputs
+    """Where one kernel tap reads: outputs ``first_out .. first_out + counts - 1`` read inputs
     ``first_in, first_in + s, ...``; the other outputs read padding."""
     first_out: tuple[int, ...]
-    count: tuple[int, ...]
+    counts: tuple[int, ...]
     first_in: tuple[int, ...]
 
 
@@ -104,7 +104,7 @@ def _canonical(x_ndim, window, strides, padding, dilation=None):
 
 def _geometry(shape, window, strides, padding, fill=None, dilation=None) -> _Geometry:
     axes = []
-    phase_shape = []
+    phase_shape: list[int] = []
     dilation = (1,) * len(shape) if dilation is None else dilation
     for size, k, s, (lo, hi), d in zip(shape, window, strides, padding, dilation):
         out = max(0, (size + lo + hi - (k - 1) * d - 1) // s + 1)
@@ -130,7 +130,7 @@ def _geometry(shape, window, strides, padding, fill=None, dilation=None) -> _Geo
 def _read_slice(g: _Geometry, tap: _Tap):
     """``lax.slice`` start/limit/strides on the phase view for the inside part of `tap`."""
     start, limit, strides = [], [], []
-    for a, n, first in zip(g.axes, tap.count, tap.first_in):
+    for a, n, first in zip(g.axes, tap.counts, tap.first_in):
         if a.phased:
             row, phase = divmod(first, a.s)
             start += [row, phase]
@@ -150,12 +150,12 @@ def _tap(phases: jax.Array, g: _Geometry, tap: _Tap, fill, read=None) -> jax.Arr
     is added, so a padded tap stays single-use even when `read` uses its argument twice.
     """
     fill = jnp.asarray(fill, phases.dtype)
-    if 0 in tap.count:
+    if 0 in tap.counts:
         return jnp.full(g.out_shape, fill)
-    inside = lax.slice(phases, *_read_slice(g, tap)).reshape(tap.count)
+    inside = lax.slice(phases, *_read_slice(g, tap)).reshape(tap.counts)
     if read is not None:
         inside = read(inside)
-    pads = [(o, a.out - o - n, 0) for a, o, n in zip(g.axes, tap.first_out, tap.count)]
+    pads = [(o, a.out - o - n, 0) for a, o, n in zip(g.axes, tap.first_out, tap.counts)]
     if any(lo or hi for lo, hi, _ in pads):
         inside = lax.pad(inside, fill, pads)
     return inside
@@ -247,7 +247,7 @@ def _phase_pieces(v: jax.Array, g: _Geometry) -> dict[tuple[int, ...], jax.Array
         if a.s > 1:
             phase_dims.append(len(split_shape))
             split_shape.append(a.s)
-    pieces = {(): v.reshape(split_shape)}
+    pieces: dict[tuple[int, ...], jax.Array] = {(): v.reshape(split_shape)}
     for dim, i in zip(phase_dims, strided):
         pieces = {combo + (phase,): part for combo, piece in pieces.items()
                   for phase, part in enumerate(lax.split(piece, [1] * g.axes[i].s, axis=dim))}
@@ -268,12 +268,12 @@ def _gather_tangent(t: jax.Array, winner: jax.Array, g: _Geometry) -> jax.Array:
     chain = len(g.taps) <= _CHAIN_MAX_TAPS
     out = jnp.zeros(g.out_shape, t.dtype)
     for j, tap in enumerate(g.taps):
-        if 0 in tap.count:
+        if 0 in tap.counts:
             continue
         phase = tuple(first % a.s for a, first in zip(g.axes, tap.first_in) if a.s > 1)
         start = [first // a.s for a, first in zip(g.axes, tap.first_in)]
-        inside = lax.slice(pieces[phase], start, [r + n for r, n in zip(start, tap.count)])
-        pads = [(o, a.out - o - n, 0) for a, o, n in zip(g.axes, tap.first_out, tap.count)]
+        inside = lax.slice(pieces[phase], start, [r + n for r, n in zip(start, tap.counts)])
+        pads = [(o, a.out - o - n, 0) for a, o, n in zip(g.axes, tap.first_out, tap.counts)]
         value = lax.pad(inside, zero, pads)
         if chain:
             out = jnp.where(winner == j, value, out)
@@ -369,7 +369,8 @@ def _lowest_rule_forward(x: jax.Array, g: _Geometry, check_data: bool) -> jax.Ar
     redo = ~_is_finite_sum(out)
     if check_data:  # a cross-device max may drop NaN before the output shows it
         redo = redo | ~_is_finite_sum(x)
-    return lax.while_loop(lambda c: c[1], lambda c: (_forward(_clamp_to_lowest(x), g), False),
+    return lax.while_loop(lambda c: c[1],
+                          lambda c: (_forward(_clamp_to_lowest(x), g), jnp.zeros((), bool)),
                           (out, redo))[0]
 
 

@@ -1,33 +1,9 @@
-"""Pure integer arithmetic for pooling: auto_pad, explicit pads, floor/ceil output lengths.
+"""Pure integer arithmetic for pooling: SAME pads, output lengths, sweep padding, strides.
 
 Nothing here touches arrays. All functions take and return Python ints or tuples of them.
 """
 
 from __future__ import annotations
-
-from jax import lax
-
-
-def auto_pads(spatial: tuple[int, ...], kernel: tuple[int, ...], strides: tuple[int, ...],
-              auto_pad: str, pads_begin: tuple[int, ...],
-              pads_end: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
-    """The (begin, end) pads that `auto_pad` selects.
-
-    ``same_upper``/``same_lower`` pad ``max(0, (ceil(D/s)-1)*s + k - D)`` in total, the odd
-    element at the end / at the beginning; ``valid`` pads nothing; ``explicit`` uses the pads.
-    """
-    if auto_pad == "explicit":
-        return tuple(zip(pads_begin, pads_end))
-    if auto_pad == "valid":
-        return tuple((0, 0) for _ in spatial)
-    padtype = "SAME" if auto_pad == "same_upper" else "SAME_LOWER"
-    return tuple(tuple(p) for p in lax.padtype_to_pads(spatial, kernel, strides, padtype))
-
-
-def output_length(padded: int, kernel: int, stride: int, ceil_mode: bool) -> int:
-    """OpenVINO MaxPool-1: ``floor|ceil((D + pb + pe - k) / s) + 1``, with no ceil correction."""
-    span = padded - kernel
-    return (-(-span // stride) if ceil_mode else span // stride) + 1
 
 
 def effective_strides(spatial: tuple[int, ...], kernel: tuple[int, ...],
@@ -35,7 +11,8 @@ def effective_strides(spatial: tuple[int, ...], kernel: tuple[int, ...],
                       ceil_mode: bool) -> tuple[int, ...]:
     """`strides` with each stride that is larger than it needs to be lowered, same windows.
 
-    A stride above the span ``D + pb + pe - k`` leaves one window (floor) or two (ceil: at 0
+    `kernel` is the extent each window spans (the dilated kernel). A stride above the span
+    ``D + pb + pe - k`` leaves one window (floor) or two (ceil: at 0
     and at ``s``). Every stride from ``span + 1`` (floor), or from ``max(span, pb + D)`` (ceil:
     the second window then starts past the input and sees padding only), gives the same output
     length and the same window contents, so the stride is lowered to that value. Nothing
@@ -53,23 +30,6 @@ def effective_strides(spatial: tuple[int, ...], kernel: tuple[int, ...],
             bound = max(span, lo + size)
         out.append(min(s, bound))
     return tuple(out)
-
-
-def window_padding(spatial: tuple[int, ...], kernel: tuple[int, ...], strides: tuple[int, ...],
-                   pads: tuple[tuple[int, int], ...],
-                   ceil_mode: bool) -> tuple[tuple[int, int], ...]:
-    """The (begin, end) padding under which a ``VALID`` window sweep gives the output length.
-
-    The caller has checked ``k <= D + pb + pe``. In ceil mode the last window may start in the
-    end padding or past it; the end pad is extended so that window exists (it then sees padding
-    only and the caller's fill-value rule applies).
-    """
-    padding = []
-    for size, k, s, (lo, hi) in zip(spatial, kernel, strides, pads):
-        out = output_length(size + lo + hi, k, s, ceil_mode)
-        reach = (out - 1) * s + k  # padded extent the last window reaches
-        padding.append((lo, max(hi, reach - size - lo)))
-    return tuple(padding)
 
 
 # Pooling with dilations and the rounding rules of MaxPool-8/-14 and ONNX MaxPool -------------

@@ -47,14 +47,15 @@ def checked_elements(op: str, what: str, shape: tuple[int, ...]) -> int:
     return math.prod(shape)
 
 
-def settled(out: jax.Array, nbytes: int) -> jax.Array:
-    """`out`, awaited when it is a concrete result and `nbytes` (the largest array the call
-    builds) is at least 256 MiB.
+def settled(out, nbytes: int):
+    """`out` (an array or a tuple of arrays), awaited when it is a concrete result and `nbytes`
+    (the largest array the call builds) is at least 256 MiB.
 
     An allocation that fails is then reported here as a Python exception
     (``jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED``) instead of aborting the process when
     the result is read. Traced results are returned as they are.
     """
-    if nbytes >= _AWAIT_BYTES and not isinstance(out, jax.core.Tracer):
-        out.block_until_ready()
+    leaves = jax.tree.leaves(out)
+    if nbytes >= _AWAIT_BYTES and not any(isinstance(a, jax.core.Tracer) for a in leaves):
+        jax.block_until_ready(out)
     return out

@@ -169,16 +169,17 @@ def default_cases() -> list[Case]:
 
     # ONNX ReduceMax: the operator page's examples, one per since-version, and its NaN rule.
     page = np.array([[[5, 1], [20, 2]], [[30, 1], [40, 2]], [[55, 1], [60, 2]]], f32)
-    for name, axes, keepdims, opset, expected in (
+    doc_examples: list[tuple[str, list[int] | None, int, int, list]] = [
             ("doc: do_not_keepdims, axes [1]", [1], 0, 18, [[20, 2], [40, 2], [60, 2]]),
             ("doc: keepdims, axes [1]", [1], 1, 13, [[[20, 2]], [[40, 2]], [[60, 2]]]),
             ("doc: default_axes_keepdims", None, 1, 18, [[[60]]]),
             ("doc: negative_axes_keepdims, axes [-2]", [-2], 1, 20,
-             [[[20, 2]], [[40, 2]], [[60, 2]]])):
+             [[[20, 2]], [[40, 2]], [[60, 2]]])]
+    for name, doc_axes, keepdims, opset, expected in doc_examples:
         cases.append(Case(
             "onnx.reduce_max", f"ReduceMax-{opset}", name, page,
-            partial(onnx.reduce_max, axes=axes, keepdims=keepdims, opset=opset),
-            partial(reduce_reference, axes=range(3) if axes is None else axes,
+            partial(onnx.reduce_max, axes=doc_axes, keepdims=keepdims, opset=opset),
+            partial(reduce_reference, axes=range(3) if doc_axes is None else doc_axes,
                     keep=bool(keepdims), rule="onnx"),
             expected=np.array(expected, f32)))
     cases.append(Case(
@@ -259,8 +260,8 @@ def run_case(case: Case, transforms: bool = True) -> Outcome:
 
         if np.issubdtype(data.dtype, np.floating) and np.isfinite(data).all():
             # integer cotangents keep every gradient sum exact
-            cotangent = (np.arange(expected.size) % 5 + 1).astype(data.dtype)
-            cotangent = cotangent.reshape(expected.shape)
+            cotangent = (np.arange(expected.size) % 5 + 1).astype(data.dtype).reshape(
+                expected.shape)
             grad = jax.jit(jax.grad(lambda v: jnp.sum(case.run(v) * cotangent)))(x)
             outcome.checks.append("grad")
             want = reference.vjp(data, cotangent)
