@@ -70,7 +70,8 @@ def measure(runs: list[Callable[[], Any]], *, warmup: int, min_reps: int, max_re
     finally:
         if gc_was_enabled:
             gc.enable()
-    return [(statistics.median(got), len(got), inner) for got, inner in zip(samples, inners)]
+    return [(statistics.median(got), len(got), inner)
+            for got, inner in zip(samples, inners, strict=True)]
 
 
 def to_numpy(out: Any) -> np.ndarray:

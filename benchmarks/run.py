@@ -419,7 +419,6 @@ def torch_call(make: Callable[[Any], Callable], names: tuple[str, ...] = ("x",))
 
 def torch_pool_grad(kernel, stride, pad, nsp: int) -> Build:
     def build(ctx: Ctx):
-        import torch
         import torch.nn.functional as F
 
         pool = F.max_pool2d if nsp == 2 else F.max_pool3d
@@ -718,11 +717,11 @@ def worker(backend: str, groups: list[str], quick: bool) -> None:
                 except Exception as e:  # noqa: BLE001
                     row["err"] = _error(e)
                     runs[-1] = None
-            built = [(row, run) for row, run in zip(rows, runs) if run is not None]
+            built = [(row, run) for row, run in zip(rows, runs, strict=True) if run is not None]
             try:
                 timings = _timing.measure([run for _, run in built], warmup=warmup,
                                           min_reps=min_reps, max_reps=max_reps, budget_s=budget)
-                for (row, run), (ms, n, inner) in zip(built, timings):
+                for (row, run), (ms, n, inner) in zip(built, timings, strict=True):
                     row.update(ms=ms, n=n, inner=inner)
                     if case.check:
                         row["digest"] = _timing.digest(run())
@@ -925,7 +924,7 @@ def render_text(rows: list[list[str]]) -> str:
 
     def line(cells):
         return "  ".join(c.rjust(w) if i in right else c.ljust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
 
     out = [line(COLUMNS), line(["-" * w for w in widths])]
     prev = None

@@ -144,7 +144,7 @@ def compile_cpu(node_factory: Callable[..., Any], *inputs: Any,
     if _CORE is None:
         _CORE = ov.Core()
     node, params, arrays = _build(node_factory, inputs)
-    fed = [a for item, a in zip(inputs, arrays) if not isinstance(item, Const)]
+    fed = [a for item, a in zip(inputs, arrays, strict=True) if not isinstance(item, Const)]
     model = ov.Model([node.output(i) for i in range(node.get_output_size())], params)
     compiled = _CORE.compile_model(model, "CPU", CPU_CONFIG if config is None else config)
     request = compiled.create_infer_request()

@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from functools import partial
 
 import jax
 import numpy as np
@@ -179,7 +180,7 @@ def _all_fuzz_cases():
 def _report_fuzz(start=0):
     """Child process: run the fuzz cases from `start`, one JSON line before and one after each
     call."""
-    for case_id, prefix, fn, kwargs in _all_fuzz_cases()[start:]:
+    for case_id, _, fn, kwargs in _all_fuzz_cases()[start:]:
         print(json.dumps({"start": case_id}), flush=True)
         try:
             fn(**kwargs)
@@ -259,11 +260,11 @@ def _pool_oracle(x, k, s, pb, pe, ceil):
     """MaxPool-1 on NaN-free float data with explicit pads (a loop over windows)."""
     low = np.finfo(x.dtype).min
     out_len = [((-(-(d + a + b - kk) // ss)) if ceil else (d + a + b - kk) // ss) + 1
-               for d, kk, ss, a, b in zip(x.shape[2:], k, s, pb, pe)]
+               for d, kk, ss, a, b in zip(x.shape[2:], k, s, pb, pe, strict=True)]
     out = np.full(x.shape[:2] + tuple(out_len), low, x.dtype)
     for idx in np.ndindex(*out_len):
         sl = tuple(slice(max(o * ss - a, 0), max(min(o * ss - a + kk, d), 0))
-                   for o, ss, a, kk, d in zip(idx, s, pb, k, x.shape[2:]))
+                   for o, ss, a, kk, d in zip(idx, s, pb, k, x.shape[2:], strict=True))
         win = x[(...,) + sl].reshape(x.shape[:2] + (-1,))
         if win.shape[-1]:
             out[(...,) + idx] = np.maximum(win.max(-1), low)
@@ -360,7 +361,8 @@ def test_64_bit_values_are_exact_with_x64():
             "onnx": float(onnx.reduce_max(np.array([-1e300, -2e300]), [0], keepdims=0)),
             "seg": np.asarray(ov.segment_max(d6, np.array([0, 0, 1, 1, 2, 2**32 + 1]), 4,
                                              fill_mode="ZERO")).tolist(),
-            "pool": int(ov.max_pool(np.full((1, 1, 2, 2), -2**40), kernel=2, strides=1)[0, 0, 0, 0]),
+            "pool": int(ov.max_pool(np.full((1, 1, 2, 2), -2**40), kernel=2,
+                                    strides=1)[0, 0, 0, 0]),
             # traced ids cannot be checked: out-of-range ones are dropped, never wrapped
             "traced": np.asarray(jax.jit(
                 lambda d, i: ov.segment_max(d, i, 4, fill_mode="ZERO"))(
@@ -479,13 +481,13 @@ def _pool_and_grad_oracle(x, k, s, pb, pe, ceil):
     the given stride (x: distinct finite values, so every window has one maximal element)."""
     low = np.finfo(x.dtype).min
     out_len = [((-(-(d + a + b - kk) // ss)) if ceil else (d + a + b - kk) // ss) + 1
-               for d, kk, ss, a, b in zip(x.shape[2:], k, s, pb, pe)]
+               for d, kk, ss, a, b in zip(x.shape[2:], k, s, pb, pe, strict=True)]
     out = np.full(x.shape[:2] + tuple(out_len), low, x.dtype)
     grad = np.zeros_like(x)
     for n, c in np.ndindex(*x.shape[:2]):
         for idx in np.ndindex(*out_len):
             inside = [range(max(o * ss - a, 0), min(o * ss - a + kk, d))
-                      for o, ss, a, kk, d in zip(idx, s, pb, k, x.shape[2:])]
+                      for o, ss, a, kk, d in zip(idx, s, pb, k, x.shape[2:], strict=True)]
             cells = list(itertools.product(*inside))
             if cells:
                 best = max(cells, key=lambda p: x[(n, c, *p)])
@@ -502,10 +504,10 @@ def test_large_strides_give_the_spec_windows():
         x = rng.permutation(np.prod(shape) * 2).astype(np.float32).reshape((1, 2, *shape)) - 7
         pb = [int(p) for p in rng.integers(0, 3, nsp)]
         pe = [int(p) for p in rng.integers(0, 3, nsp)]
-        k = [int(rng.integers(1, d + a + b + 1)) for d, a, b in zip(shape, pb, pe)]
+        k = [int(rng.integers(1, d + a + b + 1)) for d, a, b in zip(shape, pb, pe, strict=True)]
         s = [int(rng.choice([rng.integers(1, 4), rng.integers(d + a + b - kk, d + a + b + 4),
                              2**40]))
-             for d, a, b, kk in zip(shape, pb, pe, k)]
+             for d, a, b, kk in zip(shape, pb, pe, k, strict=True)]
         s = [max(v, 1) for v in s]
         ceil = bool(rng.integers(2))
         rounding = "ceil" if ceil else "floor"
@@ -513,8 +515,8 @@ def test_large_strides_give_the_spec_windows():
         got = ov.max_pool(x, kernel=k, strides=s, pads_begin=pb, pads_end=pe,
                           rounding_type=rounding)
         np.testing.assert_array_equal(got, want, err_msg=f"{shape} k{k} s{s} {pb} {pe} {ceil}")
-        got_grad = jax.grad(lambda v: ov.max_pool(v, kernel=k, strides=s, pads_begin=pb,
-                                                  pads_end=pe, rounding_type=rounding).sum())(x)
+        attrs = dict(kernel=k, strides=s, pads_begin=pb, pads_end=pe, rounding_type=rounding)
+        got_grad = jax.grad(lambda v, attrs=attrs: ov.max_pool(v, **attrs).sum())(x)
         np.testing.assert_array_equal(got_grad, want_grad)
 
 
@@ -529,9 +531,9 @@ def test_data_given_as_a_list_of_traced_values():
 
 def test_ragged_or_foreign_data_is_a_type_error():
     for data in ([[1.0], [2.0, 3.0]], np.array([1.0], np.longdouble), "abc", {"a": 1}):
-        for call in (lambda: ov.reduce_max(data, 0), lambda: onnx.reduce_max(data),
-                     lambda: ov.max_pool(data, kernel=1, strides=1),
-                     lambda: ov.segment_max(data, [0], fill_mode="ZERO")):
+        for call in (partial(ov.reduce_max, data, 0), partial(onnx.reduce_max, data),
+                     partial(ov.max_pool, data, kernel=1, strides=1),
+                     partial(ov.segment_max, data, [0], fill_mode="ZERO")):
             with pytest.raises(TypeError, match=r"^(ReduceMax-1|ONNX ReduceMax|MaxPool-1|"
                                                 r"SegmentMax-16): `data`"):
                 call()

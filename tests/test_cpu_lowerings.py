@@ -1,7 +1,7 @@
 """ReduceMax's CPU fold (leading axes only, >= 32768 kept elements per row) under transforms.
 
 The other transform tests use small inputs, which take XLA's own reduction; these inputs are
-large enough to take the fold (``core._folds``), checked against NumPy-computed expectations.
+large enough to take the fold (``core._folds_rows``), checked against NumPy-computed expectations.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ SHAPE = (4, 2, 20000)  # axes (0,): rows of 40000 kept elements
 
 
 def test_these_inputs_take_the_fold():
-    assert core._folds(SHAPE, (0,))
-    assert not core._folds(SHAPE, (0, 1))  # 20000 kept elements: XLA's reduction
-    assert not core._folds(SHAPE, (1,))
+    assert core._folds_rows(SHAPE, (0,))
+    assert not core._folds_rows(SHAPE, (0, 1))  # 20000 kept elements: XLA's reduction
+    assert not core._folds_rows(SHAPE, (1,))
 
 
 @pytest.mark.parametrize("flavour", ["openvino", "onnx"])

@@ -56,7 +56,7 @@ def _table(text: str) -> list[dict[str, str]]:
             break
         cells = re.split(r"\s{2,}", line.strip())
         assert len(cells) == len(COLUMNS), line
-        rows.append(dict(zip(COLUMNS, cells)))
+        rows.append(dict(zip(COLUMNS, cells, strict=True)))
     return rows
 
 
@@ -169,7 +169,8 @@ def test_a_crash_is_reported_not_raised():
 
 
 def test_the_numpy_references_reproduce_the_spec_examples():
-    # The loops in tour_references.py are the oracle: on every case with values copied from a spec text
+    # The loops in tour_references.py are the oracle: on every case with values copied from a
+    # spec text
     # they must give those values (independently of jaxmax).
     checked = 0
     for case in tour.default_cases():
@@ -189,4 +190,5 @@ def test_reference_gradient_routing():
                                  pads_begin=[0, 0], pads_end=[0, 0], rounding="floor",
                                  auto_pad="explicit")
     cotangent = np.array([4, 6]).reshape(1, 1, 2, 1)
-    np.testing.assert_array_equal(pooled.vjp(data[None, None], cotangent), [[[[4, 0, 0], [6, 0, 0]]]])
+    np.testing.assert_array_equal(pooled.vjp(data[None, None], cotangent),
+                                  [[[[4, 0, 0], [6, 0, 0]]]])

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers import is_float, lowest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -44,18 +45,6 @@ FLOAT_DTYPES = (np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.fl
 # ----------------------------------------------------------------------------- oracle
 
 
-def is_float(dtype) -> bool:
-    return np.dtype(dtype).kind not in "iu"
-
-
-def lowest(dtype):
-    """lowest(T): most negative finite value; iinfo.min for integers (0 when unsigned)."""
-    dtype = np.dtype(dtype)
-    if dtype.kind in "iu":
-        return np.iinfo(dtype).min
-    return ml_dtypes.finfo(dtype).min
-
-
 def x64_for(dtype):
     """64-bit dtypes need jax_enable_x64 (else jnp.asarray would narrow them)."""
     return jax.enable_x64(True) if np.dtype(dtype).itemsize == 8 else contextlib.nullcontext()
@@ -68,7 +57,7 @@ def ceil_div(a: int, b: int) -> int:
 def resolve_pads(spatial, kernel, strides, pads_begin, pads_end, auto_pad):
     """(begin, end) pads per spatial axis after auto_pad (SEMANTICS.md, MaxPool-1)."""
     pads = []
-    for i, (d, k, s) in enumerate(zip(spatial, kernel, strides)):
+    for i, (d, k, s) in enumerate(zip(spatial, kernel, strides, strict=True)):
         if auto_pad in ("explicit", None):
             pads.append((pads_begin[i], pads_end[i]))
         elif auto_pad == "valid":
@@ -90,7 +79,7 @@ def expected_shape(shape, kernel, strides, pads_begin, pads_end, rounding_type, 
     pads = resolve_pads(spatial, kernel, strides, pads_begin, pads_end, auto_pad)
     return tuple(shape[:2]) + tuple(
         out_length(d + b + e, k, s, rounding_type)
-        for d, k, s, (b, e) in zip(spatial, kernel, strides, pads))
+        for d, k, s, (b, e) in zip(spatial, kernel, strides, pads, strict=True))
 
 
 def oracle(x, kernel, strides, pads_begin=None, pads_end=None, rounding_type="floor",
@@ -113,7 +102,7 @@ def oracle(x, kernel, strides, pads_begin=None, pads_end=None, rounding_type="fl
     empty_windows = 0
     for pos in np.ndindex(*out_shape[2:]):
         ranges = []
-        for o, k, s, (b, _), d in zip(pos, kernel, strides, pads, spatial):
+        for o, k, s, (b, _), d in zip(pos, kernel, strides, pads, spatial, strict=True):
             start = o * s - b  # window start in input coordinates
             ranges.append(range(max(start, 0), min(start + k, d)))
         if any(len(r) == 0 for r in ranges):
@@ -200,7 +189,8 @@ def run_jaxmax_jit(items):
     kws = [kw for _, kw in items]
     wide = any(np.dtype(x.dtype).itemsize == 8 for x in xs)
     with jax.enable_x64(True) if wide else contextlib.nullcontext():
-        outs = jax.jit(lambda xs: [jov.max_pool(x, **kw) for x, kw in zip(xs, kws)])(xs)
+        outs = jax.jit(
+            lambda xs: [jov.max_pool(x, **kw) for x, kw in zip(xs, kws, strict=True)])(xs)
         return [np.asarray(o) for o in outs]
 
 
@@ -272,7 +262,7 @@ def test_oracle_grid(dtype):
         shape, kwargs = random_config(rng, rank, auto_pad, rounding_type)
         # Every other float case is NaN-free (the implementation has a NaN-free fast path).
         items.append((make_data(rng, shape, dtype, specials=bool((di + mi) % 2)), kwargs))
-    for (x, kwargs), out in zip(items, run_jaxmax_jit(items)):
+    for (x, kwargs), out in zip(items, run_jaxmax_jit(items), strict=True):
         check_against_oracle(x, kwargs, out)
 
 
@@ -355,13 +345,13 @@ def _has_property(prop, shape, kwargs, empty):
         return empty > 0
     if prop == "past":  # the last window ends beyond the padded input
         return any((o - 1) * s + k > d + b + e
-                   for o, k, s, d, (b, e) in zip(out, kernel, strides, spatial, pads))
+                   for o, k, s, d, (b, e) in zip(out, kernel, strides, spatial, pads, strict=True))
     if prop == "odd":
         return any((b + e) % 2 == 1 for b, e in pads)
     if prop == "stride>kernel":
-        return all(s > k for s, k in zip(strides, kernel))
+        return all(s > k for s, k in zip(strides, kernel, strict=True))
     if prop == "k==padded":
-        return all(k == d + b + e for k, d, (b, e) in zip(kernel, spatial, pads))
+        return all(k == d + b + e for k, d, (b, e) in zip(kernel, spatial, pads, strict=True))
     return True
 
 
@@ -373,7 +363,7 @@ def test_corner_cases(name):
     i = sorted(CORNERS).index(name)
     dtypes = {np.dtype(np.float32), [d for d in GRID_DTYPES if d != np.float32][i % 8]}
     xs = [make_data(rng, shape, dtype, specials=True) for dtype in sorted(dtypes, key=str)]
-    for x, out in zip(xs, run_jaxmax_jit([(x, kwargs) for x in xs])):
+    for x, out in zip(xs, run_jaxmax_jit([(x, kwargs) for x in xs]), strict=True):
         dtype = x.dtype
         expected, empty = check_against_oracle(x, kwargs, out)
         assert _has_property(prop, shape, kwargs, empty), f"case {name} lost its property"
@@ -473,9 +463,9 @@ def test_against_openvino_reference(dtype, rank):
     rng, configs = _ov_configs(5000 + OV_CASES.index((dtype.name, rank)), rank, count)
     xs = [make_data(rng, shape, dtype, specials=bool(i % 3)) for i, (shape, _) in
           enumerate(configs)]
-    outs = run_jaxmax_jit([(x, kw) for x, (_, kw) in zip(xs, configs)])
+    outs = run_jaxmax_jit([(x, kw) for x, (_, kw) in zip(xs, configs, strict=True)])
     failures = []
-    for x, (shape, kwargs), out in zip(xs, configs, outs):
+    for x, (shape, kwargs), out in zip(xs, configs, outs, strict=True):
         want_shape = expected_shape(shape, **{k: kwargs[k] for k in (
             "kernel", "strides", "pads_begin", "pads_end", "rounding_type", "auto_pad")})
         reference = ov_evaluate(x, **kwargs)
@@ -519,7 +509,8 @@ def test_output_shape_matches_formula_and_openvino_shape_inference(config):
     spatial = shape[2:]
     pads = resolve_pads(spatial, kwargs["kernel"], kwargs["strides"], kwargs["pads_begin"],
                         kwargs["pads_end"], kwargs["auto_pad"])
-    valid = all(k <= d + b + e for k, d, (b, e) in zip(kwargs["kernel"], spatial, pads))
+    valid = all(k <= d + b + e
+                for k, d, (b, e) in zip(kwargs["kernel"], spatial, pads, strict=True))
     spec = jax.ShapeDtypeStruct(shape, jnp.float32)
     if valid:
         ours = jax.eval_shape(lambda x: jov.max_pool(x, **kwargs), spec).shape

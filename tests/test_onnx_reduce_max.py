@@ -25,6 +25,7 @@ import numpy as np
 import onnx
 import onnx.backend.test
 import pytest
+from helpers import assert_same, is_float
 from onnx import AttributeProto, TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
@@ -62,10 +63,6 @@ def version_of(opset: int) -> int:
 
 def np_dtype(name: str) -> np.dtype:
     return np.dtype(BF16) if name == "bfloat16" else np.dtype(name)
-
-
-def is_float(dtype) -> bool:
-    return bool(jnp.issubdtype(dtype, jnp.floating))
 
 
 # --------------------------------------------------------------------------------------------
@@ -108,7 +105,7 @@ def oracle_reduce_max(x, axes=None, keepdims=1, noop_with_empty_axes=0):
         saw_nan = False
         for red_idx in itertools.product(*(range(x.shape[i]) for i in reduced)):
             idx = list(out_idx)
-            for axis, j in zip(reduced, red_idx):
+            for axis, j in zip(reduced, red_idx, strict=True):
                 idx[axis] = j
             value = x[tuple(idx)]
             if boolean:
@@ -121,17 +118,6 @@ def oracle_reduce_max(x, axes=None, keepdims=1, noop_with_empty_axes=0):
     if not keepdims:
         out = out.reshape(tuple(d for i, d in enumerate(x.shape) if i not in reduced))
     return out
-
-
-def assert_same(actual, expected, context=""):
-    """Exact equality of dtype, shape and values (NaN equals NaN)."""
-    actual = np.asarray(actual)
-    expected = np.asarray(expected)
-    assert actual.dtype == expected.dtype, f"{context}: dtype {actual.dtype} != {expected.dtype}"
-    assert actual.shape == expected.shape, f"{context}: shape {actual.shape} != {expected.shape}"
-    if is_float(expected.dtype):  # float16/bfloat16/float32 are exact in float64
-        actual, expected = actual.astype(np.float64), expected.astype(np.float64)
-    np.testing.assert_array_equal(actual, expected, err_msg=context)
 
 
 def x64_if_needed(*dtype_names):
@@ -185,7 +171,8 @@ def oracle_for(x, case):
 # --------------------------------------------------------------------------------------------
 
 def build_model(case, dtype_name, shape):
-    """A one-node ReduceMax model for `case["opset"]`: axes an attribute before 18, an input from 18."""
+    """A one-node ReduceMax model for `case["opset"]`: axes an attribute before 18, an input
+    from 18."""
     opset = case["opset"]
     elem = helper.np_dtype_to_tensor_dtype(np_dtype(dtype_name))
     inputs = [helper.make_tensor_value_info("data", elem, list(shape))]
@@ -202,7 +189,8 @@ def build_model(case, dtype_name, shape):
         if case["noop"] is not None:
             attrs.append(helper.make_attribute("noop_with_empty_axes", int(case["noop"])))
         if axes_list is not None:
-            inputs.append(helper.make_tensor_value_info("axes", TensorProto.INT64, [len(axes_list)]))
+            inputs.append(
+                helper.make_tensor_value_info("axes", TensorProto.INT64, [len(axes_list)]))
             node_inputs.append("axes")
     node = helper.make_node("ReduceMax", node_inputs, ["reduced"])
     node.attribute.extend(attrs)
@@ -418,7 +406,8 @@ def test_rank_0(dtype_name):
     for axes in (None, [], (), np.zeros(0, np.int64)):
         for keepdims in (0, 1):
             assert_same(jonnx.reduce_max(x, axes, keepdims=keepdims), x)
-        assert_same(jonnx.reduce_max(x, axes, noop_with_empty_axes=1, opset=18 if dt != np.bool_ else 20), x)
+        opset = 18 if dt != np.bool_ else 20
+        assert_same(jonnx.reduce_max(x, axes, noop_with_empty_axes=1, opset=opset), x)
     if is_float(dt):
         nan = np.array(NAN, dt)
         assert_same(jonnx.reduce_max(nan, None), nan)
@@ -487,7 +476,8 @@ def test_keepdims_shapes_by_hand():
 def test_jit_equals_eager_and_oracle():
     rng = np.random.default_rng(5)
     x = make_data(rng, (3, 4, 2), "float32")
-    f = jax.jit(jonnx.reduce_max, static_argnames=("axes", "keepdims", "noop_with_empty_axes", "opset"))
+    f = jax.jit(jonnx.reduce_max,
+                static_argnames=("axes", "keepdims", "noop_with_empty_axes", "opset"))
     for axes in (None, (0,), (-1, 0), ()):
         for keepdims in (0, 1):
             expected = oracle_reduce_max(x, axes, keepdims)
@@ -818,7 +808,7 @@ def test_backend_node_case(name):
     opset = _model_opset(model)
     assert data_sets
     for inputs, outputs in data_sets:
-        values = dict(zip([n for n in node.input if n], inputs))
+        values = dict(zip([n for n in node.input if n], inputs, strict=True))
         data = values[node.input[0]]
         if len(node.input) > 1 and node.input[1]:
             axes = values[node.input[1]]  # an input from opset 18 on

@@ -1,4 +1,5 @@
-"""OpenVINO ``ReduceMax-1`` and ``ReduceLogicalOr-1``: jaxmax.openvino.reduce_max / reduce_logical_or.
+"""OpenVINO ``ReduceMax-1`` and ``ReduceLogicalOr-1``: jaxmax.openvino.reduce_max and
+reduce_logical_or.
 
 Three kinds of evidence (SEMANTICS.md sections 1-3):
 
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -39,9 +41,10 @@ import ml_dtypes
 import numpy as np
 import openvino.opset1 as ops
 import pytest
+from helpers import assert_same, is_float, lowest
+from ov_reference import Const, Unsupported, compile_cpu, evaluate
 
 from jaxmax import openvino as jov
-from ov_reference import Const, Unsupported, compile_cpu, evaluate
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOATS = (np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64))
@@ -53,20 +56,12 @@ REDUCE_MAX = "ReduceMax-1"
 REDUCE_OR = "ReduceLogicalOr-1"
 
 
+def _with_keep(factory, keep, data, axes):
+    """An OpenVINO node factory with `keep_dims` bound (for compile_cpu)."""
+    return factory(data, axes, keep)
+
 def ids(dtype) -> str:
     return np.dtype(dtype).name
-
-
-def is_float(dtype) -> bool:
-    return np.dtype(dtype) in FLOATS
-
-
-def lowest(dtype):
-    """The most negative finite value (0 for unsigned), as a Python number."""
-    dtype = np.dtype(dtype)
-    if is_float(dtype):
-        return float(ml_dtypes.finfo(dtype).min)
-    return int(np.iinfo(dtype).min)
 
 
 def x64_for(*dtypes):
@@ -110,9 +105,9 @@ def _fold(x: np.ndarray, axes: tuple[int, ...], keep_dims: bool, step, start) ->
             acc = start
             for r in np.ndindex(*red_shape):
                 index = [0] * x.ndim
-                for d, i in zip(kept, o):
+                for d, i in zip(kept, o, strict=True):
                     index[d] = i
-                for d, i in zip(axes, r):
+                for d, i in zip(axes, r, strict=True):
                     index[d] = i
                 acc = step(acc, values[tuple(index)])
             result[o] = acc
@@ -148,18 +143,6 @@ def oracle_reduce_or(x, axes, keep_dims=False):
     if not axes:
         return x.copy()
     return _fold(x, axes, keep_dims, lambda acc, v: bool(acc or v), False)
-
-
-def assert_same(actual, expected):
-    """Exact equality of dtype, shape and values (NaN equals NaN)."""
-    actual = np.asarray(actual)
-    expected = np.asarray(expected)
-    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
-    assert actual.shape == expected.shape, (actual.shape, expected.shape)
-    if is_float(expected.dtype):  # exact widening, so NaN handling works for 16-bit types too
-        np.testing.assert_array_equal(actual.astype(np.float64), expected.astype(np.float64))
-    else:
-        np.testing.assert_array_equal(actual, expected)
 
 
 def run_max(x, axes, keep_dims=False):
@@ -328,7 +311,8 @@ def test_size_zero_dims(dtype):
 
 def test_empty_axes_is_identity():
     x = np.array([[np.nan, -np.inf, np.inf], [-3.4028235e38, 0.0, 2.0]], np.float32)
-    for axes in ([], (), np.array([], np.int64), np.zeros((0,), np.int32), jnp.array([], jnp.int32)):
+    for axes in ([], (), np.array([], np.int64), np.zeros((0,), np.int32),
+                 jnp.array([], jnp.int32)):
         for keep in (False, True):
             got = run_max(x, axes, keep)
             assert_same(got, x)
@@ -580,7 +564,7 @@ def test_cpu_plugin_agrees_on_plain_data():
                 # float32, e.g. 1160084780 -> 1160084736; keep |x| <= 2**24, where that is exact.
                 x = (x // 256).astype(np.int32)
             factory = ops.reduce_logical_or if dtype == np.bool_ else ops.reduce_max
-            (cpu,) = compile_cpu(lambda d, a: factory(d, a, keep), x,
+            (cpu,) = compile_cpu(partial(_with_keep, factory, keep), x,
                                  Const(np.asarray(axes, np.int64)))
             got = run_or(x, axes, keep) if dtype == np.bool_ else run_max(x, axes, keep)
             assert_same(got, cpu)

@@ -17,12 +17,14 @@ windows (raised outputs), float16 values whose float16 sum would overflow, and c
 from __future__ import annotations
 
 import itertools
+from functools import partial
 
 import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers import lowest as _lowest
 from jax import lax
 
 from jaxmax._src import pool_phase
@@ -54,20 +56,15 @@ CASES = {
 FLOATS = [np.float32, np.float16, ml_dtypes.bfloat16]
 
 
-def _lowest(dtype):
-    info = np.iinfo(dtype) if np.issubdtype(dtype, np.integer) else ml_dtypes.finfo(dtype)
-    return np.array(info.min, dtype)
-
-
 def _windows(shape, window, strides, padding):
     out_shape = tuple((d + lo + hi - k) // s + 1
-                      for d, k, s, (lo, hi) in zip(shape, window, strides, padding))
+                      for d, k, s, (lo, hi) in zip(shape, window, strides, padding, strict=True))
     for out_idx in np.ndindex(*out_shape):
         reads = []
         for offsets in itertools.product(*(range(k) for k in window)):
             pos = tuple(o * s + j - lo for o, s, j, (lo, _) in
-                        zip(out_idx, strides, offsets, padding))
-            if all(0 <= p < d for p, d in zip(pos, shape)):
+                        zip(out_idx, strides, offsets, padding, strict=True))
+            if all(0 <= p < d for p, d in zip(pos, shape, strict=True)):
                 reads.append(pos)
         yield out_idx, reads, out_shape
 
@@ -172,8 +169,8 @@ def test_check_data_vmap_and_forward_mode(name):
                    for kind in ("clean", "special", "raised")])
     want = np.stack([np_lowest_rule(x, window, strides, padding) for x in xs])
     for check_data in (False, True):
-        pool = jax.vmap(lambda v: pool_phase.max_pool_at_least_lowest(
-            v, window, strides, padding, check_data=check_data))
+        pool = jax.vmap(partial(pool_phase.max_pool_at_least_lowest, window=window,
+                                strides=strides, padding=padding, check_data=check_data))
         np.testing.assert_array_equal(jax.jit(pool)(xs), want)
     # forward mode: the tangent is the oracle's Jacobian (rows from reduce_window's pullback,
     # one per output) applied to t; integer tangents keep every sum exact

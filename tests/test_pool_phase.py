@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import given, settings, HealthCheck
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jax import lax
 from jax.test_util import check_grads
@@ -47,7 +47,7 @@ def _reduce_window(x, window, strides, padding):
 
 def _out_shape(shape, window, strides, padding):
     return tuple(max(0, (d + lo + hi - k) // s + 1)
-                 for d, k, s, (lo, hi) in zip(shape, window, strides, padding))
+                 for d, k, s, (lo, hi) in zip(shape, window, strides, padding, strict=True))
 
 
 def _windows(shape, window, strides, padding):
@@ -57,8 +57,8 @@ def _windows(shape, window, strides, padding):
         reads = []
         for offsets in itertools.product(*(range(k) for k in window)):
             pos = tuple(o * s + j - lo for o, s, j, (lo, _) in
-                        zip(out_idx, strides, offsets, padding))
-            inside = all(0 <= p < d for p, d in zip(pos, shape))
+                        zip(out_idx, strides, offsets, padding, strict=True))
+            inside = all(0 <= p < d for p, d in zip(pos, shape, strict=True))
             reads.append(pos if inside else None)
         yield out_idx, reads
 
@@ -145,7 +145,7 @@ def _check_values(shape, window, strides, padding, seed, dtypes=DTYPES, special=
     xs = [_data(rng, shape, dt, special=special) for dt in dtypes]
     both = jax.jit(lambda xs: [(pool_phase.max_pool(x, window, strides, padding),
                                 _reduce_window(x, window, strides, padding)) for x in xs])
-    for x, (got, want) in zip(xs, both(xs)):
+    for x, (got, want) in zip(xs, both(xs), strict=True):
         assert got.dtype == x.dtype and got.shape == want.shape, (x.dtype, got.shape, want.shape)
         _assert_equal(got, want, err_msg=str(x.dtype))
         if numpy_oracle:
@@ -204,14 +204,14 @@ def test_nan_inf_and_all_minus_inf_windows():
                  np.float32)
     for k, s, pads in [(2, 1, (1, 1)), (3, 2, (2, 4)), (1, 1, (3, 0)), (4, 3, (0, 5))]:
         window, strides, padding = _nc((k,), (s,), (pads,))
-        got, want = jax.jit(lambda v: (pool_phase.max_pool(v, window, strides, padding),
-                                       _reduce_window(v, window, strides, padding)))(x)
+        got, want = jax.jit(lambda v, w=window, s=strides, p=padding: (
+            pool_phase.max_pool(v, w, s, p), _reduce_window(v, w, s, p)))(x)
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(got, np_max_pool(x, window, strides, padding))
     # a window that sees padding only gives the identity, for every dtype
     xs = [np.ones((1, 1, 2), dt) for dt in DTYPES]
     got = jax.jit(lambda xs: [pool_phase.max_pool(v, *_nc((2,), (2,), ((0, 4),))) for v in xs])(xs)
-    for g, x in zip(got, xs):
+    for g, x in zip(got, xs, strict=True):
         _assert_equal(g, np.array([[[1, _identity(x.dtype), _identity(x.dtype)]]], x.dtype))
 
 
@@ -277,7 +277,8 @@ def _all_grads(xs, ct, window, strides, padding, with_reduce_window=True):
     pools = dict(POOLS, reduce_window=_reduce_window) if with_reduce_window else POOLS
 
     def grads(xs):
-        return {name: [jax.grad(lambda v: jnp.vdot(pool(v, window, strides, padding), ct))(x)
+        return {name: [jax.grad(lambda v, pool=pool: jnp.vdot(pool(v, window, strides, padding),
+                                                              ct))(x)
                        for x in xs] for name, pool in pools.items()}
 
     return jax.jit(grads)(xs)
@@ -357,7 +358,9 @@ def test_jvp_gathers_the_selected_tangent():
     rng = np.random.default_rng(9)
     x = rng.integers(-1, 2, shape).astype(np.float32)  # heavy ties
     t = rng.integers(-50, 50, shape).astype(np.float32)
-    f = lambda v: pool_phase.max_pool(v, window, strides, padding)
+    def f(v):
+        return pool_phase.max_pool(v, window, strides, padding)
+
     y, ty = jax.jit(lambda v, dv: jax.jvp(f, (v,), (dv,)))(x, t)
     np.testing.assert_array_equal(y, np_max_pool(x, window, strides, padding))
     # oracle: the tangent of the element select_and_scatter would choose (zero for padding)
@@ -369,7 +372,9 @@ def test_jvp_gathers_the_selected_tangent():
     # forward and reverse mode agree (one-hot rows; exact)
     small = GRAD_CASES["stem_k3_s2_p1"]
     xs = rng.integers(-1, 2, small[0]).astype(np.float32)
-    g = lambda v: pool_phase.max_pool(v, *small[1:])
+    def g(v):
+        return pool_phase.max_pool(v, *small[1:])
+
     jac_fwd, jac_rev = jax.jit(lambda v: (jax.jacfwd(g)(v), jax.jacrev(g)(v)))(xs)
     np.testing.assert_array_equal(jac_fwd, jac_rev)
 
@@ -380,7 +385,9 @@ def test_jit_equals_eager_and_vmap_equals_loop():
     rng = np.random.default_rng(13)
     window, strides, padding = _nc((3, 2), (2, 2), ((1, 1), (0, 1)))
     x = rng.integers(-3, 3, (3, 2, 2, 7, 6)).astype(np.float32)  # leading axis: vmapped
-    f = lambda v: pool_phase.max_pool(v, window, strides, padding)
+    def f(v):
+        return pool_phase.max_pool(v, window, strides, padding)
+
     loop = np.stack([np_max_pool(v, window, strides, padding) for v in x])
     np.testing.assert_array_equal(f(x[0]), loop[0])  # eager
     np.testing.assert_array_equal(jax.jit(jax.vmap(f))(x), loop)
@@ -391,7 +398,7 @@ def test_jit_equals_eager_and_vmap_equals_loop():
     ct = rng.integers(-3, 4, loop.shape[1:]).astype(np.float32)
     t = rng.integers(-9, 9, x.shape).astype(np.float32)
     for pool in POOLS.values():
-        grad = jax.grad(lambda v: jnp.vdot(pool(v, window, strides, padding), ct))
+        grad = jax.grad(lambda v, pool=pool: jnp.vdot(pool(v, window, strides, padding), ct))
         got = jax.jit(jax.vmap(grad))(x)
         for i in range(x.shape[0]):
             np.testing.assert_array_equal(got[i], np_grad(x[i], ct, window, strides, padding))
@@ -414,7 +421,8 @@ def test_traced_under_outer_jit_with_static_geometry():
 
 
 def test_sharded_input_gives_the_unsharded_answer():
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     mesh = Mesh(np.array(jax.devices()[:8]).reshape(4, 2), ("n", "h"))
     window, strides, padding = _nc((3, 3), (2, 2), ((1, 1), (1, 0)))

@@ -14,7 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
 from jax.test_util import check_grads
 
 from jaxmax import onnx
@@ -73,16 +74,15 @@ def _scatter(x, indices, ct):
     return out.reshape(x.shape)
 
 
-@pytest.mark.parametrize("name", sorted(OV_CASES))
-def test_openvino_jit_vmap_and_gradient_at_the_indices(name):
-    case = OV_CASES[name]
-    x = _distinct(case["shape"], 1)
-    fn = _ov(case)
+def _check_transforms(fn, x, other, scatter_indices):
+    """jit equals eager, vmap equals a loop, the gradient of the values is the cotangent
+    scattered at `scatter_indices(x)` (row-major flat indices over the whole input), and
+    ``check_grads`` passes."""
     values, indices = fn(x)
     jv, ji = jax.jit(fn)(x)
     np.testing.assert_array_equal(jv, values)
     np.testing.assert_array_equal(ji, indices)
-    batch = np.stack([x, _distinct(case["shape"], 2)])
+    batch = np.stack([x, other])
     bv, bi = jax.vmap(fn)(batch)
     for b in range(2):
         lv, li = fn(batch[b])
@@ -91,7 +91,7 @@ def test_openvino_jit_vmap_and_gradient_at_the_indices(name):
     # integer cotangents: their sums are exact in any order, so the comparison can be exact
     ct = np.random.default_rng(3).integers(1, 5, values.shape).astype(np.float32)
     grad = jax.grad(lambda v: jnp.sum(fn(v)[0] * ct))(x)
-    np.testing.assert_array_equal(grad, _scatter(x, _ov_full_indices(case, x), ct))
+    np.testing.assert_array_equal(grad, _scatter(x, scatter_indices(x), ct))
     _check_grads_in_float64(lambda v: fn(v)[0], x)
 
 
@@ -102,28 +102,21 @@ def _check_grads_in_float64(fn, x):
         check_grads(fn, (x.astype(np.float64),), order=1, modes=("fwd", "rev"), eps=1e-3)
 
 
+@pytest.mark.parametrize("name", sorted(OV_CASES))
+def test_openvino_jit_vmap_and_gradient_at_the_indices(name):
+    case = OV_CASES[name]
+    _check_transforms(_ov(case), _distinct(case["shape"], 1), _distinct(case["shape"], 2),
+                      lambda x: _ov_full_indices(case, x))
+
+
 @pytest.mark.parametrize("name", sorted(ONNX_CASES))
 def test_onnx_jit_vmap_and_gradient_at_the_indices(name):
     case = ONNX_CASES[name]
-    x = _distinct(case["shape"], 4)
-    fn = _onnx(case)
-    y, indices = fn(x)
-    jy, ji = jax.jit(fn)(x)
-    np.testing.assert_array_equal(jy, y)
-    np.testing.assert_array_equal(ji, indices)
-    batch = np.stack([x, _distinct(case["shape"], 5)])
-    by, bi = jax.vmap(fn)(batch)
-    for b in range(2):
-        ly, li = fn(batch[b])
-        np.testing.assert_array_equal(by[b], ly)
-        np.testing.assert_array_equal(bi[b], li)
-    ct = np.random.default_rng(6).integers(1, 5, y.shape).astype(np.float32)
-    grad = jax.grad(lambda v: jnp.sum(fn(v)[0] * ct))(x)
-    if case.get("storage_order"):  # the scatter needs row-major flat indices
-        row_major = {k: v for k, v in case.items() if k not in ("shape", "storage_order")}
-        indices = onnx.max_pool(x, return_indices=True, **row_major)[1]
-    np.testing.assert_array_equal(grad, _scatter(x, np.asarray(indices), ct))
-    _check_grads_in_float64(lambda v: fn(v)[0], x)
+    # the scatter needs row-major flat indices
+    row_major = {k: v for k, v in case.items() if k not in ("shape", "storage_order")}
+    _check_transforms(_onnx(case), _distinct(case["shape"], 4), _distinct(case["shape"], 5),
+                      lambda x: np.asarray(onnx.max_pool(x, return_indices=True,
+                                                         **row_major)[1]))
 
 
 def test_onnx_gradient_routes_to_the_first_nan_and_the_first_minus_inf():
@@ -176,7 +169,7 @@ def test_sharded_pools_give_the_unsharded_answer(axis_type):
         want = fn(x)
         for run in (fn, jax.jit(fn)):
             got = run(xs)
-            for g, w in zip(got, want):
+            for g, w in zip(got, want, strict=True):
                 np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
                 if axis_type == AxisType.Explicit:
                     assert tuple(g.sharding.spec)[:2] == ("a", "b"), g.sharding.spec

@@ -23,6 +23,8 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers import assert_same as _assert_same
+from helpers import lowest as _lowest
 
 from jaxmax import openvino as jov
 
@@ -35,14 +37,6 @@ OP = "SegmentMax-16"
 
 def _is_int(dtype) -> bool:
     return np.dtype(dtype).kind in "iu"
-
-
-def _lowest(dtype):
-    """lowest(T): the most negative finite value; 0 for unsigned integers."""
-    dtype = np.dtype(dtype)
-    if _is_int(dtype):
-        return np.array(np.iinfo(dtype).min, dtype)
-    return np.array(ml_dtypes.finfo(dtype).min, dtype)
 
 
 def _highest(dtype):
@@ -83,16 +77,6 @@ def _oracle(data, segment_ids, num_segments, fill_mode) -> np.ndarray:
                     acc = x
             out[seg, col] = acc
     return out.reshape((count,) + data.shape[1:])
-
-
-def _assert_same(actual, expected):
-    actual = np.asarray(actual)
-    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
-    assert actual.shape == expected.shape, (actual.shape, expected.shape)
-    if _is_int(expected.dtype):
-        np.testing.assert_array_equal(actual, expected)
-    else:  # float64 holds every f16/bf16/f32 value exactly; NaN == NaN here
-        np.testing.assert_array_equal(actual.astype(np.float64), expected.astype(np.float64))
 
 
 def _x64(dtype):
@@ -434,7 +418,7 @@ _PLUGIN_CONFIGS = [
     (data_type, ids_type, with_ns, rank)
     for data_type in ("float32", "int32")
     for (ids_type, with_ns), rank in zip(
-        itertools.product(("int32", "int64"), (False, True)), (1, 2, 3, 2))
+        itertools.product(("int32", "int64"), (False, True)), (1, 2, 3, 2), strict=True)
 ]
 _PLUGIN_CASES_PER_CONFIG = 30   # 8 configurations x 30 cases x 2 fill modes -> 480 comparisons
 _PLUGIN_ROWS = 12               # one data shape and one segment count (6) per rank: jaxmax

@@ -14,10 +14,11 @@ import itertools
 import math
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+from helpers import assert_same, lowest
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
@@ -29,11 +30,6 @@ INF = np.inf
 # --------------------------------------------------------------------------------------------
 # NumPy oracles
 # --------------------------------------------------------------------------------------------
-
-def lowest(dtype):
-    return np.array(jnp.finfo(dtype).min if jnp.issubdtype(dtype, jnp.floating)
-                    else jnp.iinfo(dtype).min, dtype)
-
 
 def oracle_ov_reduce_max(x, axes, keep_dims=False):
     """ReduceMax-1: max(lowest(T), the non-NaN elements of the slice)."""
@@ -50,13 +46,14 @@ def oracle_ov_max_pool(x, kernel, strides, pads_begin, pads_end, rounding_type="
     """MaxPool-1 over explicit pads by a loop over windows (kernel etc. per spatial axis)."""
     spatial = x.shape[2:]
     out_shape = []
-    for size, k, s, lo, hi in zip(spatial, kernel, strides, pads_begin, pads_end):
+    for size, k, s, lo, hi in zip(spatial, kernel, strides, pads_begin, pads_end, strict=True):
         span = size + lo + hi - k
         out_shape.append((-(-span // s) if rounding_type == "ceil" else span // s) + 1)
     out = np.empty(x.shape[:2] + tuple(out_shape), x.dtype)
     for idx in np.ndindex(*out_shape):
         sl = tuple(slice(max(i * s - lo, 0), max(min(i * s - lo + k, size), 0))
-                   for i, size, k, s, lo in zip(idx, spatial, kernel, strides, pads_begin))
+                   for i, size, k, s, lo
+                   in zip(idx, spatial, kernel, strides, pads_begin, strict=True))
         win = x[(slice(None), slice(None)) + sl].reshape(x.shape[0], x.shape[1], -1)
         win = np.where(np.isnan(win), -INF, win.astype(np.float64))
         m = np.max(win, axis=-1, initial=-INF)
@@ -115,13 +112,6 @@ def shard(x, mesh, spec):
     for dim in split:  # every split axis is cut into more than one piece
         assert len({s.index[dim].indices(x.shape[dim]) for s in arr.addressable_shards}) > 1
     return arr
-
-
-def assert_same(actual, expected):
-    actual = np.asarray(actual)
-    assert actual.dtype == expected.dtype and actual.shape == expected.shape, \
-        (actual.dtype, actual.shape, expected.dtype, expected.shape)
-    np.testing.assert_array_equal(actual, expected)
 
 
 def _padded(spec, ndim):
@@ -271,9 +261,9 @@ POOL_LAYOUTS = {
 def _pool_out_spec(spec, mesh, out_shape):
     """The documented output sharding: each axis keeps its sharding when its output length
     divides evenly over its mesh axes, and is replicated otherwise."""
-    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))
     out = []
-    for entry, n in zip(_padded(spec, len(out_shape)), out_shape):
+    for entry, n in zip(_padded(spec, len(out_shape)), out_shape, strict=True):
         names = () if entry is None else (entry,) if isinstance(entry, str) else entry
         out.append(entry if n % math.prod(sizes[a] for a in names) == 0 else None)
     return tuple(out)

@@ -25,6 +25,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import assert_same, lowest
+from helpers import is_float as _is_float
 from jax import lax, monitoring
 from jax.test_util import check_grads
 
@@ -38,18 +40,6 @@ INF = np.inf
 # --------------------------------------------------------------------------------------------
 # NumPy oracles (independent of jaxmax)
 # --------------------------------------------------------------------------------------------
-
-def lowest(dtype):
-    """lowest(T): most negative finite value, iinfo.min, 0 for unsigned."""
-    dtype = np.dtype(dtype)
-    if jnp.issubdtype(dtype, jnp.floating):
-        return np.array(jnp.finfo(dtype).min, dtype)
-    return np.array(jnp.iinfo(dtype).min, dtype)
-
-
-def _is_float(dtype):
-    return bool(jnp.issubdtype(np.dtype(dtype), jnp.floating))
-
 
 def _norm_axes(axes, ndim):
     if isinstance(axes, (int, np.integer)):
@@ -95,14 +85,14 @@ def pool_pads(spatial, kernel, strides, pads_begin, pads_end, auto_pad):
     """(begin, end) pads per spatial axis as MaxPool-1 defines them."""
     if auto_pad in ("same_upper", "same_lower"):
         pads = []
-        for size, k, s in zip(spatial, kernel, strides):
+        for size, k, s in zip(spatial, kernel, strides, strict=True):
             total = max(0, (-(-size // s) - 1) * s + k - size)
             small, big = total // 2, total - total // 2
             pads.append((small, big) if auto_pad == "same_upper" else (big, small))
         return pads
     if auto_pad == "valid":
         return [(0, 0)] * len(spatial)
-    return list(zip(pads_begin, pads_end))
+    return list(zip(pads_begin, pads_end, strict=True))
 
 
 def _pool_windows(shape, kernel, strides, pads_begin, pads_end, rounding_type, auto_pad):
@@ -115,13 +105,13 @@ def _pool_windows(shape, kernel, strides, pads_begin, pads_end, rounding_type, a
     pe = (pads_end,) * nsp if np.isscalar(pads_end) else tuple(pads_end)
     pads = pool_pads(spatial, kernel, strides, pb, pe, auto_pad)
     out_shape = []
-    for size, k, s, (lo, hi) in zip(spatial, kernel, strides, pads):
+    for size, k, s, (lo, hi) in zip(spatial, kernel, strides, pads, strict=True):
         span = size + lo + hi - k
         out_shape.append((-(-span // s) if rounding_type == "ceil" else span // s) + 1)
     windows = {}
     for idx in np.ndindex(*out_shape):
         ranges = []
-        for i, size, k, s, (lo, _) in zip(idx, spatial, kernel, strides, pads):
+        for i, size, k, s, (lo, _) in zip(idx, spatial, kernel, strides, pads, strict=True):
             start = i * s - lo
             ranges.append(range(max(start, 0), min(start + k, size)))
         windows[idx] = ranges
@@ -261,16 +251,6 @@ def unique_values(rng, shape, scale=0.1):
     """Distinct, well separated values (gaps of `scale`, >> the finite-difference step)."""
     n = int(np.prod(shape))
     return ((rng.permutation(n) - n / 2) * scale).reshape(shape)
-
-
-def assert_same(actual, expected):
-    actual = np.asarray(actual)
-    expected = np.asarray(expected)
-    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
-    assert actual.shape == expected.shape, (actual.shape, expected.shape)
-    if actual.dtype == jnp.bfloat16:  # NumPy does not see bfloat16 NaN as equal: widen exactly
-        actual, expected = actual.astype(np.float32), expected.astype(np.float32)
-    np.testing.assert_array_equal(actual, expected)
 
 
 def primitive_names(closed_jaxpr):
@@ -694,7 +674,9 @@ def _vjp(fn, x, ct):
 def _check_reduce_grad(x, ct, expected):
     """Eager and jitted cotangents along axis 1, and along axis 0 with keep_dims on x.T."""
     np.testing.assert_allclose(oracle_share_grad(x, 1, ct, skip_nan=True), expected)
-    fn = lambda d: ov.reduce_max(d, 1)
+    def fn(d):
+        return ov.reduce_max(d, 1)
+
     np.testing.assert_allclose(_vjp(fn, x, ct), expected, rtol=1e-6)
     np.testing.assert_allclose(_vjp(jax.jit(fn), x, ct), expected, rtol=1e-6)
     fn0 = jax.jit(lambda d: ov.reduce_max(d, 0, keep_dims=True))
@@ -812,7 +794,9 @@ def test_ov_max_pool_gradient_hand_example():
                            (2, 3): (1, 3)}.items():
         expected[0, 0, i, j] += ct[0, 0, r, c]
     np.testing.assert_array_equal(oracle_ov_max_pool_grad(x, ct, **attrs), expected)
-    fn = lambda d: ov.max_pool(d, **attrs)
+    def fn(d):
+        return ov.max_pool(d, **attrs)
+
     np.testing.assert_array_equal(_vjp(fn, x, ct), expected)
     np.testing.assert_array_equal(_vjp(jax.jit(fn), x, ct), expected)
 
@@ -842,9 +826,9 @@ def test_ov_max_pool_gradient_ties_first_maximal():
     @jax.jit
     def all_grads(xs, cts):  # one compilation for every case
         return [jax.vjp(lambda d, a=attrs: ov.max_pool(d, **a), x)[1](ct)[0]
-                for (_, attrs), x, ct in zip(TIE_POOL_CASES, xs, cts)]
+                for (_, attrs), x, ct in zip(TIE_POOL_CASES, xs, cts, strict=True)]
 
-    for (shape, attrs), x, ct, got in zip(TIE_POOL_CASES, xs, cts, all_grads(xs, cts)):
+    for (shape, attrs), x, ct, got in zip(TIE_POOL_CASES, xs, cts, all_grads(xs, cts), strict=True):
         np.testing.assert_array_equal(got, oracle_ov_max_pool_grad(x, ct, **attrs),
                                       err_msg=f"{shape} {attrs}")
 

@@ -42,7 +42,11 @@ from jaxmax._src import dtypes, explicit_axes, pool_indices, pool_phase
 
 @functools.cache
 def cross_device_possible() -> bool:
-    """Whether partial results may be combined across devices (more than one device exists)."""
+    """Whether partial results may be combined across devices (more than one device exists).
+
+    The core decides this itself (the adapters never pass it); it is a static argument of the
+    jitted functions, so a test can change it and get a fresh trace.
+    """
     return jax.device_count() > 1
 
 
@@ -164,7 +168,7 @@ def _reduce_max_folding_jvp(axes, primals, tangents):
     return jax.jvp(lambda v: lax.reduce_max(v, axes), primals, tangents)
 
 
-def _folds(shape: tuple[int, ...], axes: tuple[int, ...]) -> bool:
+def _folds_rows(shape: tuple[int, ...], axes: tuple[int, ...]) -> bool:
     """Whether the CPU lowering folds rows: only leading axes reduced, over a large kept block."""
     run = _leading_run(axes)
     return (0 < run == len(axes) < len(shape) and math.prod(shape[run:]) >= _FOLD_MIN_ROW
@@ -191,9 +195,15 @@ def _max_with_rule(x: jax.Array, axes: tuple[int, ...], skip_nan: bool, fold: bo
                     lambda: out)
 
 
+def reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool,
+               skip_nan: bool) -> jax.Array:
+    """Max over `axes` (normalised, unique); logical or for bool data (see `_reduce_max_jit`)."""
+    return _reduce_max_jit(x, axes, keepdims, skip_nan, cross_device_possible())
+
+
 @partial(jax.jit, static_argnames=("axes", "keepdims", "skip_nan", "cross_device"), inline=True)
-def reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_nan: bool,
-               cross_device: bool) -> jax.Array:
+def _reduce_max_jit(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_nan: bool,
+                    cross_device: bool) -> jax.Array:
     """Max over `axes` (normalised, unique); logical or for bool data.
 
     On CPU, a reduction of leading axes only over a large kept block folds its rows with
@@ -210,7 +220,7 @@ def reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_nan: bo
 
 def _reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_nan: bool,
                 cross_device: bool) -> jax.Array:
-    fold = _folds(x.shape, axes)
+    fold = _folds_rows(x.shape, axes)
     if dtypes.is_bool(x.dtype):
         out = lax.reduce_or(x, axes)
     elif not dtypes.is_floating(x.dtype):
@@ -226,12 +236,21 @@ def _reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_nan: b
     return lax.expand_dims(out, axes) if keepdims else out
 
 
+def max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
+             padding: tuple[tuple[int, int], ...], dilation: tuple[int, ...] | None = None,
+             axis: int = 0, index_dtype: np.dtype | None = None):
+    """OpenVINO-rule max pooling, and MaxPool-8 indices with `index_dtype` (see
+    `_max_pool_jit`)."""
+    return _max_pool_jit(x, window, strides, padding, cross_device_possible(), dilation, axis,
+                         index_dtype)
+
+
 @partial(jax.jit, static_argnames=("window", "strides", "padding", "cross_device", "dilation",
                                    "axis", "index_dtype"), inline=True)
-def max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
-             padding: tuple[tuple[int, int], ...], cross_device: bool,
-             dilation: tuple[int, ...] | None = None, axis: int = 0,
-             index_dtype: np.dtype | None = None):
+def _max_pool_jit(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
+                  padding: tuple[tuple[int, int], ...], cross_device: bool,
+                  dilation: tuple[int, ...] | None = None, axis: int = 0,
+                  index_dtype: np.dtype | None = None):
     """OpenVINO-rule max pooling over `window` with explicit `padding` (every axis).
 
     Padding is never selected over an input element above lowest(T); a window that sees padding
@@ -273,9 +292,15 @@ def _max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
         default=lambda v: _openvino_max(reduce_window, v, check_data=cross_device))
 
 
+def segment_max(data: jax.Array, segment_ids: jax.Array, num_segments: int,
+                fill: str) -> jax.Array:
+    """Per-segment OpenVINO-rule max with the empty-segment `fill` (see `_segment_max_jit`)."""
+    return _segment_max_jit(data, segment_ids, num_segments, fill, cross_device_possible())
+
+
 @partial(jax.jit, static_argnames=("num_segments", "fill", "cross_device"), inline=True)
-def segment_max(data: jax.Array, segment_ids: jax.Array, num_segments: int, fill: str,
-                cross_device: bool) -> jax.Array:
+def _segment_max_jit(data: jax.Array, segment_ids: jax.Array, num_segments: int, fill: str,
+                     cross_device: bool) -> jax.Array:
     """Per-segment OpenVINO-rule max; empty segments get `fill` (``"zero"``/``"lowest"``).
 
     An empty segment comes out of the max rule as lowest(T) already, which is the ``"lowest"``
@@ -339,7 +364,8 @@ def _pooled_spec(x, window, strides, padding, dilation=None):
 
     def out_spec(mesh):
         shape = tuple((lo + n + hi - (k - 1) * d - 1) // s + 1
-                      for n, k, s, (lo, hi), d in zip(x.shape, window, strides, padding, dilation))
+                      for n, k, s, (lo, hi), d
+                      in zip(x.shape, window, strides, padding, dilation, strict=True))
         return explicit_axes.divisible(mesh, explicit_axes.spec_of(x), shape)
 
     return out_spec

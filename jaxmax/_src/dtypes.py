@@ -7,8 +7,8 @@ integers, ``False`` for ``or``) and then emits the dedicated, differentiable ``r
 
 from __future__ import annotations
 
-import numpy as np
 import jax.numpy as jnp
+import numpy as np
 
 
 def is_floating(dtype) -> bool:

@@ -42,7 +42,8 @@ def spec_of(x: jax.Array) -> Spec:
 
 def _explicit_names(x: jax.Array) -> tuple[str, ...]:
     mesh = jax.typeof(x).sharding.mesh
-    explicit = {n for n, t in zip(mesh.axis_names, mesh.axis_types) if t == AxisType.Explicit}
+    explicit = {n for n, t in zip(mesh.axis_names, mesh.axis_types, strict=True)
+                if t == AxisType.Explicit}
     return tuple(sorted({n for entry in spec_of(x) for n in _names(entry)} & explicit))
 
 
@@ -70,6 +71,6 @@ def reduced(spec: Spec, axes: tuple[int, ...], keepdims: bool) -> Spec:
 def divisible(mesh, spec: Spec, shape: tuple[int, ...]) -> Spec:
     """`spec` for an output of `shape`, each axis replicated unless it divides evenly over its
     axes of `mesh`."""
-    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))
     return tuple(e if n % math.prod(sizes[a] for a in _names(e)) == 0 else None
-                 for e, n in zip(spec, shape))
+                 for e, n in zip(spec, shape, strict=True))

@@ -6,8 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmax._src import core, dtypes
-from jaxmax._src import validation as v
+from jaxmax._src import core, validation
 from jaxmax._src.types import Data, Flag, Int, Ints
 
 _OP = "ONNX ReduceMax"
@@ -66,25 +65,24 @@ def reduce_max(data: Data, axes: Ints | None = None, *, keepdims: Flag = 1,
     >>> onnx.reduce_max(np.array([[5, 1], [20, 2]], np.float32), axes=[1], keepdims=0)
     Array([ 5., 20.], dtype=float32)
     """
-    opset_ = v.static_int(_OP, "opset", opset)
+    opset_ = validation.static_int(_OP, "opset", opset)
     if opset_ < 1:
         raise ValueError(f"{_OP}: `opset` must be >= 1, got {opset_}")
     version = since_version(opset_)
-    data = v.as_data(_OP, data)
+    data = validation.as_data(_OP, data)
     allowed = DTYPES_BY_VERSION[version]
     if data.dtype not in allowed:
         raise TypeError(
             f"{_OP}: `data` dtype {data.dtype} is not allowed by ReduceMax-{version} "
             f"(opset {opset_}); allowed: {sorted(t.name for t in allowed)}")
-    keep = v.static_bool(_OP, "keepdims", keepdims)
-    noop = v.static_bool(_OP, "noop_with_empty_axes", noop_with_empty_axes)
+    keep = validation.static_bool(_OP, "keepdims", keepdims)
+    noop = validation.static_bool(_OP, "noop_with_empty_axes", noop_with_empty_axes)
     if noop and version < 18:
         raise ValueError(f"{_OP}: `noop_with_empty_axes` does not exist before opset 18 "
                          f"(ReduceMax-{version})")
-    axes_ = () if axes is None else v.axes_tuple(_OP, "axes", axes, data.ndim)
-    if not axes_:
+    reduced_axes = () if axes is None else validation.axes_tuple(_OP, "axes", axes, data.ndim)
+    if not reduced_axes:
         if noop:
             return data
-        axes_ = tuple(range(data.ndim))
-    return core.reduce_max(data, axes_, keep, skip_nan=False,
-                           cross_device=core.cross_device_possible())
+        reduced_axes = tuple(range(data.ndim))
+    return core.reduce_max(data, reduced_axes, keep, skip_nan=False)

@@ -13,8 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmax._src import core, shapes, sizes
-from jaxmax._src import validation as v
+from jaxmax._src import core, pool_geometry, shapes, sizes, validation
 from jaxmax._src.types import Data, Flag, Int, Ints
 
 _MAX_POOL = "ONNX MaxPool"
@@ -37,14 +36,14 @@ _AUTO_PADS = ("notset", "valid", "same_upper", "same_lower")
 
 def _version(op: str, opset, table: dict) -> tuple[int, int]:
     """(opset, the largest since-version <= opset)."""
-    opset_ = v.static_int(op, "opset", opset)
+    opset_ = validation.static_int(op, "opset", opset)
     if opset_ < 1:
         raise ValueError(f"{op}: `opset` must be >= 1, got {opset_}")
     return opset_, max(s for s in table if s <= opset_)
 
 
 def _data(op: str, X, version: int, opset: int, table: dict) -> jax.Array:
-    X = v.as_data(op, X, "X")
+    X = validation.as_data(op, X, "X")
     allowed = table[version]
     if X.dtype not in allowed:
         raise TypeError(
@@ -135,64 +134,49 @@ def max_pool(X: Data, *, kernel_shape: Ints, auto_pad: str = "NOTSET", ceil_mode
     op = _MAX_POOL
     opset_, version = _version(op, opset, MAX_POOL_DTYPES)
     X = _data(op, X, version, opset_, MAX_POOL_DTYPES)
-    nsp = X.ndim - 2
+    n_spatial = X.ndim - 2
     spatial = tuple(X.shape[2:])
-    want_indices = v.static_bool(op, "return_indices", return_indices)
-    order = v.static_bool(op, "storage_order", storage_order)
-    ceil = v.static_bool(op, "ceil_mode", ceil_mode)
+    want_indices = validation.static_bool(op, "return_indices", return_indices)
+    order = validation.static_bool(op, "storage_order", storage_order)
+    ceil = validation.static_bool(op, "ceil_mode", ceil_mode)
     if version < 8 and (want_indices or order):
         raise ValueError(f"{op}: `return_indices` and `storage_order` do not exist before "
                          f"opset 8 (MaxPool-{version}, opset {opset_})")
     if version < 10 and (ceil or dilations is not None):
         raise ValueError(f"{op}: `ceil_mode` and `dilations` do not exist before opset 10 "
                          f"(MaxPool-{version}, opset {opset_})")
-    kernel = v.int_tuple(op, "kernel_shape", kernel_shape, nsp)
-    strides_ = v.int_tuple(op, "strides", 1 if strides is None else strides, nsp)
-    dilations_ = v.int_tuple(op, "dilations", 1 if dilations is None else dilations, nsp)
-    pads_ = v.int_tuple(op, "pads", (0,) * (2 * nsp) if pads is None else pads, 2 * nsp)
+    kernel = validation.int_tuple(op, "kernel_shape", kernel_shape, n_spatial)
+    strides_ = validation.int_tuple(op, "strides", 1 if strides is None else strides, n_spatial)
+    dilations_ = validation.int_tuple(op, "dilations",
+                                      1 if dilations is None else dilations, n_spatial)
+    pads_ = validation.int_tuple(op, "pads",
+                                 (0,) * (2 * n_spatial) if pads is None else pads, 2 * n_spatial)
     for name, values in (("kernel_shape", kernel), ("strides", strides_),
                          ("dilations", dilations_)):
         _positive(op, name, values)
     if min(pads_) < 0:
         raise ValueError(f"{op}: `pads` must be >= 0, got {list(pads_)}")
-    mode = v.choice(op, "auto_pad", auto_pad, _AUTO_PADS)
+    mode = validation.choice(op, "auto_pad", auto_pad, _AUTO_PADS)
     if mode != "notset" and any(pads_):
         raise ValueError(f"{op}: `pads` {list(pads_)} cannot be used with auto_pad "
                          f"{auto_pad!r} (the spec forbids both at once)")
     if mode == "notset":
-        begin_end = tuple(zip(pads_[:nsp], pads_[nsp:]))
+        begin_end = tuple(zip(pads_[:n_spatial], pads_[n_spatial:], strict=True))
     elif mode == "valid":
-        begin_end = ((0, 0),) * nsp
+        begin_end = ((0, 0),) * n_spatial
     else:
         begin_end = tuple(shapes.same_pads(size, k, s, d, mode == "same_lower")
-                          for size, k, s, d in zip(spatial, kernel, strides_, dilations_))
-    rounding = "onnx_ceil" if ceil else "floor"
-    for axis, (size, k, d, (lo, hi)) in enumerate(zip(spatial, kernel, dilations_, begin_end)):
-        dk = shapes.dilated(k, d)
-        if dk > size + lo + hi:
-            raise ValueError(
-                f"{op}: the dilated kernel {dk} (kernel {k}, dilation {d}) is larger than the "
-                f"padded input {size + lo + hi} (size {size} + pads {lo} + {hi}) on spatial "
-                f"axis {axis}")
-    reach = tuple(shapes.dilated(k, d) for k, d in zip(kernel, dilations_))
-    strides_ = shapes.effective_strides(spatial, reach, strides_, begin_end, ceil)
-    out_spatial = tuple(shapes.pooled_length(size, k, s, d, lo, hi, rounding)
-                        for size, k, s, d, (lo, hi)
-                        in zip(spatial, kernel, strides_, dilations_, begin_end))
-    padding = tuple(shapes.sweep_padding(size, k, s, d, lo, out)
-                    for size, k, s, d, (lo, _), out
-                    in zip(spatial, kernel, strides_, dilations_, begin_end, out_spatial))
-    lead = tuple(X.shape[:2])
-    sizes.checked_elements(op, "the output", lead + out_spatial)
-    extent = lead + tuple(max(n + lo + hi, -(-n // s) * s)
-                          for n, s, (lo, hi) in zip(spatial, strides_, padding))
-    largest = sizes.checked_elements(op, "the padded input", extent)
+                          for size, k, s, d
+                          in zip(spatial, kernel, strides_, dilations_, strict=True))
+    geometry = pool_geometry.sweep(op, "kernel_shape", tuple(X.shape), X.dtype.itemsize,
+                                   kernel, strides_, dilations_, begin_end,
+                                   "onnx_ceil" if ceil else "floor")
     index_dtype = None
     if want_indices:
-        index_dtype = v.index_dtype(op, "Indices", np.int64, math.prod(X.shape))
-    out = core.onnx_max_pool(X, (1, 1) + kernel, (1, 1) + strides_, ((0, 0), (0, 0)) + padding,
-                             (1, 1) + dilations_, index_dtype=index_dtype, column_major=order)
-    sizes.settled(out if index_dtype is None else out[0], largest * X.dtype.itemsize)
+        index_dtype = validation.index_dtype(op, "Indices", np.int64, math.prod(X.shape))
+    out = core.onnx_max_pool(X, geometry.window, geometry.strides, geometry.padding,
+                             geometry.dilation, index_dtype=index_dtype, column_major=order)
+    sizes.settled(out, geometry.largest_bytes)
     return out
 
 
@@ -223,5 +207,4 @@ def global_max_pool(X: Data, *, opset: Int = 22) -> jax.Array:
     """
     opset_, version = _version(_GLOBAL, opset, GLOBAL_DTYPES)
     X = _data(_GLOBAL, X, version, opset_, GLOBAL_DTYPES)
-    return core.reduce_max(X, tuple(range(2, X.ndim)), True, skip_nan=False,
-                           cross_device=core.cross_device_possible())
+    return core.reduce_max(X, tuple(range(2, X.ndim)), True, skip_nan=False)

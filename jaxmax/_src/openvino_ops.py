@@ -13,9 +13,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmax._src import core, dtypes, shapes, sizes
+from jaxmax._src import core, dtypes, pool_geometry, shapes, sizes, validation
 from jaxmax._src.types import Data, Flag, Int, Ints, OVAutoPad
-from jaxmax._src import validation as v
 
 _REDUCE_MAX = "ReduceMax-1"
 _REDUCE_OR = "ReduceLogicalOr-1"
@@ -33,7 +32,7 @@ def _reduction_axes(op: str, axes, ndim: int) -> tuple[int, ...] | None:
     OpenVINO treats rank-0 data like rank 1 for the axis range: axes 0 and -1 are accepted and
     reduce nothing, but the max rule still applies.
     """
-    normalised = v.axes_tuple(op, "axes", axes, max(ndim, 1))
+    normalised = validation.axes_tuple(op, "axes", axes, max(ndim, 1))
     if not normalised:
         return None
     return normalised if ndim else ()
@@ -72,13 +71,12 @@ def reduce_max(data: Data, axes: Ints, *, keep_dims: Flag = False) -> jax.Array:
     >>> ov.reduce_max(np.array([[1.0, np.nan], [-np.inf, -np.inf]], np.float32), axes=1)
     Array([ 1.0000000e+00, -3.4028235e+38], dtype=float32)
     """
-    data = v.numeric_data(_REDUCE_MAX, data)
-    axes_ = _reduction_axes(_REDUCE_MAX, axes, data.ndim)
-    keep = v.static_bool(_REDUCE_MAX, "keep_dims", keep_dims)
-    if axes_ is None:
+    data = validation.numeric_data(_REDUCE_MAX, data)
+    reduced_axes = _reduction_axes(_REDUCE_MAX, axes, data.ndim)
+    keep = validation.static_bool(_REDUCE_MAX, "keep_dims", keep_dims)
+    if reduced_axes is None:
         return data
-    return core.reduce_max(data, axes_, keep, skip_nan=True,
-                           cross_device=core.cross_device_possible())
+    return core.reduce_max(data, reduced_axes, keep, skip_nan=True)
 
 
 def reduce_logical_or(data: Data, axes: Ints, *, keep_dims: Flag = False) -> jax.Array:
@@ -109,15 +107,14 @@ def reduce_logical_or(data: Data, axes: Ints, *, keep_dims: Flag = False) -> jax
     Array([[ True],
            [False]], dtype=bool)
     """
-    data = v.as_data(_REDUCE_OR, data)
+    data = validation.as_data(_REDUCE_OR, data)
     if not dtypes.is_bool(data.dtype):
         raise TypeError(f"{_REDUCE_OR}: `data` must be bool, got {data.dtype}")
-    axes_ = _reduction_axes(_REDUCE_OR, axes, data.ndim)
-    keep = v.static_bool(_REDUCE_OR, "keep_dims", keep_dims)
-    if axes_ is None:
+    reduced_axes = _reduction_axes(_REDUCE_OR, axes, data.ndim)
+    keep = validation.static_bool(_REDUCE_OR, "keep_dims", keep_dims)
+    if reduced_axes is None:
         return data
-    return core.reduce_max(data, axes_, keep, skip_nan=True,
-                           cross_device=core.cross_device_possible())
+    return core.reduce_max(data, reduced_axes, keep, skip_nan=True)
 
 
 @overload
@@ -223,21 +220,22 @@ def max_pool(data: Data, *, kernel: Ints, strides: Ints, pads_begin: Ints | None
     >>> values[0, 0], indices[0, 0]
     (Array([[10.]], dtype=float32), Array([[10]], dtype=int32))
     """
-    opset_ = v.static_int("MaxPool", "opset", opset)
+    opset_ = validation.static_int("MaxPool", "opset", opset)
     if opset_ < 1:
         raise ValueError(f"MaxPool: `opset` must be >= 1, got {opset_}")
     version = 1 if opset_ < 8 else 8 if opset_ < 14 else 14
     op = f"MaxPool-{version}"
-    data = v.numeric_data(op, data)
+    data = validation.numeric_data(op, data)
     if data.ndim not in (3, 4, 5):
         raise ValueError(
             f"{op}: `data` must have rank 3, 4 or 5 (N, C, *spatial), got rank {data.ndim}")
-    nsp = data.ndim - 2
+    n_spatial = data.ndim - 2
     spatial = tuple(data.shape[2:])
-    kernel_ = v.int_tuple(op, "kernel", kernel, nsp)
-    strides_ = v.int_tuple(op, "strides", strides, nsp)
-    dilations_ = v.int_tuple(op, "dilations", 1 if dilations is None else dilations, nsp)
-    axis_ = v.static_int(op, "axis", axis)
+    kernel_ = validation.int_tuple(op, "kernel", kernel, n_spatial)
+    strides_ = validation.int_tuple(op, "strides", strides, n_spatial)
+    dilations_ = validation.int_tuple(op, "dilations",
+                                      1 if dilations is None else dilations, n_spatial)
+    axis_ = validation.static_int(op, "axis", axis)
     index_type = _index_type(op, index_element_type)
     if version == 1:
         given = [name for name, differs in (
@@ -246,10 +244,12 @@ def max_pool(data: Data, *, kernel: Ints, strides: Ints, pads_begin: Ints | None
         if given:
             raise ValueError(f"{op}: {', '.join(f'`{n}`' for n in given)} exist from "
                              f"MaxPool-8 (opset >= 8), got opset {opset_}")
-    pads_begin_ = v.int_tuple(op, "pads_begin", 0 if pads_begin is None else pads_begin, nsp)
-    pads_end_ = v.int_tuple(op, "pads_end", 0 if pads_end is None else pads_end, nsp)
-    auto_pad_ = "explicit" if auto_pad is None else v.choice(op, "auto_pad", auto_pad, _AUTO_PADS)
-    rounding_ = v.choice(op, "rounding_type", rounding_type, _ROUNDING)
+    pads_begin_ = validation.int_tuple(op, "pads_begin",
+                                       0 if pads_begin is None else pads_begin, n_spatial)
+    pads_end_ = validation.int_tuple(op, "pads_end", 0 if pads_end is None else pads_end, n_spatial)
+    auto_pad_ = ("explicit" if auto_pad is None
+                 else validation.choice(op, "auto_pad", auto_pad, _AUTO_PADS))
+    rounding_ = validation.choice(op, "rounding_type", rounding_type, _ROUNDING)
     if rounding_ == "ceil_torch" and version < 14:
         raise ValueError(f"{op}: `rounding_type` 'ceil_torch' exists from MaxPool-14 "
                          f"(opset >= 14), got opset {opset_}")
@@ -260,40 +260,22 @@ def max_pool(data: Data, *, kernel: Ints, strides: Ints, pads_begin: Ints | None
         if min(values) < 0:
             raise ValueError(f"{op}: `{name}` must be >= 0, got {list(values)}")
     if auto_pad_ == "explicit":
-        pads = tuple(zip(pads_begin_, pads_end_))
+        pads = tuple(zip(pads_begin_, pads_end_, strict=True))
     elif auto_pad_ == "valid":
-        pads = ((0, 0),) * nsp
+        pads = ((0, 0),) * n_spatial
     else:
         pads = tuple(shapes.same_pads(size, k, s, d, auto_pad_ == "same_lower")
-                     for size, k, s, d in zip(spatial, kernel_, strides_, dilations_))
-    reach = tuple(shapes.dilated(k, d) for k, d in zip(kernel_, dilations_))
-    for i, (size, k, dk, (lo, hi)) in enumerate(zip(spatial, kernel_, reach, pads)):
-        if dk > size + lo + hi:
-            what = f"`kernel` {k}" if dk == k else f"the dilated kernel {dk} (kernel {k})"
-            raise ValueError(f"{op}: {what} is larger than the padded input {size + lo + hi} "
-                             f"(size {size} + pads {lo} + {hi}) on spatial axis {i}")
-    strides_ = shapes.effective_strides(spatial, reach, strides_, pads, rounding_ != "floor")
-    out_spatial = tuple(shapes.pooled_length(size, k, s, d, lo, hi, rounding_)
-                        for size, k, s, d, (lo, hi)
-                        in zip(spatial, kernel_, strides_, dilations_, pads))
-    padding = tuple(shapes.sweep_padding(size, k, s, d, lo, out)
-                    for size, k, s, d, (lo, _), out
-                    in zip(spatial, kernel_, strides_, dilations_, pads, out_spatial))
-    lead = tuple(data.shape[:2])
-    sizes.checked_elements(op, "the output", lead + out_spatial)
-    # The padded extent, and the input rounded up to whole strides (a gradient's phase layout).
-    extent = lead + tuple(max(d + lo + hi, -(-d // s) * s)
-                          for d, s, (lo, hi) in zip(spatial, strides_, padding))
-    largest = sizes.checked_elements(op, "the padded input", extent)
+                     for size, k, s, d in zip(spatial, kernel_, strides_, dilations_, strict=True))
+    geometry = pool_geometry.sweep(op, "kernel", tuple(data.shape), data.dtype.itemsize,
+                                   kernel_, strides_, dilations_, pads, rounding_)
     index_dtype = None
     if version >= 8:
-        axis_ = v.axes_tuple(op, "axis", axis_, data.ndim)[0]
-        index_dtype = v.index_dtype(op, "index_element_type", index_type,
+        axis_ = validation.axes_tuple(op, "axis", axis_, data.ndim)[0]
+        index_dtype = validation.index_dtype(op, "index_element_type", index_type,
                                     math.prod(data.shape[axis_:]))
-    out = core.max_pool(data, (1, 1) + kernel_, (1, 1) + strides_, ((0, 0), (0, 0)) + padding,
-                        cross_device=core.cross_device_possible(),
-                        dilation=(1, 1) + dilations_, axis=axis_, index_dtype=index_dtype)
-    return sizes.settled(out, largest * data.dtype.itemsize)
+    out = core.max_pool(data, geometry.window, geometry.strides, geometry.padding,
+                        dilation=geometry.dilation, axis=axis_, index_dtype=index_dtype)
+    return sizes.settled(out, geometry.largest_bytes)
 
 
 _INDEX_TYPES: dict[str, np.dtype] = {"i32": np.dtype(np.int32), "i64": np.dtype(np.int64)}
@@ -302,7 +284,7 @@ _INDEX_TYPES: dict[str, np.dtype] = {"i32": np.dtype(np.int32), "i64": np.dtype(
 def _index_type(op: str, value) -> np.dtype:
     """`index_element_type` as int32 or int64: ``"i32"``/``"i64"`` (any case) or the dtype."""
     if isinstance(value, str):
-        name = v.choice(op, "index_element_type", value, tuple(_INDEX_TYPES))
+        name = validation.choice(op, "index_element_type", value, tuple(_INDEX_TYPES))
         return _INDEX_TYPES[name]
     try:
         dtype: np.dtype = np.dtype(value)
@@ -323,7 +305,7 @@ def _num_segments(op: str, num_segments, ids: np.ndarray | None) -> int:
                 f"segments (the output shape) is unknown; pass a static `num_segments` (a Python "
                 f"int) when calling under jit or vmap over the ids")
         return int(ids.max()) + 1 if ids.size else 0
-    count = int(v.static_int_array(
+    count = int(validation.static_int_array(
         op, "num_segments", num_segments, max_ndim=0,
         how="pass a static `num_segments` (a Python int, or mark it with jax.jit static_argnames)"))
     if count < 0:
@@ -378,12 +360,12 @@ def segment_max(data: Data, segment_ids: Ints, num_segments: Int | None = None, 
     Array([2., 0., 3., 5.], dtype=float32)
     """
     op = _SEGMENT_MAX
-    data = v.numeric_data(op, data)
+    data = validation.numeric_data(op, data)
     if data.ndim < 1:
         raise ValueError(f"{op}: `data` must have rank >= 1, got a scalar")
     # The checks below need concrete ids as NumPy values: under a trace, jnp.asarray would turn
     # even a NumPy constant into a tracer.
-    host_ids = v.host_data(op, segment_ids, "segment_ids", empty_dtype=np.int64)
+    host_ids = validation.host_data(op, segment_ids, "segment_ids", empty_dtype=np.int64)
     concrete_ids = None if isinstance(host_ids, jax.core.Tracer) else np.asarray(host_ids)
     if np.dtype(host_ids.dtype) not in _SEGMENT_ID_TYPES:
         raise TypeError(f"{op}: `segment_ids` must be int32 or int64, got {host_ids.dtype}")
@@ -393,7 +375,7 @@ def segment_max(data: Data, segment_ids: Ints, num_segments: Int | None = None, 
     if ids.shape[0] != data.shape[0]:
         raise ValueError(f"{op}: `segment_ids` length {ids.shape[0]} must equal "
                          f"data.shape[0] = {data.shape[0]}")
-    fill = v.choice(op, "fill_mode", fill_mode, _FILL_MODES)
+    fill = validation.choice(op, "fill_mode", fill_mode, _FILL_MODES)
     if concrete_ids is not None and concrete_ids.size:
         if concrete_ids.min() < 0:
             raise ValueError(
@@ -403,5 +385,5 @@ def segment_max(data: Data, segment_ids: Ints, num_segments: Int | None = None, 
     count = _num_segments(op, num_segments, concrete_ids)
     # The bound on the output covers the int32 member count of ZERO (count elements) too.
     elements = sizes.checked_elements(op, "the output", (count,) + tuple(data.shape[1:]))
-    out = core.segment_max(data, ids, count, fill, cross_device=core.cross_device_possible())
+    out = core.segment_max(data, ids, count, fill)
     return sizes.settled(out, max(elements * data.dtype.itemsize, count * 4))

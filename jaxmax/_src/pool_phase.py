@@ -106,7 +106,7 @@ def _geometry(shape, window, strides, padding, fill=None, dilation=None) -> _Geo
     axes = []
     phase_shape: list[int] = []
     dilation = (1,) * len(shape) if dilation is None else dilation
-    for size, k, s, (lo, hi), d in zip(shape, window, strides, padding, dilation):
+    for size, k, s, (lo, hi), d in zip(shape, window, strides, padding, dilation, strict=True):
         out = max(0, (size + lo + hi - (k - 1) * d - 1) // s + 1)
         phased = s > 1 and size % s == 0
         axes.append(_Axis(size, k, s, lo, hi, out, phased, d))
@@ -114,7 +114,7 @@ def _geometry(shape, window, strides, padding, fill=None, dilation=None) -> _Geo
     taps = []
     for offsets in itertools.product(*(range(a.k) for a in axes)):
         first_out, count, first_in = [], [], []
-        for a, j in zip(axes, offsets):
+        for a, j in zip(axes, offsets, strict=True):
             shift = j * a.d - a.lo  # output o reads input o * s + shift
             o_first = max(0, -(shift // a.s))  # smallest o with o * s + shift >= 0
             o_last = min(a.out - 1, (a.size - 1 - shift) // a.s)
@@ -130,7 +130,7 @@ def _geometry(shape, window, strides, padding, fill=None, dilation=None) -> _Geo
 def _read_slice(g: _Geometry, tap: _Tap):
     """``lax.slice`` start/limit/strides on the phase view for the inside part of `tap`."""
     start, limit, strides = [], [], []
-    for a, n, first in zip(g.axes, tap.counts, tap.first_in):
+    for a, n, first in zip(g.axes, tap.counts, tap.first_in, strict=True):
         if a.phased:
             row, phase = divmod(first, a.s)
             start += [row, phase]
@@ -155,7 +155,8 @@ def _tap(phases: jax.Array, g: _Geometry, tap: _Tap, fill, read=None) -> jax.Arr
     inside = lax.slice(phases, *_read_slice(g, tap)).reshape(tap.counts)
     if read is not None:
         inside = read(inside)
-    pads = [(o, a.out - o - n, 0) for a, o, n in zip(g.axes, tap.first_out, tap.counts)]
+    pads = [(o, a.out - o - n, 0)
+            for a, o, n in zip(g.axes, tap.first_out, tap.counts, strict=True)]
     if any(lo or hi for lo, hi, _ in pads):
         inside = lax.pad(inside, fill, pads)
     return inside
@@ -238,17 +239,17 @@ def _phase_pieces(v: jax.Array, g: _Geometry) -> dict[tuple[int, ...], jax.Array
     if not strided:
         return {(): v}
     rows = [-(-a.size // a.s) if a.s > 1 else a.size for a in g.axes]
-    ends = [r * a.s - a.size if a.s > 1 else 0 for r, a in zip(rows, g.axes)]
+    ends = [r * a.s - a.size if a.s > 1 else 0 for r, a in zip(rows, g.axes, strict=True)]
     if any(ends):
         v = lax.pad(v, np.zeros((), v.dtype), [(0, e, 0) for e in ends])
     split_shape, phase_dims = [], []
-    for a, r in zip(g.axes, rows):
+    for a, r in zip(g.axes, rows, strict=True):
         split_shape.append(r)
         if a.s > 1:
             phase_dims.append(len(split_shape))
             split_shape.append(a.s)
     pieces: dict[tuple[int, ...], jax.Array] = {(): v.reshape(split_shape)}
-    for dim, i in zip(phase_dims, strided):
+    for dim, i in zip(phase_dims, strided, strict=True):
         pieces = {combo + (phase,): part for combo, piece in pieces.items()
                   for phase, part in enumerate(lax.split(piece, [1] * g.axes[i].s, axis=dim))}
     return {combo: piece.reshape(rows) for combo, piece in pieces.items()}
@@ -270,10 +271,12 @@ def _gather_tangent(t: jax.Array, winner: jax.Array, g: _Geometry) -> jax.Array:
     for j, tap in enumerate(g.taps):
         if 0 in tap.counts:
             continue
-        phase = tuple(first % a.s for a, first in zip(g.axes, tap.first_in) if a.s > 1)
-        start = [first // a.s for a, first in zip(g.axes, tap.first_in)]
-        inside = lax.slice(pieces[phase], start, [r + n for r, n in zip(start, tap.counts)])
-        pads = [(o, a.out - o - n, 0) for a, o, n in zip(g.axes, tap.first_out, tap.counts)]
+        phase = tuple(first % a.s for a, first in zip(g.axes, tap.first_in, strict=True) if a.s > 1)
+        start = [first // a.s for a, first in zip(g.axes, tap.first_in, strict=True)]
+        limit = [r + n for r, n in zip(start, tap.counts, strict=True)]
+        inside = lax.slice(pieces[phase], start, limit)
+        pads = [(o, a.out - o - n, 0)
+                for a, o, n in zip(g.axes, tap.first_out, tap.counts, strict=True)]
         value = lax.pad(inside, zero, pads)
         if chain:
             out = jnp.where(winner == j, value, out)
@@ -448,7 +451,7 @@ def _stages(g: _Geometry) -> tuple[_Geometry, _Geometry] | None:
     def part(axes):
         window, strides, padding, dilation = zip(*[
             (a.k, a.s, (a.lo, a.hi), a.d) if i in axes else (1, 1, (0, 0), 1)
-            for i, a in enumerate(g.axes)])
+            for i, a in enumerate(g.axes)], strict=True)
         return window, strides, padding, dilation
 
     def geometry(shape, axes):

@@ -20,7 +20,7 @@ def effective_strides(spatial: tuple[int, ...], kernel: tuple[int, ...],
     out ``ceil(D / s) * s`` elements per axis, and ceil mode would pad up to ``s``).
     """
     out = []
-    for size, k, s, (lo, hi) in zip(spatial, kernel, strides, pads):
+    for size, k, s, (lo, hi) in zip(spatial, kernel, strides, pads, strict=True):
         span = size + lo + hi - k  # >= 0: the caller has checked k <= D + pb + pe
         if not ceil_mode:
             bound = span + 1

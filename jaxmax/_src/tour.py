@@ -27,7 +27,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmax._src.tour_references import Reference, pool_reference, reduce_reference, segment_reference
+from jaxmax._src.tour_references import (
+    Reference,
+    pool_reference,
+    reduce_reference,
+    segment_reference,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Cases
@@ -87,7 +92,8 @@ def _unique(shape: tuple[int, ...], seed: int, dtype=np.float32) -> np.ndarray:
 
 def default_cases() -> list[Case]:
     """The tour: the spec texts' examples and the corner cases where frameworks disagree."""
-    from jaxmax import onnx, openvino as ov
+    from jaxmax import onnx
+    from jaxmax import openvino as ov
 
     f32 = np.float32
     nan, inf = np.nan, np.inf
@@ -289,7 +295,7 @@ def _widths(rows: Sequence[Sequence[str]]) -> list[int]:
 
 
 def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
-    return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() + "\n"
+    return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip() + "\n"
 
 
 def run_tour(cases: Sequence[Case], out: TextIO = sys.stdout, repeats: int = 20,

@@ -119,13 +119,13 @@ def pool_reference(data: np.ndarray, kernel: Sequence[int], strides: Sequence[in
         begins, ends = [0] * len(spatial), [0] * len(spatial)
     elif auto_pad in ("same_upper", "same_lower"):
         begins, ends = [], []
-        for size, k, s in zip(spatial, kernel, strides):
+        for size, k, s in zip(spatial, kernel, strides, strict=True):
             total = max(0, (-(-size // s) - 1) * s + k - size)
             small, large = total // 2, total - total // 2
             begins.append(small if auto_pad == "same_upper" else large)
             ends.append(large if auto_pad == "same_upper" else small)
     lengths = []
-    for size, k, s, lo, hi in zip(spatial, kernel, strides, begins, ends):
+    for size, k, s, lo, hi in zip(spatial, kernel, strides, begins, ends, strict=True):
         span = size + lo + hi - k
         lengths.append((-(-span // s) if rounding == "ceil" else span // s) + 1)
     index = np.arange(data.size).reshape(data.shape)
@@ -135,8 +135,9 @@ def pool_reference(data: np.ndarray, kernel: Sequence[int], strides: Sequence[in
             for position in np.ndindex(*lengths):
                 members = []
                 for offset in np.ndindex(*kernel):
-                    at = [p * s - lo + o for p, s, lo, o in zip(position, strides, begins, offset)]
-                    if all(0 <= a < size for a, size in zip(at, spatial)):
+                    at = [p * s - lo + o for p, s, lo, o
+                          in zip(position, strides, begins, offset, strict=True)]
+                    if all(0 <= a < size for a, size in zip(at, spatial, strict=True)):
                         members.append(index[(n, c, *at)])
                 groups.append(np.array(members, np.int64))
     shape = data.shape[:2] + tuple(lengths)
