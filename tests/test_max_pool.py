@@ -2,9 +2,9 @@
 
 Checked against
 * an independent NumPy oracle below: one accumulator per window, folded element by element as
-  ``acc = x if (x is not NaN and x > acc) else acc`` from ``acc = lowest(T)`` (SEMANTICS.md
+  ``acc = x if (x is not NaN and x > acc) else acc`` from ``acc = lowest(T)`` (docs/semantics.md
   section 3), with the auto_pad pads and the floor/ceil output lengths computed here from the
-  SEMANTICS.md formulas;
+  docs/semantics.md formulas;
 * OpenVINO's own reference kernel (``Node.evaluate`` of an ``openvino.opset1.max_pool`` node)
   and its shape inference, through a small private helper in this file.
 
@@ -55,7 +55,7 @@ def ceil_div(a: int, b: int) -> int:
 
 
 def resolve_pads(spatial, kernel, strides, pads_begin, pads_end, auto_pad):
-    """(begin, end) pads per spatial axis after auto_pad (SEMANTICS.md, MaxPool-1)."""
+    """(begin, end) pads per spatial axis after auto_pad (docs/semantics.md, MaxPool-1)."""
     pads = []
     for i, (d, k, s) in enumerate(zip(spatial, kernel, strides, strict=True)):
         if auto_pad in ("explicit", None):

@@ -1,7 +1,7 @@
 """Tests of ``jaxmax.onnx.reduce_max``: ONNX ReduceMax, since-versions 1, 11, 12, 13, 18 and 20.
 
-The contract is SEMANTICS.md section 4 and the spec text ``specs/001_*.txt``. Everything here is
-checked against oracles that do not call jaxmax:
+The contract is docs/semantics.md (ONNX ReduceMax) and the ONNX ReduceMax schemas 1-20.
+Everything here is checked against oracles that do not call jaxmax:
 
 * ``oracle_reduce_max``: plain Python loops over every output element and every element of its
   reduced slice (NaN propagates, the empty set gives -inf / iinfo.min / False, bool is or);
@@ -40,8 +40,9 @@ OP = "ONNX ReduceMax"
 BF16 = jnp.bfloat16  # the ml_dtypes bfloat16 scalar type, as a NumPy dtype
 LATEST_OPSET = onnx.defs.onnx_opset_version()
 
-# The allowed data types per since-version, written down from SEMANTICS.md section 4 (and the
-# spec's type constraints). `test_dtype_table_matches_onnx_schemas` checks it against onnx.defs.
+# The allowed data types per since-version, written down from docs/semantics.md (ONNX
+# ReduceMax) and the spec's type constraints. `test_dtype_table_matches_onnx_schemas` checks
+# it against onnx.defs.
 _BASE = ("float16", "float32", "float64", "int32", "int64", "uint32", "uint64")
 ALLOWED = {
     1: frozenset(_BASE),
@@ -655,18 +656,19 @@ def _negative_axes(case):
 
 
 # onnxruntime deviations from the contract, excluded by name. None of them is listed in
-# SEMANTICS.md (section 4 documents no onnxruntime deviation); all three are reported.
+# docs/semantics.md (section 4 documents no onnxruntime deviation); all three are reported.
 ORT_DEVIATIONS = {
     # NaN does not propagate: onnxruntime keeps a NaN only when it comes first in the slice,
-    # max([1, NaN, 3]) -> 3, max([+inf, NaN]) -> inf. SEMANTICS.md section 4: NaN propagates
-    # (numpy semantics, as onnx.reference). The onnxruntime tests therefore draw NaN-free data.
+    # max([1, NaN, 3]) -> 3, max([+inf, NaN]) -> inf. docs/semantics.md (ONNX ReduceMax): NaN
+    # propagates (numpy semantics, as onnx.reference). The onnxruntime tests therefore draw
+    # NaN-free data.
     "nan_in_data": lambda case, x: is_float(x.dtype) and bool(np.isnan(x.astype(np.float64)).any()),
     # On an input with a size-0 dimension, negative axes are ignored: shape (2, 0, 3) with
     # axes=[-2] returns the input unchanged (shape (2, 0, 3)) instead of -inf of shape (2, 1, 3)
     # or (2, 3); the same axes written as positive numbers are right.
     "negative_axes_on_empty_input": lambda case, x: x.size == 0 and _negative_axes(case),
     # Bool data with a size-0 dimension raises "ReduceMax is not defined for empty set with
-    # bool type"; the ReduceMax-20 schema (and SEMANTICS.md section 4) give False.
+    # bool type"; the ReduceMax-20 schema (and docs/semantics.md (ONNX ReduceMax)) give False.
     "bool_empty_input": lambda case, x: x.dtype == np.bool_ and x.size == 0,
 }
 

@@ -1,7 +1,7 @@
 """OpenVINO ``ReduceMax-1`` and ``ReduceLogicalOr-1``: jaxmax.openvino.reduce_max and
 reduce_logical_or.
 
-Three kinds of evidence (SEMANTICS.md sections 1-3):
+Three kinds of evidence (docs/semantics.md):
 
 * an independent NumPy oracle (plain Python loops over every output element, written here from
   the spec and the max rule ``max(lowest(T), non-NaN elements)``), compared exactly on a dtype
@@ -18,7 +18,7 @@ Behaviour of ``Node.evaluate`` (OpenVINO 2026.4) found while writing these tests
   identity and jaxmax returns the data unchanged: REF_EMPTY_AXES_APPLIES_MAX_RULE below.
 * float16 and bfloat16: NaN is skipped, but the floor is ``-inf``, not ``lowest(T)`` (an
   all-NaN, all-``-inf`` or empty slice gives ``-inf``), as if the f32 lowest were cast to the
-  16-bit type and overflowed: REF_HALF_FLOOR_IS_MINUS_INF below. SEMANTICS.md mentions "float16
+  16-bit type and overflowed: REF_HALF_FLOOR_IS_MINUS_INF below. docs/semantics.md mentions "float16
   lowest as -inf" for the CPU plugin only.
 * rank-0 data: axes ``0``, ``-1`` and ``[]`` accepted (the max rule applies for 0 and -1);
   ``keep_dims=True`` is rejected by shape inference ("Accessing out-of-range dimension"), and
@@ -155,7 +155,7 @@ def run_or(x, axes, keep_dims=False):
 
 
 def test_oracle_lowest_table():
-    # The oracle's floor is the one SEMANTICS.md states, not -inf.
+    # The oracle's floor is the one docs/semantics.md states, not -inf.
     assert lowest(np.float32) == np.float32(-3.4028235e38)
     assert lowest(np.float16) == -65504.0
     assert lowest(BF16) == float(np.float32(-3.3895314e38))
@@ -543,9 +543,9 @@ def test_reference_deviations_documented_above():
         ref_reduce_max(np.zeros((2, 2)), [1], False)
 
 
-# The CPU plugin deviates more (SEMANTICS.md section 3): NaN handling is order-dependent,
+# The CPU plugin deviates more (docs/semantics.md (the max rules)): NaN handling is order-dependent,
 # 64-bit and unsigned 32-bit integers are computed in 32 bits, float16 lowest is -inf, and empty
-# axes fail to compile. Found here and not in SEMANTICS.md: int32 data is reduced in float32
+# axes fail to compile. Found here and not in docs/semantics.md: int32 data is reduced in float32
 # (values beyond 2**24 are rounded). This check uses NaN-free float32, int32 within 2**23, int8
 # and bool data, with non-empty axes.
 def test_cpu_plugin_agrees_on_plain_data():
@@ -560,7 +560,7 @@ def test_cpu_plugin_agrees_on_plain_data():
             if dtype == np.float32:
                 x = np.where(np.isnan(x), np.float32(-1.5), x)  # CPU NaN rule is order-dependent
             if dtype == np.int32:
-                # CPU_INT32_VIA_FLOAT32 (not in SEMANTICS.md): the plugin rounds int32 data to
+                # CPU_INT32_VIA_FLOAT32 (not in docs/semantics.md): the plugin rounds int32 data to
                 # float32, e.g. 1160084780 -> 1160084736; keep |x| <= 2**24, where that is exact.
                 x = (x // 256).astype(np.int32)
             factory = ops.reduce_logical_or if dtype == np.bool_ else ops.reduce_max
@@ -573,7 +573,7 @@ def test_cpu_plugin_agrees_on_plain_data():
 
 
 # ---------------------------------------------------------------------------------------------
-# Errors (SEMANTICS.md section 2).
+# Errors (docs/semantics.md (errors)).
 
 F2 = np.zeros((2, 3), np.float32)
 B2 = np.zeros((2, 3), bool)

@@ -6,8 +6,9 @@ Oracles, all independent of the code under test:
   (lowest(T) when a window has no input element), computed in float64 and cast back;
 * derivative: ``jax.vjp`` of ``lax.reduce_window`` (XLA ``select_and_scatter``) applied to the
   clamped input ``where(x >= lowest, x, lowest)`` with init lowest(T), and masked where the input
-  was NaN or -inf (read as lowest(T), they pass nothing). That is the rule as SEMANTICS.md states
-  it: each window's cotangent goes to its first maximal element, padding counted.
+  was NaN or -inf (read as lowest(T), they pass nothing). That is the rule as
+  docs/semantics.md states it: each window's cotangent goes to its first maximal element,
+  padding counted.
 
 The forward takes a fast path (the plain pooling, when the output's sum is finite) or clamps and
 pools again; the data below drives both: NaN, -inf and +inf (sums that are not finite), all -inf

@@ -2,7 +2,7 @@
 
 Oracles:
 * ``_oracle``: a plain NumPy/Python loop over segments and elements written from the spec text
-  and SEMANTICS.md section 3 (the max rule: ``max(lowest(T), non-NaN members)``; an empty
+  and docs/semantics.md (the max rules) (the max rule: ``max(lowest(T), non-NaN members)``; an empty
   segment, decided by counting members, gets 0 or lowest(T)).
 * OpenVINO's CPU plugin (``openvino.opset16.segment_max``), compiled with f32 inference
   precision, on seeded random cases.
@@ -282,7 +282,7 @@ SPEC_EXAMPLES = {
     "description": (np.array([3, 9, 1, -4, -2, 6, 0, -1], np.float32),
                     np.array([0, 0, 0, 1, 1, 3, 5, 5], np.int32), None, "ZERO",
                     np.array([9, -2, 0, 6, 0, 0], np.float32)),
-    # The SEMANTICS.md / docstring example.
+    # The docs/semantics.md / docstring example.
     "doctest": (_EX_DATA, _EX_IDS, None, "ZERO", np.array([2, 0, 3, 5], np.float32)),
 }
 
@@ -311,7 +311,7 @@ def test_spec_example3_lowest_fill():
 @pytest.mark.parametrize("dtype", [np.float32, np.int32], ids=["float32", "int32"])
 def test_jit_traced_ids_out_of_range_and_unsorted(dtype, fill):
     """Traced ids are not checked: ids outside [0, 5) are dropped, unsorted ids still give the
-    per-id maximum (SEMANTICS.md section 2)."""
+    per-id maximum (docs/semantics.md (errors))."""
     f = jax.jit(lambda d, i: jov.segment_max(d, i, 5, fill_mode=fill))
     rng = np.random.default_rng(7 if dtype == np.float32 else 8)
     pool = _value_pool(dtype)
@@ -339,7 +339,7 @@ def test_jit_traced_ids_hand_example():
 
 
 # --------------------------------------------------------------------------------------------
-# Errors (SEMANTICS.md section 2): the class, the operator name first, the argument named
+# Errors (docs/semantics.md (errors)): the class, the operator name first, the argument named
 # --------------------------------------------------------------------------------------------
 
 _D = np.arange(4, dtype=np.float32)

@@ -6,13 +6,13 @@ For ``jaxmax.openvino.{reduce_max, reduce_logical_or, max_pool, segment_max}`` a
 * ``jax.jit`` gives exactly the eager answer (and the NumPy oracle's), NaN / -inf included;
 * ``jax.vmap`` over a leading and over a middle batch axis equals a Python loop of eager calls;
 * ``jax.test_util.check_grads`` passes on inputs with unique values;
-* the gradient tie rules of SEMANTICS.md hold, checked against cotangents computed by hand
+* the gradient tie rules of docs/semantics.md hold, checked against cotangents computed by hand
   (NumPy loops in this file);
 * a second call with the same static arguments and shapes traces nothing;
 * the jaxpr holds the intended primitive (``reduce_max``/``reduce_or``, ``reduce_window_max``,
   ``scatter-max``), nested sub-jaxprs included.
 
-The oracles below are written from the specification and SEMANTICS.md only; they never call
+The oracles below are written from the specification and docs/semantics.md only; they never call
 jaxmax.
 """
 
@@ -486,8 +486,9 @@ def test_ov_segment_max_jit_equals_eager(num_segments, fill_mode, dtype):
 
 def test_ov_segment_max_jit_closed_over_numpy_ids():
     """Concrete NumPy ids closed over by a jitted function are concrete, not traced
-    (SEMANTICS: static means "Python values or concrete NumPy/JAX arrays"): num_segments=None
-    is inferred from them and unsorted ones are rejected, exactly as in an eager call."""
+    (docs/semantics.md: static means "Python values or concrete NumPy/JAX arrays"):
+    num_segments=None is inferred from them and unsorted ones are rejected, exactly as in an
+    eager call."""
     data = special_floats(np.random.default_rng(14), (10, 3))
     expected = oracle_ov_segment_max(data, SEGMENT_IDS, None, "ZERO")
     assert_same(ov.segment_max(data, SEGMENT_IDS, fill_mode="ZERO"), expected)
