@@ -324,9 +324,11 @@ def _segment_max(data: jax.Array, segment_ids: jax.Array, num_segments: int, fil
         return jax.ops.segment_max(v, ids, num_segments)
 
     # XLA's CPU scatter wraps 64-bit indices to 32 bits (jax 0.10 with x64: an id 2**32 + 1
-    # lands in segment 1), so ids out of range are first mapped to the out-of-range values
-    # -1 and num_segments (at most the ids' largest value), which every scatter drops.
-    segment_ids = jnp.clip(segment_ids, -1, min(num_segments, jnp.iinfo(segment_ids.dtype).max))
+    # lands in segment 1), so 64-bit ids out of range are first mapped to the out-of-range
+    # values -1 and num_segments, which every scatter drops. (int32 ids need no clip, which
+    # would cost ~25% of the call: XLA fuses it into both scatters.)
+    if segment_ids.dtype.itemsize == 8:
+        segment_ids = jnp.clip(segment_ids, -1, num_segments)
     out = _openvino_max(reducer, data, segment_ids, check_data=cross_device)
     if fill == "lowest":
         return out
