@@ -16,6 +16,7 @@ node_cases = pytest.importorskip("onnx.backend.test.case.node")
 
 from jaxmax import onnx as jonnx  # noqa: E402 (after the importorskips)
 
+
 def _cases():
     # collect_testcases imports the case modules once (later calls return what the first one
     # collected), so collect every operator's cases in one call and keep the two wanted here
