@@ -243,6 +243,25 @@ def test_the_fuzz_is_large_and_covers_every_argument():
             assert (face, name) in covered, (face, name)
 
 
+def test_onnx_pooling_dtype_and_version_gates():
+    """ONNX MaxPool: int8/uint8 from 12, bfloat16 from 22; GlobalMaxPool: bfloat16 from 22;
+    Indices and storage_order from 8, ceil_mode and dilations from 10."""
+    import ml_dtypes
+
+    x = np.zeros((1, 1, 4), np.float32)
+    for dtype, first in ((np.int8, 12), (np.uint8, 12), (ml_dtypes.bfloat16, 22)):
+        _expect_contract_error("ONNX MaxPool", onnx.max_pool,
+                               dict(X=x.astype(dtype), kernel_shape=[2], opset=first - 1))
+        assert onnx.max_pool(x.astype(dtype), kernel_shape=[2], opset=first).dtype == dtype
+    _expect_contract_error("ONNX GlobalMaxPool", onnx.global_max_pool,
+                           dict(X=x.astype(ml_dtypes.bfloat16), opset=21))
+    for attrs, first in ((dict(return_indices=True), 8), (dict(storage_order=1), 8),
+                         (dict(ceil_mode=1), 10), (dict(dilations=[1]), 10)):
+        with pytest.raises(ValueError, match=f"before opset {first}"):
+            onnx.max_pool(x, kernel_shape=[2], opset=first - 1, **attrs)
+        onnx.max_pool(x, kernel_shape=[2], opset=first, **attrs)
+
+
 def test_bad_onnx_dtype_and_version_gates():
     x8 = np.array([[1, -2]], np.int8)
     _expect_contract_error("ONNX ReduceMax", onnx.reduce_max, dict(data=x8, opset=11))
