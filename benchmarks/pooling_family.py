@@ -7,7 +7,7 @@ dilated gradient, against onnxruntime and PyTorch; prints one table of medians a
 
 Cases (float32, CPU): the ResNet stem k3 s2 p1 with indices (jaxmax MaxPool-14 and ONNX MaxPool
 with Indices; onnxruntime MaxPool with its Indices output; torch ``max_pool2d(return_indices=
-True)``), a dilated k3 d2 s1 p2 forward (jaxmax; onnxruntime), and the dilated gradient of the
+True)``), a dilated k3 d2 s1 p1 forward (jaxmax; onnxruntime), and the dilated gradient of the
 sum (jaxmax ``jax.grad``; torch forward + backward). Within a case the implementations are
 sampled in turn (``_timing.measure``), so a burst of load hits them alike.
 """
@@ -36,9 +36,9 @@ def _jax_cases(x):
     stem_onnx = jax.jit(lambda v: onnx.max_pool(v, kernel_shape=[3, 3], strides=[2, 2],
                                                  pads=[1, 1, 1, 1], return_indices=True))
     dilated = jax.jit(lambda v: onnx.max_pool(v, kernel_shape=[3, 3], dilations=[2, 2],
-                                              pads=[2, 2, 2, 2]))
+                                              pads=[1, 1, 1, 1]))
     grad = jax.jit(jax.grad(lambda v: ov.max_pool(v, kernel=3, strides=1, dilations=2,
-                                                  pads_begin=2, pads_end=2, opset=8)[0].sum()))
+                                                  pads_begin=1, pads_end=1, opset=8)[0].sum()))
 
     def run(fn):
         return lambda: jax.block_until_ready(fn(xs))
@@ -70,7 +70,7 @@ def _ort_cases(x):
         return lambda: s.run(None, {"X": x})
 
     stem = session(dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), ["Y", "I"])
-    dilated = session(dict(kernel_shape=[3, 3], dilations=[2, 2], pads=[2, 2, 2, 2]), ["Y"])
+    dilated = session(dict(kernel_shape=[3, 3], dilations=[2, 2], pads=[1, 1, 1, 1]), ["Y"])
     return {"stem": [("onnxruntime MaxPool with Indices", stem)],
             "dilated": [("onnxruntime MaxPool k3 d2", dilated)]}
 
@@ -89,7 +89,7 @@ def _torch_cases(x):
 
     def grad():
         xg.grad = None
-        torch.nn.functional.max_pool2d(xg, 3, 1, 2, dilation=2).sum().backward()
+        torch.nn.functional.max_pool2d(xg, 3, 1, 1, dilation=2).sum().backward()
         return xg.grad
 
     return {"stem": [("torch max_pool2d(return_indices=True)", stem)],
@@ -107,7 +107,7 @@ def main(argv=None) -> int:
         for name, impls in part.items():
             cases.setdefault(name, []).extend(impls)
     titles = {"stem": f"ResNet stem k3 s2 p1 {shape}, values + indices",
-              "dilated": "dilated k3 d2 s1 p2, forward", "grad": "dilated k3 d2 s1 p2, gradient"}
+              "dilated": "dilated k3 d2 s1 p1, forward", "grad": "dilated k3 d2 s1 p1, gradient"}
     rows = []
     for name, impls in cases.items():
         results = _timing.measure([run for _, run in impls], warmup=2, min_reps=5, max_reps=9,

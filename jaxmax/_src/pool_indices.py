@@ -24,7 +24,6 @@ adapters check that the range fits it).
 
 from __future__ import annotations
 
-import itertools
 from functools import partial
 
 import jax
@@ -42,17 +41,17 @@ def _geometry(x: jax.Array, window, strides, padding, dilation, fill=None):
 def _coordinates(g, winner: jax.Array) -> list[jax.Array]:
     """Per axis of the input, the coordinate the `winner` tap reads for every output (any value
     where the winner is not a tap index: the caller masks those)."""
-    offsets = np.array(list(itertools.product(*(range(a.k) for a in g.axes))), np.int64)
-    safe = jnp.clip(winner.astype(np.int32), 0, len(g.taps) - 1)
+    tap = winner.astype(np.int32)
     coords = []
-    for axis, a in enumerate(g.axes):
-        o = lax.broadcasted_iota(np.int32, g.out_shape, axis)
-        coord = o * a.s - a.lo
+    inner = 1  # taps are in row-major window order: the last axis varies fastest
+    for axis in range(len(g.axes) - 1, -1, -1):
+        a = g.axes[axis]
+        coord = lax.broadcasted_iota(np.int32, g.out_shape, axis) * a.s - a.lo
         if a.k > 1:
-            table = jnp.asarray((offsets[:, axis] * a.d).astype(np.int32))
-            coord = coord + table[safe]
+            coord = coord + (tap // inner) % a.k * a.d
         coords.append(coord)
-    return coords
+        inner *= a.k
+    return coords[::-1]
 
 
 def _flat(coords: list[jax.Array], shape: tuple[int, ...], dims: list[int],
