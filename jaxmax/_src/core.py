@@ -1,8 +1,11 @@
 """The spec-agnostic lowering: one jitted function per computation.
 
-Every function takes canonical static arguments (tuples of Python ints, bools, strings) that the
-adapters have validated, and is a ``jax.jit(..., inline=True)`` function, so an eager call
-dispatches a cached executable and a call inside an outer ``jit`` is inlined into it.
+Every public function takes canonical static arguments (tuples of Python ints, bools, strings)
+that the adapters have validated, adds what the core decides itself (whether partial results
+may be combined across devices), and calls a ``jax.jit(..., inline=True)`` function, so an
+eager call dispatches a cached executable and a call inside an outer ``jit`` is inlined into it.
+Inputs sharded over ``Explicit`` mesh axes are computed with those axes made ``Auto``
+(:mod:`jaxmax._src.explicit_axes`).
 
 Two max rules exist, chosen by the flag ``skip_nan`` (MaxPool and SegmentMax are OpenVINO's):
 
