@@ -175,7 +175,7 @@ def max_pool(data: Data, *, kernel: Ints, strides: Ints, pads_begin: Ints | None
       dilations: (MaxPool-8+) dilation per spatial axis, each >= 1; default 1. Static.
       axis: (MaxPool-8+) the first axis the indices count over, in ``[-rank, rank)``. Static.
       index_element_type: (MaxPool-8+) ``"i32"`` or ``"i64"`` (or the NumPy dtype). Without
-        ``jax_enable_x64`` i64 indices are int32 (JAX warns, as always). Static.
+        ``jax_enable_x64`` i64 indices are int32 (with a warning). Static.
       opset: the model's opset, >= 1. Static.
 
     Returns:

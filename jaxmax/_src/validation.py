@@ -9,6 +9,7 @@ name and names the argument.
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Sequence
 
 import jax
@@ -244,12 +245,14 @@ def choice(op: str, name: str, value, choices: Sequence[str]) -> str:
 
 def index_dtype(op: str, name: str, requested, count: int) -> np.dtype:
     """The dtype indices into `count` elements are computed in: `requested` (int32 or int64) as
-    JAX stores it (int64 is int32 without ``jax_enable_x64``, and JAX warns as it always does);
+    JAX stores it (int64 is int32 without ``jax_enable_x64``, with a warning, as JAX gives);
     `ValueError` when the largest index does not fit."""
     requested = np.dtype(requested)
     stored = np.dtype(jax.dtypes.canonicalize_dtype(requested))
-    if stored != requested:
-        jnp.zeros((), requested)  # JAX's own warning that int64 is stored as int32
+    if stored != requested:  # say so, as JAX does when an unavailable dtype is asked for
+        warnings.warn(f"{op}: `{name}` asks for {requested} indices, which JAX stores as "
+                      f"{stored} unless 64-bit mode is on ({_X64_HOW})", UserWarning,
+                      stacklevel=3)
     if count - 1 > np.iinfo(stored).max:
         hint = f"; {_X64_HOW}" if stored != requested else ""
         raise ValueError(
