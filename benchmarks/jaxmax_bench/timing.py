@@ -1,4 +1,7 @@
-"""Timing and result-digest helpers for ``benchmarks/run.py`` (no JAX/runtime imports here)."""
+"""Timing, result digests and number formatting for the benchmark runner.
+
+No JAX or runtime imports here: workers and the parent process both use this module.
+"""
 
 from __future__ import annotations
 
@@ -93,8 +96,12 @@ def digest(out: Any) -> list:
     """[shape, weighted sum, NaN count]: equal arrays give equal digests, whoever computed them.
 
     The weights (``sin(i)``) make a permuted or shifted result differ from the right one, which
-    a plain sum would not.
+    a plain sum would not. Of a ``(values, indices)`` pair only the values are digested: the
+    runtimes number pooling indices differently (torch within each channel plane, ONNX and
+    OpenVINO over the whole tensor).
     """
+    if isinstance(out, tuple | list):
+        out = out[0]
     a = to_numpy(out)
     shape = list(a.shape)
     if a.dtype.kind not in "biuf":  # bfloat16 and friends from ml_dtypes
@@ -113,6 +120,7 @@ def digest(out: Any) -> list:
 
 
 def same_digest(a: list, b: list) -> bool:
+    """Whether two digests describe the same array (sums equal to a relative 1e-9)."""
     if a[0] != b[0] or a[2] != b[2]:
         return False
     x, y = a[1], b[1]
@@ -122,6 +130,7 @@ def same_digest(a: list, b: list) -> bool:
 
 
 def fmt_ms(ms: float | None) -> str:
+    """Milliseconds with 3 significant-ish digits; "n/a" for a missing time."""
     if ms is None:
         return "n/a"
     if ms < 1:
@@ -132,6 +141,7 @@ def fmt_ms(ms: float | None) -> str:
 
 
 def fmt_ratio(r: float | None) -> str:
+    """A ratio as "1.23x" ("123x" from 100 on); empty for a missing one."""
     if r is None:
         return ""
     return f"{r:.2f}x" if r < 100 else f"{r:.0f}x"

@@ -1,0 +1,16 @@
+"""The registry of benchmark groups: name -> function from `Sizes` to that group's cases."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from . import eager, logical_or, max_pool, pool_family, reduce, segment_max
+from .cases import Case, Sizes
+
+CASE_BUILDERS: dict[str, Callable[[Sizes], list[Case]]] = {
+    m.GROUP: m.cases for m in (reduce, logical_or, max_pool, segment_max, eager, pool_family)}
+GROUPS = tuple(CASE_BUILDERS)
+
+
+def group_cases(groups: list[str], sz: Sizes) -> list[Case]:
+    return [c for g in groups for c in CASE_BUILDERS[g](sz)]
