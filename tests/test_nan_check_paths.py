@@ -25,7 +25,7 @@ F32_LOWEST = np.float32(np.finfo(np.float32).min)
 
 @pytest.fixture(params=[False, True], ids=["one-device-check", "cross-device-check"])
 def cross_device(request, monkeypatch):
-    monkeypatch.setattr(core, "cross_device_possible", lambda: request.param)
+    monkeypatch.setattr(core, "cross_device_possible", lambda *arrays: request.param)
     return request.param
 
 

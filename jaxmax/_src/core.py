@@ -11,27 +11,31 @@ Two max rules exist, chosen by the flag ``skip_nan`` (MaxPool and SegmentMax are
 
 * ``skip_nan=False`` (ONNX): NaN propagates, an empty set gives the identity (``-inf``,
   ``iinfo.min``, ``False``).
-* ``skip_nan=True`` (OpenVINO): ``max(lowest(T), non-NaN elements)``. The reduction runs with the
-  ``-inf`` identity, so ``lax`` keeps its dedicated max primitives; NaN is replaced by ``-inf``
-  only when a NaN is found (``lax.cond``), and the result is then raised to ``lowest(T)``.
+* ``skip_nan=True`` (OpenVINO): ``max(lowest(T), non-NaN elements)``: NaN counts as ``-inf``
+  (the identity), and the result is then raised to ``lowest(T)``.
 
-Finding NaN: elementwise ``lax.max`` (MaxPool's taps, ``reduce_window``) and scatter-max
-(SegmentMax) propagate NaN, so their plain result holds a NaN exactly where a window or segment
-did, and checking that small result is enough. Two places drop NaN instead, giving an
-order-dependent, wrong maximum: XLA's CPU ``reduce_max`` on all but small inputs (jax 0.10, where
-XLA hands such reductions to YNNPACK, ``__ynn_fusion`` in the compiled HLO; measured here on 300
-random shapes: two thirds gave values that were neither NaN nor the NaN-free maximum), and the
-cross-device max that combines partial results when a reduced axis is sharded.
-Where those can occur (``check_data=True``: a float ``reduce_max`` that is not folded, and the
-other operators when several devices exist), the data's sum is checked too. Addition propagates NaN
-in every order, so this check is exact; it costs one more read of the data, and an ``inf + -inf``
-can flag NaN-free data, which only sends it down the exact masked path.
+ReduceMax on one device, on CPU, applies the rule while it reads the data, in one pass
+(:mod:`jaxmax._src.max_reduce`), as fast on data with NaN as without.
+
+Elsewhere, and for MaxPool and SegmentMax, the plain max runs first with the ``-inf`` identity (so
+``lax`` keeps its dedicated max primitives), and NaN is masked and the max recomputed only when
+a NaN is found (``lax.cond``). Finding NaN: elementwise ``lax.max`` (MaxPool's taps,
+``reduce_window``) and scatter-max (SegmentMax) propagate NaN, so their plain result holds a NaN
+exactly where a window or segment did, and checking that small result is enough. Two places drop
+NaN instead, giving an order-dependent, wrong maximum: XLA's CPU ``reduce_max`` on all but small
+inputs (jax 0.10, where XLA hands such reductions to YNNPACK, ``__ynn_fusion`` in the compiled
+HLO; measured here on 300 random shapes: two thirds gave values that were neither NaN nor the
+NaN-free maximum), and the cross-device max that combines partial results when a reduced axis is
+sharded. Where those can occur (``check_data=True``: a float ``reduce_max`` off the one-pass path
+that is not folded, and the other operators when partial results may cross devices), the data's
+sum is checked too. Addition propagates NaN in every order, so this check is exact; it costs one
+more read of the data, and an ``inf + -inf`` can flag NaN-free data, which only sends it down
+the exact masked path.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
 from functools import partial
 
@@ -40,17 +44,26 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import dtypes, explicit_axes, pool_indices, pool_phase
+from jaxmax._src import dtypes, explicit_axes, max_reduce, pool_indices, pool_phase
 
 
-@functools.cache
-def cross_device_possible() -> bool:
-    """Whether partial results may be combined across devices (more than one device exists).
+def cross_device_possible(*arrays) -> bool:
+    """Whether partial results may be combined across devices: several devices exist and some
+    input is traced (an outer ``jit`` may shard it) or is laid over more than one device.
 
     The core decides this itself (the adapters never pass it); it is a static argument of the
     jitted functions, so a test can change it and get a fresh trace.
     """
-    return jax.device_count() > 1
+    if _device_count() == 1:
+        return False
+    return any(isinstance(a, jax.core.Tracer)
+               or (isinstance(a, jax.Array) and len(a.sharding.device_set) > 1)
+               for a in arrays)
+
+
+@functools.cache
+def _device_count() -> int:
+    return jax.device_count()
 
 
 def _by_platform(x: jax.Array, *, cpu: Callable[[jax.Array], jax.Array],
@@ -113,95 +126,36 @@ def _openvino_max(reducer: Callable[..., jax.Array], x: jax.Array, *operands,
     return _at_least_lowest(_skipping_nan(reducer, x, operands, check_data))
 
 
-# XLA's CPU reduction collapses when leading axes are reduced over a large kept block (a
-# (64, 256, 56, 56) float32 max over axis 0 took ~180 ms against a ~6 ms read floor); folding the
-# leading rows with elementwise maxima in a loop reads the data once (~8 ms). Below this many
-# kept elements per row XLA's own reduction is as fast or faster.
-_FOLD_MIN_ROW = 32768
-
-
-def _bfloat16_order_key(y: jax.Array) -> jax.Array:
-    """int16 keys whose order is the float order of bfloat16 `y`; every NaN maps to the top."""
-    bits = lax.bitcast_convert_type(y, jnp.int16)
-    key = bits ^ ((bits >> 15) & 0x7FFF)  # flip the magnitude of negatives
-    return jnp.where((bits & 0x7FFF) > 0x7F80, np.int16(0x7FFF), key)
-
-
-def _bfloat16_from_key(key: jax.Array) -> jax.Array:
-    return lax.bitcast_convert_type(key ^ ((key >> 15) & 0x7FFF), jnp.bfloat16)
-
-
-def _halving_max(y: jax.Array) -> jax.Array:
-    """``max(y, axis=0)`` as a tree of elementwise maxima of halves."""
-    while y.shape[0] > 1:
-        half = y.shape[0] // 2
-        folded = lax.max(y[:half], y[half:2 * half])
-        y = lax.concatenate([folded, y[2 * half:]], 0) if y.shape[0] % 2 else folded
-    return y[0]
-
-
-def _fold_rows(y: jax.Array) -> jax.Array:
-    """``max(y, axis=0)`` by elementwise maxima of the rows of `y` (exact; NaN propagates)."""
-    if y.dtype == jnp.bfloat16:
-        # bfloat16 elementwise maxima are slow on CPU (a loop ran at ~20x the floor, a halving
-        # tree at ~6x); the same tree over int16 order keys runs at ~1.5x (NaN key: NaN).
-        return _bfloat16_from_key(_halving_max(_bfloat16_order_key(y)))
-    acc_dtype = jnp.float32 if y.dtype == jnp.float16 else y.dtype  # exact widening
-    return lax.fori_loop(1, y.shape[0], lambda i, acc: lax.max(acc, y[i].astype(acc_dtype)),
-                         y[0].astype(acc_dtype)).astype(y.dtype)
-
-
-def _leading_run(axes: tuple[int, ...]) -> int:
-    """How many of the leading axes ``0, 1, ...`` are all reduced."""
-    run = 0
-    while run in axes:
-        run += 1
-    return run
-
-
-@partial(jax.custom_jvp, nondiff_argnums=(1,))
-def _reduce_max_folding(x: jax.Array, axes: tuple[int, ...]) -> jax.Array:
-    """``lax.reduce_max(x, axes)`` for `axes` = the leading axes, folded row by row."""
-    return _fold_rows(x.reshape((-1,) + x.shape[len(axes):]))
-
-
-@_reduce_max_folding.defjvp
-def _reduce_max_folding_jvp(axes, primals, tangents):
-    # The derivative of lax.reduce_max itself: tied maxima share the tangent evenly.
-    return jax.jvp(lambda v: lax.reduce_max(v, axes), primals, tangents)
-
-
-def _folds_rows(shape: tuple[int, ...], axes: tuple[int, ...]) -> bool:
-    """Whether the CPU lowering folds rows: only leading axes reduced, over a large kept block."""
-    run = _leading_run(axes)
-    return (0 < run == len(axes) < len(shape) and math.prod(shape[run:]) >= _FOLD_MIN_ROW
-            and math.prod(shape[:run]) > 1)
-
-
 def _max_with_rule(x: jax.Array, axes: tuple[int, ...], skip_nan: bool, fold: bool,
                    check_data: bool) -> jax.Array:
-    """``max`` over `axes` with the OpenVINO (`skip_nan`) or ONNX NaN rule, float data.
+    """``max`` over `axes` with the OpenVINO (`skip_nan`) or ONNX NaN rule, float data, from the
+    plain reduction (the multi-device and non-CPU lowering).
 
-    Folded rows are elementwise maxima, which propagate NaN, so their result shows every NaN;
-    XLA's ``reduce_max`` may not, and then `check_data` makes the NaN check read the data.
+    ONNX: the plain max is exact on NaN-free slices, and the slices holding a NaN are found by a
+    sum of squares, exact across devices too (``max_reduce.propagating``). OpenVINO: folded rows
+    are elementwise maxima, which propagate NaN, so their result shows every NaN; XLA's
+    ``reduce_max`` and a cross-device max may not, and then `check_data` makes the NaN check
+    read the data.
     """
     def reducer(v):
-        return _reduce_max_folding(v, axes) if fold else lax.reduce_max(v, axes)
+        return max_reduce.fold_max(v, axes) if fold else lax.reduce_max(v, axes)
 
     if skip_nan:
         return _openvino_max(reducer, x, check_data=check_data)
-    out = reducer(x)
-    # NaN propagates: a slice holding one gives NaN, the others their (exact) maximum.
-    nan = np.array(np.nan, out.dtype)
-    return lax.cond(_nan_found(x, out, check_data),
-                    lambda: jnp.where(jnp.isnan(x).any(axes), nan, reducer(_mask_nan(x))),
-                    lambda: out)
+    return max_reduce.propagating(x, axes, reducer)
+
+
+def _cpu_max(x: jax.Array, axes: tuple[int, ...], skip_nan: bool) -> jax.Array:
+    """``max`` over `axes` with the OpenVINO (`skip_nan`) or ONNX NaN rule, as fast on data with
+    NaN as without (:mod:`jaxmax._src.max_reduce`): the one-device CPU lowering."""
+    out = max_reduce.max_over(x, axes, propagate=not skip_nan)
+    return _at_least_lowest(out) if skip_nan else out
 
 
 def reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool,
                skip_nan: bool) -> jax.Array:
     """Max over `axes` (normalised, unique); logical or for bool data (see `_reduce_max_jit`)."""
-    return _reduce_max_jit(x, axes, keepdims, skip_nan, cross_device_possible())
+    return _reduce_max_jit(x, axes, keepdims, skip_nan, cross_device_possible(x))
 
 
 @partial(jax.jit, static_argnames=("axes", "keepdims", "skip_nan", "cross_device"), inline=True)
@@ -223,18 +177,21 @@ def _reduce_max_jit(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_na
 
 def _reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_nan: bool,
                 cross_device: bool) -> jax.Array:
-    fold = _folds_rows(x.shape, axes)
     if dtypes.is_bool(x.dtype):
         out = lax.reduce_or(x, axes)
     elif not dtypes.is_floating(x.dtype):
+        out = _by_platform(x, cpu=lambda v: max_reduce.max_over(v, axes, propagate=False),
+                           default=lambda v: lax.reduce_max(v, axes))
+    elif cross_device:
+        # Partial results may meet in a cross-device max, which drops NaN: the plain reduction
+        # (never cut into blocks, which would gather a sharded axis) and a check of the data.
+        fold = max_reduce.folds_rows(x.shape, axes)
         out = _by_platform(
-            x, cpu=lambda v: _reduce_max_folding(v, axes) if fold else lax.reduce_max(v, axes),
-            default=lambda v: lax.reduce_max(v, axes))
+            x, cpu=lambda v: _max_with_rule(v, axes, skip_nan, fold, check_data=True),
+            default=lambda v: _max_with_rule(v, axes, skip_nan, fold=False, check_data=True))
     else:
         out = _by_platform(
-            x,
-            cpu=lambda v: _max_with_rule(v, axes, skip_nan, fold,
-                                         check_data=cross_device or not fold),
+            x, cpu=lambda v: _cpu_max(v, axes, skip_nan),
             default=lambda v: _max_with_rule(v, axes, skip_nan, fold=False, check_data=True))
     return lax.expand_dims(out, axes) if keepdims else out
 
@@ -244,7 +201,7 @@ def max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
              axis: int = 0, index_dtype: np.dtype | None = None):
     """OpenVINO-rule max pooling, and MaxPool-8 indices with `index_dtype` (see
     `_max_pool_jit`)."""
-    return _max_pool_jit(x, window, strides, padding, cross_device_possible(), dilation, axis,
+    return _max_pool_jit(x, window, strides, padding, cross_device_possible(x), dilation, axis,
                          index_dtype)
 
 
@@ -298,7 +255,8 @@ def _max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
 def segment_max(data: jax.Array, segment_ids: jax.Array, num_segments: int,
                 fill: str) -> jax.Array:
     """Per-segment OpenVINO-rule max with the empty-segment `fill` (see `_segment_max_jit`)."""
-    return _segment_max_jit(data, segment_ids, num_segments, fill, cross_device_possible())
+    return _segment_max_jit(data, segment_ids, num_segments, fill,
+                            cross_device_possible(data, segment_ids))
 
 
 @partial(jax.jit, static_argnames=("num_segments", "fill", "cross_device"), inline=True)
