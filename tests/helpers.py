@@ -1,10 +1,14 @@
-"""Helpers the test files share: lowest(T), the float test and the exact comparison.
+"""Helpers the test files share: lowest(T) and ONNX's empty value, the float test, the exact
+comparison, the x64 switch and the special-float data generators.
 
 ``tests/`` is on ``sys.path`` under pytest, so test files import this as ``helpers``.
 """
 
 from __future__ import annotations
 
+import contextlib
+
+import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
@@ -32,3 +36,36 @@ def assert_same(actual, expected, context: str = "") -> None:
     if is_float(expected.dtype):
         actual, expected = actual.astype(np.float64), expected.astype(np.float64)
     np.testing.assert_array_equal(actual, expected, err_msg=context)
+
+
+def onnx_empty(dtype) -> np.ndarray:
+    """ONNX's value for a max over no element, as a 0-d array of `dtype`: -inf (floating),
+    iinfo.min (integers), False (bool)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return np.array(False)
+    return np.array(-np.inf if is_float(dtype) else np.iinfo(dtype).min, dtype)
+
+
+def x64_for(*dtypes):
+    """``jax.enable_x64(True)`` when a 64-bit dtype is involved (else jnp.asarray would narrow
+    it), a null context otherwise."""
+    if any(np.dtype(d).itemsize >= 8 for d in dtypes):
+        return jax.enable_x64(True)
+    return contextlib.nullcontext()
+
+
+def special_floats(rng, shape, dtype=np.float32, p_nan=0.12, p_ninf=0.12, p_inf=0.04):
+    """Random floats (normal, scale 10) with NaN, -inf and +inf sprinkled in."""
+    x = rng.standard_normal(shape) * 10
+    u = rng.random(shape)
+    x[u < p_nan] = np.nan
+    x[(u >= p_nan) & (u < p_nan + p_ninf)] = -np.inf
+    x[(u >= p_nan + p_ninf) & (u < p_nan + p_ninf + p_inf)] = np.inf
+    return x.astype(dtype)
+
+
+def unique_values(rng, shape, scale=0.1):
+    """Distinct, well separated float64 values (gaps of `scale`, >> a finite-difference step)."""
+    n = int(np.prod(shape))
+    return ((rng.permutation(n) - n / 2) * scale).reshape(shape)

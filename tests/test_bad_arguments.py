@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import inspect
-import itertools
 import json
 import os
 import subprocess
@@ -25,6 +24,8 @@ from functools import partial
 import jax
 import numpy as np
 import pytest
+from helpers import assert_same
+from pool_oracle import max_pool_1, max_pool_1_grad
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
@@ -201,7 +202,8 @@ def fuzz_results():
     rows, start = {}, 0
     for _ in range(12):  # at most 20 process deaths are reported one by one
         result = _run_python(f"""
-            import runpy
+            import runpy, sys
+            sys.path.insert(0, {os.path.dirname(__file__)!r})  # helpers, pool_oracle (as pytest)
             fuzz = runpy.run_path({__file__!r}, run_name="jaxmax_bad_argument_fuzz")
             fuzz["_report_fuzz"]({start})
         """)
@@ -275,36 +277,20 @@ def test_bad_onnx_dtype_and_version_gates():
 # Valid spellings: case, NumPy scalars, 0-d arrays, empty lists
 # --------------------------------------------------------------------------------------------
 
-def _pool_oracle(x, k, s, pb, pe, ceil):
-    """MaxPool-1 on NaN-free float data with explicit pads (a loop over windows)."""
-    low = np.finfo(x.dtype).min
-    out_len = [((-(-(d + a + b - kk) // ss)) if ceil else (d + a + b - kk) // ss) + 1
-               for d, kk, ss, a, b in zip(x.shape[2:], k, s, pb, pe, strict=True)]
-    out = np.full(x.shape[:2] + tuple(out_len), low, x.dtype)
-    for idx in np.ndindex(*out_len):
-        sl = tuple(slice(max(o * ss - a, 0), max(min(o * ss - a + kk, d), 0))
-                   for o, ss, a, kk, d in zip(idx, s, pb, k, x.shape[2:], strict=True))
-        win = x[(...,) + sl].reshape(x.shape[:2] + (-1,))
-        if win.shape[-1]:
-            out[(...,) + idx] = np.maximum(win.max(-1), low)
-    return out
-
-
 @pytest.mark.parametrize("rounding,auto_pad", [("CEIL", "EXPLICIT"), ("Floor", "Explicit"),
                                                ("ceil", None)])
 def test_string_attributes_ignore_case(rounding, auto_pad):
     got = ov.max_pool(F32_4D, kernel=np.int64(2), strides=np.array(2), pads_begin=(0, 1),
                       pads_end=np.array([1, 0]), rounding_type=rounding, auto_pad=auto_pad)
-    want = _pool_oracle(F32_4D, (2, 2), (2, 2), (0, 1), (1, 0), rounding.lower() == "ceil")
-    np.testing.assert_array_equal(got, want)
+    want = max_pool_1(F32_4D, (2, 2), (2, 2), (0, 1), (1, 0), rounding.lower())
+    assert_same(got, want)
 
 
 @pytest.mark.parametrize("spelling", ["SAME_UPPER", "same_upper", "Same_Upper"])
 def test_auto_pad_any_case(spelling):
     got = ov.max_pool(F32_4D, kernel=3, strides=2, auto_pad=spelling)
     # same_upper for D=5, k=3, s=2: pad 1 + 1; for D=6: pad 0 + 1
-    np.testing.assert_array_equal(got, _pool_oracle(F32_4D, (3, 3), (2, 2), (1, 0), (1, 1),
-                                                    False))
+    assert_same(got, max_pool_1(F32_4D, (3, 3), (2, 2), (1, 0), (1, 1)))
 
 
 def test_fill_mode_any_case_and_empty_ids():
@@ -495,26 +481,6 @@ def test_more_than_2_31_segments_without_x64():
 # Strides beyond the input: lowered to an equivalent stride, same values and gradients
 # --------------------------------------------------------------------------------------------
 
-def _pool_and_grad_oracle(x, k, s, pb, pe, ceil):
-    """MaxPool-1 and the gradient of its sum, by loops over the windows the spec defines with
-    the given stride (x: distinct finite values, so every window has one maximal element)."""
-    low = np.finfo(x.dtype).min
-    out_len = [((-(-(d + a + b - kk) // ss)) if ceil else (d + a + b - kk) // ss) + 1
-               for d, kk, ss, a, b in zip(x.shape[2:], k, s, pb, pe, strict=True)]
-    out = np.full(x.shape[:2] + tuple(out_len), low, x.dtype)
-    grad = np.zeros_like(x)
-    for n, c in np.ndindex(*x.shape[:2]):
-        for idx in np.ndindex(*out_len):
-            inside = [range(max(o * ss - a, 0), min(o * ss - a + kk, d))
-                      for o, ss, a, kk, d in zip(idx, s, pb, k, x.shape[2:], strict=True)]
-            cells = list(itertools.product(*inside))
-            if cells:
-                best = max(cells, key=lambda p: x[(n, c, *p)])
-                out[(n, c, *idx)] = x[(n, c, *best)]
-                grad[(n, c, *best)] += 1
-    return out, grad
-
-
 def test_large_strides_give_the_spec_windows():
     rng = np.random.default_rng(7)
     for _ in range(12):
@@ -530,13 +496,12 @@ def test_large_strides_give_the_spec_windows():
         s = [max(v, 1) for v in s]
         ceil = bool(rng.integers(2))
         rounding = "ceil" if ceil else "floor"
-        want, want_grad = _pool_and_grad_oracle(x, k, s, pb, pe, ceil)
-        got = ov.max_pool(x, kernel=k, strides=s, pads_begin=pb, pads_end=pe,
-                          rounding_type=rounding)
-        np.testing.assert_array_equal(got, want, err_msg=f"{shape} k{k} s{s} {pb} {pe} {ceil}")
         attrs = dict(kernel=k, strides=s, pads_begin=pb, pads_end=pe, rounding_type=rounding)
+        want = max_pool_1(x, **attrs)  # the windows the spec defines with the given stride
+        got = ov.max_pool(x, **attrs)
+        assert_same(got, want, f"{shape} k{k} s{s} {pb} {pe} {ceil}")
         got_grad = jax.grad(lambda v, attrs=attrs: ov.max_pool(v, **attrs).sum())(x)
-        np.testing.assert_array_equal(got_grad, want_grad)
+        np.testing.assert_array_equal(got_grad, max_pool_1_grad(x, np.ones(want.shape), **attrs))
 
 
 def test_data_given_as_a_list_of_traced_values():

@@ -11,12 +11,14 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
+from helpers import assert_same
+from pool_oracle import max_pool_1
+from reduce_oracle import onnx_reduce_max, openvino_reduce_max
+from segment_oracle import segment_max
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
 from jaxmax._src import core
-
-F32_LOWEST = np.float32(np.finfo(np.float32).min)
 
 
 @pytest.fixture(autouse=True)
@@ -25,11 +27,6 @@ def default_lowering(monkeypatch):
     jax.clear_caches()
     yield
     jax.clear_caches()
-
-
-def _ov_max(x, axis):
-    out = np.max(np.where(np.isnan(x), -np.inf, x), axis=axis)
-    return np.maximum(out, F32_LOWEST).astype(np.float32)
 
 
 def _data():
@@ -51,10 +48,10 @@ def test_default_lowering_is_really_used():
 @pytest.mark.parametrize("axes", [(0,), (1,), (0, 2), (0, 1, 2)])
 def test_reduce_max(axes):
     x = _data()
-    np.testing.assert_array_equal(ov.reduce_max(x, axes), _ov_max(x, axes))
-    np.testing.assert_array_equal(onnx.reduce_max(x, axes, keepdims=0), np.max(x, axis=axes))
+    assert_same(ov.reduce_max(x, axes), openvino_reduce_max(x, axes))
+    assert_same(onnx.reduce_max(x, axes, keepdims=0), onnx_reduce_max(x, axes, keepdims=0))
     ints = (np.nan_to_num(_data(), nan=0.0, neginf=-100) * 10).astype(np.int32)
-    np.testing.assert_array_equal(ov.reduce_max(ints, axes), np.max(ints, axis=axes))
+    assert_same(ov.reduce_max(ints, axes), openvino_reduce_max(ints, axes))
 
 
 def test_reduce_max_gradient_ties_and_nan():
@@ -66,17 +63,9 @@ def test_reduce_max_gradient_ties_and_nan():
 @pytest.mark.parametrize("rounding_type", ["floor", "ceil"])
 def test_max_pool(rounding_type):
     x = _data()[None]  # (1, 6, 40, 50)
-    got = ov.max_pool(x, kernel=(3, 3), strides=(2, 4), pads_begin=(1, 0), pads_end=(1, 2),
-                      rounding_type=rounding_type)
-    padded = np.pad(x, ((0, 0), (0, 0), (1, 5), (0, 8)), constant_values=np.nan)
-    h = (40 + 2 - 3) // 2 + 1 if rounding_type == "floor" else -(-(40 + 2 - 3) // 2) + 1
-    w = (50 + 2 - 3) // 4 + 1 if rounding_type == "floor" else -(-(50 + 2 - 3) // 4) + 1
-    want = np.empty((1, 6, h, w), np.float32)
-    for i in range(h):
-        for j in range(w):
-            window = padded[:, :, 2 * i:2 * i + 3, 4 * j:4 * j + 3].reshape(1, 6, -1)
-            want[:, :, i, j] = _ov_max(window, 2)  # padding as NaN: skipped like NaN
-    np.testing.assert_array_equal(got, want)
+    attrs = dict(kernel=(3, 3), strides=(2, 4), pads_begin=(1, 0), pads_end=(1, 2),
+                 rounding_type=rounding_type)
+    assert_same(ov.max_pool(x, **attrs), max_pool_1(x, **attrs))
     grad = jax.grad(lambda d: ov.max_pool(d, kernel=2, strides=2).sum())(
         np.array([[[1.0, 3.0, 3.0, 2.0, np.nan, -np.inf]]], np.float32))
     np.testing.assert_array_equal(grad, [[[0, 1, 1, 0, 0, 0]]])
@@ -87,7 +76,4 @@ def test_segment_max(fill_mode):
     x = _data().reshape(6, -1)
     ids = np.array([0, 0, 1, 3, 3, 3])
     got = ov.segment_max(x, ids, 5, fill_mode=fill_mode)
-    empty = np.zeros(x.shape[1], np.float32) if fill_mode == "ZERO" else np.full(
-        x.shape[1], F32_LOWEST)
-    want = np.stack([_ov_max(x[:2], 0), _ov_max(x[2:3], 0), empty, _ov_max(x[3:], 0), empty])
-    np.testing.assert_array_equal(got, want)
+    assert_same(got, segment_max(x, ids, 5, fill_mode))

@@ -1,10 +1,10 @@
 """OpenVINO ``MaxPool-1`` (``jaxmax.openvino.max_pool``).
 
 Checked against
-* an independent NumPy oracle below: one accumulator per window, folded element by element as
-  ``acc = x if (x is not NaN and x > acc) else acc`` from ``acc = lowest(T)`` (docs/semantics.md
-  section 3), with the auto_pad pads and the floor/ceil output lengths computed here from the
-  docs/semantics.md formulas;
+* the independent NumPy oracle of tests/pool_oracle.py (``max_pool_1``): one accumulator per
+  window, folded element by element as ``acc = x if (x is not NaN and x > acc) else acc`` from
+  ``acc = lowest(T)`` (docs/semantics.md section 3), with the auto_pad pads and the floor/ceil
+  output lengths computed there from the docs/semantics.md formulas;
 * OpenVINO's own reference kernel (``Node.evaluate`` of an ``openvino.opset1.max_pool`` node)
   and its shape inference, through a small private helper in this file.
 
@@ -15,7 +15,6 @@ the OpenVINO differential runs its configurations through one ``jax.jit`` per ba
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import re
 
@@ -24,9 +23,10 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import is_float, lowest
+from helpers import assert_same, is_float, lowest, x64_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pool_oracle import max_pool_1, max_pool_1_empty_windows, max_pool_1_geometry, max_pool_1_shape
 
 from jaxmax import openvino as jov
 
@@ -43,78 +43,6 @@ FLOAT_DTYPES = (np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.fl
 
 
 # ----------------------------------------------------------------------------- oracle
-
-
-def x64_for(dtype):
-    """64-bit dtypes need jax_enable_x64 (else jnp.asarray would narrow them)."""
-    return jax.enable_x64(True) if np.dtype(dtype).itemsize == 8 else contextlib.nullcontext()
-
-
-def ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def resolve_pads(spatial, kernel, strides, pads_begin, pads_end, auto_pad):
-    """(begin, end) pads per spatial axis after auto_pad (docs/semantics.md, MaxPool-1)."""
-    pads = []
-    for i, (d, k, s) in enumerate(zip(spatial, kernel, strides, strict=True)):
-        if auto_pad in ("explicit", None):
-            pads.append((pads_begin[i], pads_end[i]))
-        elif auto_pad == "valid":
-            pads.append((0, 0))
-        else:
-            total = max(0, (ceil_div(d, s) - 1) * s + k - d)
-            half, odd_half = total // 2, total - total // 2
-            pads.append((half, odd_half) if auto_pad == "same_upper" else (odd_half, half))
-    return pads
-
-
-def out_length(padded: int, k: int, s: int, rounding_type: str) -> int:
-    span = padded - k
-    return (ceil_div(span, s) if rounding_type == "ceil" else span // s) + 1
-
-
-def expected_shape(shape, kernel, strides, pads_begin, pads_end, rounding_type, auto_pad):
-    spatial = shape[2:]
-    pads = resolve_pads(spatial, kernel, strides, pads_begin, pads_end, auto_pad)
-    return tuple(shape[:2]) + tuple(
-        out_length(d + b + e, k, s, rounding_type)
-        for d, k, s, (b, e) in zip(spatial, kernel, strides, pads, strict=True))
-
-
-def oracle(x, kernel, strides, pads_begin=None, pads_end=None, rounding_type="floor",
-           auto_pad="explicit"):
-    """MaxPool-1 by a plain loop over windows; also returns how many windows saw no input."""
-    x = np.asarray(x)
-    nsp = x.ndim - 2
-    pads_begin = [0] * nsp if pads_begin is None else list(pads_begin)
-    pads_end = [0] * nsp if pads_end is None else list(pads_end)
-    spatial = x.shape[2:]
-    pads = resolve_pads(spatial, kernel, strides, pads_begin, pads_end, auto_pad)
-    out_shape = expected_shape(x.shape, kernel, strides, pads_begin, pads_end, rounding_type,
-                               auto_pad)
-    # float16/bfloat16/float32 -> float64 and (u)int -> int64 are exact; the answer is always
-    # one of the inputs or lowest(T), so casting back is exact too.
-    wide = x.astype(np.float64) if is_float(x.dtype) else x.astype(np.int64)
-    low = lowest(x.dtype)
-    n, c = x.shape[:2]
-    out = np.empty(out_shape, wide.dtype)
-    empty_windows = 0
-    for pos in np.ndindex(*out_shape[2:]):
-        ranges = []
-        for o, k, s, (b, _), d in zip(pos, kernel, strides, pads, spatial, strict=True):
-            start = o * s - b  # window start in input coordinates
-            ranges.append(range(max(start, 0), min(start + k, d)))
-        if any(len(r) == 0 for r in ranges):
-            empty_windows += 1
-        for i, j in np.ndindex(n, c):
-            acc = wide.dtype.type(low)
-            for idx in itertools.product(*ranges):
-                v = wide[(i, j) + idx]
-                if not np.isnan(v) and v > acc:
-                    acc = v
-            out[(i, j) + pos] = acc
-    return out.astype(x.dtype), empty_windows
 
 
 # ----------------------------------------------------------------------------- data
@@ -175,6 +103,10 @@ def random_config(rng, rank, auto_pad, rounding_type, max_dim=7):
     return shape, kwargs
 
 
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
 def run_jaxmax(x, **kwargs):
     with x64_for(x.dtype):
         out = jov.max_pool(x, **kwargs)
@@ -187,19 +119,18 @@ def run_jaxmax_jit(items):
     one per configuration (compiling dominates these tests). Under x64 when any x is 64-bit."""
     xs = [x for x, _ in items]
     kws = [kw for _, kw in items]
-    wide = any(np.dtype(x.dtype).itemsize == 8 for x in xs)
-    with jax.enable_x64(True) if wide else contextlib.nullcontext():
+    with x64_for(*(x.dtype for x in xs)):
         outs = jax.jit(
             lambda xs: [jov.max_pool(x, **kw) for x, kw in zip(xs, kws, strict=True)])(xs)
         return [np.asarray(o) for o in outs]
 
 
 def check_against_oracle(x, kwargs, out):
-    expected, empty = oracle(x, **kwargs)
-    assert out.dtype == x.dtype, (out.dtype, x.dtype)
-    assert out.shape == expected.shape, (out.shape, expected.shape, kwargs)
-    np.testing.assert_array_equal(out, expected, err_msg=f"{x.dtype} {x.shape} {kwargs}")
-    return expected, empty
+    """`out` equals the oracle exactly (dtype, shape, values); returns the oracle's answer and
+    how many windows saw no input element."""
+    expected = max_pool_1(x, **kwargs)
+    assert_same(out, expected, f"{x.dtype} {x.shape} {kwargs}")
+    return expected, max_pool_1_empty_windows(x.shape, **kwargs)
 
 
 # ----------------------------------------------------------------------------- OpenVINO helper
@@ -334,13 +265,8 @@ CORNERS = {
 
 def _has_property(prop, shape, kwargs, empty):
     spatial = shape[2:]
-    nsp = len(spatial)
-    kernel, strides = kwargs["kernel"], kwargs["strides"]
-    pads = resolve_pads(spatial, kernel, strides, kwargs.get("pads_begin", [0] * nsp),
-                        kwargs.get("pads_end", [0] * nsp), kwargs.get("auto_pad", "explicit"))
-    out = expected_shape(shape, kernel, strides, kwargs.get("pads_begin", [0] * nsp),
-                         kwargs.get("pads_end", [0] * nsp), kwargs.get("rounding_type", "floor"),
-                         kwargs.get("auto_pad", "explicit"))[2:]
+    kernel, strides, _, pads, _ = max_pool_1_geometry(shape, **kwargs)
+    out = max_pool_1_shape(shape, **kwargs)[2:]
     if prop == "empty":
         return empty > 0
     if prop == "past":  # the last window ends beyond the padded input
@@ -466,10 +392,9 @@ def test_against_openvino_reference(dtype, rank):
     outs = run_jaxmax_jit([(x, kw) for x, (_, kw) in zip(xs, configs, strict=True)])
     failures = []
     for x, (shape, kwargs), out in zip(xs, configs, outs, strict=True):
-        want_shape = expected_shape(shape, **{k: kwargs[k] for k in (
-            "kernel", "strides", "pads_begin", "pads_end", "rounding_type", "auto_pad")})
+        want_shape = max_pool_1_shape(shape, **kwargs)
         reference = ov_evaluate(x, **kwargs)
-        expected, _ = oracle(x, **kwargs)
+        expected = max_pool_1(x, **kwargs)
         if not (out.dtype == reference.dtype == dtype
                 and reference.shape == out.shape == want_shape == expected.shape
                 and np.array_equal(reference, out, equal_nan=False)
@@ -507,14 +432,13 @@ def test_output_shape_matches_formula_and_openvino_shape_inference(config):
     _ov()
     shape, kwargs = config
     spatial = shape[2:]
-    pads = resolve_pads(spatial, kwargs["kernel"], kwargs["strides"], kwargs["pads_begin"],
-                        kwargs["pads_end"], kwargs["auto_pad"])
+    _, _, _, pads, _ = max_pool_1_geometry(shape, **kwargs)
     valid = all(k <= d + b + e
                 for k, d, (b, e) in zip(kwargs["kernel"], spatial, pads, strict=True))
     spec = jax.ShapeDtypeStruct(shape, jnp.float32)
     if valid:
         ours = jax.eval_shape(lambda x: jov.max_pool(x, **kwargs), spec).shape
-        assert ours == expected_shape(shape, **kwargs) == ov_shape(shape, np.float32, **kwargs)
+        assert ours == max_pool_1_shape(shape, **kwargs) == ov_shape(shape, np.float32, **kwargs)
     else:
         with pytest.raises(ValueError, match=r"^MaxPool-1\b.*kernel"):
             jax.eval_shape(lambda x: jov.max_pool(x, **kwargs), spec)
@@ -533,7 +457,7 @@ def test_spec_example_same_upper_kernel3_stride2(hw):
     kwargs = dict(kernel=[3, 3], strides=[2, 2], pads_begin=[0, 0], pads_end=[1, 1],
                   auto_pad="same_upper", rounding_type="floor")
     want = (1, 3, ceil_div(hw[0], 2), ceil_div(hw[1], 2))
-    assert expected_shape(shape, **kwargs) == want
+    assert max_pool_1_shape(shape, **kwargs) == want
     assert ov_shape(shape, np.float32, **kwargs) == want
     rng = np.random.default_rng(hw[0] * 100 + hw[1])
     x = make_data(rng, shape, np.float32)

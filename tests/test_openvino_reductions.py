@@ -3,9 +3,9 @@ reduce_logical_or.
 
 Three kinds of evidence (docs/semantics.md):
 
-* an independent NumPy oracle (plain Python loops over every output element, written here from
-  the spec and the max rule ``max(lowest(T), non-NaN elements)``), compared exactly on a dtype
-  grid and on the corner cases;
+* the independent NumPy oracle of tests/reduce_oracle.py (plain Python loops over every output
+  element, written from the spec and the max rule ``max(lowest(T), non-NaN elements)``),
+  compared exactly on a dtype grid and on the corner cases;
 * differential runs against OpenVINO's reference kernels (``Node.evaluate`` of
   ``openvino.opset1.reduce_max`` / ``reduce_logical_or``) on hundreds of seeded random cases,
   plus a small CPU-plugin check; every runtime deviation is excluded by name below;
@@ -31,7 +31,6 @@ Behaviour of ``Node.evaluate`` (OpenVINO 2026.4) found while writing these tests
 
 from __future__ import annotations
 
-import contextlib
 import re
 from functools import partial
 
@@ -39,16 +38,19 @@ import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
-import openvino.opset1 as ops
 import pytest
-from helpers import assert_same, is_float, lowest
-from ov_reference import Const, Unsupported, compile_cpu, evaluate
+from helpers import assert_same, is_float, lowest, x64_for
+from reduce_oracle import norm_axes, openvino_reduce_max, openvino_reduce_or
 
-from jaxmax import openvino as jov
+pytest.importorskip("openvino")
+
+import openvino.opset1 as ops  # noqa: E402 (after the importorskip)
+from ov_reference import Const, Unsupported, compile_cpu, evaluate  # noqa: E402
+
+from jaxmax import openvino as jov  # noqa: E402
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOATS = (np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64))
-WIDE = (np.dtype(np.int64), np.dtype(np.uint64), np.dtype(np.float64))  # need jax x64
 GRID = (np.float16, BF16, np.float32, np.float64, np.int8, np.uint8, np.int32, np.int64,
         np.uint32, np.uint64)
 
@@ -60,89 +62,9 @@ def _with_keep(factory, keep, data, axes):
     """An OpenVINO node factory with `keep_dims` bound (for compile_cpu)."""
     return factory(data, axes, keep)
 
+
 def ids(dtype) -> str:
     return np.dtype(dtype).name
-
-
-def x64_for(*dtypes):
-    """Enable 64-bit JAX types only where a 64-bit dtype is involved."""
-    if any(np.dtype(d) in WIDE for d in dtypes):
-        return jax.enable_x64(True)
-    return contextlib.nullcontext()
-
-
-# ---------------------------------------------------------------------------------------------
-# The oracle: plain loops, independent of jaxmax.
-
-def norm_axes(axes, rank: int) -> tuple[int, ...]:
-    """Normalise already-valid axes the spec way (rank-0 data takes the range of rank 1)."""
-    flat = np.asarray(axes).reshape(-1).tolist()
-    bound = max(rank, 1)
-    return tuple(a + bound if a < 0 else a for a in flat)
-
-
-def _exact_values(x: np.ndarray) -> np.ndarray:
-    """The elements as exact Python-level numbers: float64 for floats, Python ints for ints."""
-    if is_float(x.dtype):
-        return x.astype(np.float64)
-    if x.dtype == np.bool_:
-        return x
-    return np.array(x.tolist(), dtype=object).reshape(x.shape)
-
-
-def _fold(x: np.ndarray, axes: tuple[int, ...], keep_dims: bool, step, start) -> np.ndarray:
-    """out[o] = step(...step(start, e1)..., en) over the slice of output index o, row-major."""
-    values = _exact_values(x)
-    if x.ndim == 0:
-        result = np.empty((), dtype=object)
-        result[()] = step(start, values[()])
-    else:
-        kept = [d for d in range(x.ndim) if d not in axes]
-        out_shape = tuple(x.shape[d] for d in kept)
-        red_shape = tuple(x.shape[d] for d in axes)
-        result = np.empty(out_shape, dtype=object)
-        for o in np.ndindex(*out_shape):
-            acc = start
-            for r in np.ndindex(*red_shape):
-                index = [0] * x.ndim
-                for d, i in zip(kept, o, strict=True):
-                    index[d] = i
-                for d, i in zip(axes, r, strict=True):
-                    index[d] = i
-                acc = step(acc, values[tuple(index)])
-            result[o] = acc
-        if keep_dims:
-            result = result.reshape(tuple(1 if d in axes else x.shape[d] for d in range(x.ndim)))
-    if is_float(x.dtype):
-        return result.astype(np.float64).astype(x.dtype)
-    return result.astype(x.dtype)
-
-
-def _max_step(acc, value):
-    # NaN fails every comparison, so it is skipped; the accumulator starts at the floor.
-    return value if value > acc else acc
-
-
-def oracle_reduce_max(x, axes, keep_dims=False, *, floor=None, empty_axes_identity=True):
-    """ReduceMax-1 by the max rule: max(floor, non-NaN elements of each slice).
-
-    `floor` defaults to lowest(T). ``empty_axes_identity=False`` models the reference kernel,
-    which applies the rule element by element when `axes` is empty.
-    """
-    x = np.asarray(x)
-    axes = norm_axes(axes, x.ndim)
-    if not axes and empty_axes_identity:
-        return x.copy()
-    start = lowest(x.dtype) if floor is None else floor
-    return _fold(x, axes, keep_dims, _max_step, start)
-
-
-def oracle_reduce_or(x, axes, keep_dims=False):
-    x = np.asarray(x)
-    axes = norm_axes(axes, x.ndim)
-    if not axes:
-        return x.copy()
-    return _fold(x, axes, keep_dims, lambda acc, v: bool(acc or v), False)
 
 
 def run_max(x, axes, keep_dims=False):
@@ -153,6 +75,9 @@ def run_max(x, axes, keep_dims=False):
 def run_or(x, axes, keep_dims=False):
     return np.asarray(jov.reduce_logical_or(x, axes, keep_dims=keep_dims))
 
+
+# ---------------------------------------------------------------------------------------------
+# The oracle (tests/reduce_oracle.py), pinned down.
 
 def test_oracle_lowest_table():
     # The oracle's floor is the one docs/semantics.md states, not -inf.
@@ -166,10 +91,10 @@ def test_oracle_lowest_table():
 def test_oracle_self_check():
     # Hand-worked example, so that the oracle itself is pinned down.
     x = np.array([[3.0, np.nan, -1.0], [np.nan, np.nan, np.nan]], np.float32)
-    assert_same(oracle_reduce_max(x, [1]), np.array([3.0, lowest(np.float32)], np.float32))
-    assert_same(oracle_reduce_max(x, 0, True),
+    assert_same(openvino_reduce_max(x, [1]), np.array([3.0, lowest(np.float32)], np.float32))
+    assert_same(openvino_reduce_max(x, 0, True),
                 np.array([[3.0, lowest(np.float32), -1.0]], np.float32))
-    assert_same(oracle_reduce_or(np.array([[True, False], [False, False]]), -1),
+    assert_same(openvino_reduce_or(np.array([[True, False], [False, False]]), -1),
                 np.array([True, False]))
 
 
@@ -217,7 +142,7 @@ def test_reduce_max_dtype_grid(dtype):
     x = grid_data(dtype, seed=GRID.index(dtype))
     for axes, keep in GRID_CASES:
         got = run_max(x, axes, keep)
-        assert_same(got, oracle_reduce_max(x, axes, keep))
+        assert_same(got, openvino_reduce_max(x, axes, keep))
     if is_float(dtype):  # the planted slices, spelled out
         low = lowest(dtype)
         got = run_max(x, 2).astype(np.float64)
@@ -232,7 +157,7 @@ def test_reduce_or_grid():
     x[0, 0, :] = False
     x[1, 0, :] = True
     for axes, keep in GRID_CASES:
-        assert_same(run_or(x, axes, keep), oracle_reduce_or(x, axes, keep))
+        assert_same(run_or(x, axes, keep), openvino_reduce_or(x, axes, keep))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,7 +198,7 @@ def test_rank0(value, keep_dims):
     for axes in RANK0_AXES:
         # A rank-0 input has no axis to keep, so the result stays rank 0 either way.
         assert_same(run_max(x, axes, keep_dims), expected)
-        assert_same(run_max(x, axes, keep_dims), oracle_reduce_max(x, axes, keep_dims))
+        assert_same(run_max(x, axes, keep_dims), openvino_reduce_max(x, axes, keep_dims))
     for axes in RANK0_EMPTY:  # identity: NaN and -inf kept
         assert_same(run_max(x, axes, keep_dims), x)
 
@@ -304,7 +229,7 @@ def test_size_zero_dims(dtype):
         got = run_max(x, axes, keep)
         want = np.zeros(shape, dtype) if fill is None else np.full(shape, fill, dtype)
         assert_same(got, want)
-        assert_same(got, oracle_reduce_max(x, axes, keep))
+        assert_same(got, openvino_reduce_max(x, axes, keep))
         got_or = run_or(x.astype(bool), axes, keep)
         assert_same(got_or, np.zeros(shape, bool))  # empty or is False
 
@@ -338,9 +263,9 @@ def test_axes_forms_and_negative_axes():
     bx = rng.random((3, 4, 5)) < 0.15
     keep_dims = False  # keep_dims forms: test_keep_dims_forms
     for given, plain in AXES_FORMS:
-        expected = oracle_reduce_max(x, plain, keep_dims)
+        expected = openvino_reduce_max(x, plain, keep_dims)
         assert_same(run_max(x, given, keep_dims), expected)
-        assert_same(run_or(bx, given, keep_dims), oracle_reduce_or(bx, plain, keep_dims))
+        assert_same(run_or(bx, given, keep_dims), openvino_reduce_or(bx, plain, keep_dims))
         # and against NumPy's own reduction of NaN-free data as a second opinion
         clean = np.where(np.isnan(x), -np.inf, x)
         np.testing.assert_array_equal(
@@ -349,11 +274,11 @@ def test_axes_forms_and_negative_axes():
 
 def test_keep_dims_forms():
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
-    kept = oracle_reduce_max(x, [1], True)
-    dropped = oracle_reduce_max(x, [1], False)
+    kept = openvino_reduce_max(x, [1], True)
+    dropped = openvino_reduce_max(x, [1], False)
     for flag in (True, 1, np.bool_(True), np.int64(1), np.array(1), jnp.array(True)):
         assert_same(run_max(x, 1, flag), kept)
-        assert_same(run_or(x > 5, 1, flag), oracle_reduce_or(x > 5, 1, True))
+        assert_same(run_or(x > 5, 1, flag), openvino_reduce_or(x > 5, 1, True))
     for flag in (False, 0, np.bool_(False), np.int32(0), jnp.array(0)):
         assert_same(run_max(x, 1, flag), dropped)
     assert_same(np.asarray(jov.reduce_max(x, 1)), dropped)  # the default is False
@@ -362,7 +287,7 @@ def test_keep_dims_forms():
 def test_jit_with_static_axes():
     x = np.array([[1.0, np.nan, 3.0], [-np.inf, np.nan, -np.inf]], np.float32)
     f = jax.jit(jov.reduce_max, static_argnames=("axes", "keep_dims"))
-    assert_same(np.asarray(f(x, axes=(1,), keep_dims=True)), oracle_reduce_max(x, [1], True))
+    assert_same(np.asarray(f(x, axes=(1,), keep_dims=True)), openvino_reduce_max(x, [1], True))
     g = jax.jit(lambda b: jov.reduce_logical_or(b, -1))
     assert_same(np.asarray(g(x > 0)), np.array([True, False]))
 
@@ -472,14 +397,14 @@ def test_reduce_max_matches_openvino_reference(dtype, configs, draws):
             case = f"{dtype.name} shape={shape} axes={axes} keep_dims={keep} x={x.tolist()}"
             got = run_max(x, axes, keep)
             ref = ref_reduce_max(x, axes, keep)
-            check("jaxmax differs from the oracle", got, oracle_reduce_max(x, axes, keep), case)
+            check("jaxmax differs from the oracle", got, openvino_reduce_max(x, axes, keep), case)
             # REF_HALF_FLOOR_IS_MINUS_INF: for float16/bfloat16 the reference's floor is -inf
             # instead of lowest(T). REF_EMPTY_AXES_APPLIES_MAX_RULE: with empty axes the
             # reference applies the max rule element by element (NaN, -inf -> floor) instead of
             # the spec's identity. The reference is first checked exactly against an oracle
             # modelling both, so the exclusions below hide nothing else.
             floor = -np.inf if dtype in HALF else None
-            model = oracle_reduce_max(x, axes, keep, floor=floor, empty_axes_identity=False)
+            model = openvino_reduce_max(x, axes, keep, floor=floor, empty_axes_identity=False)
             check("Node.evaluate differs from its model", ref, model, case)
             comparable = np.ones(got.shape, bool)
             ref_as_spec = ref
@@ -511,7 +436,7 @@ def test_reduce_logical_or_matches_openvino_reference():
             x = random_data(rng, shape, np.bool_)
             case = f"shape={shape} axes={axes} keep_dims={keep} x={x.tolist()}"
             got = run_or(x, axes, keep)
-            check("jaxmax differs from the oracle", got, oracle_reduce_or(x, axes, keep), case)
+            check("jaxmax differs from the oracle", got, openvino_reduce_or(x, axes, keep), case)
             check("jaxmax differs from Node.evaluate", got, ref_reduce_or(x, axes, keep), case)
             compared += 1
     assert compared == 200  # 25 configs x 8 draws

@@ -1,9 +1,10 @@
 """Tests for ``jaxmax.openvino.segment_max`` (OpenVINO ``SegmentMax-16``).
 
 Oracles:
-* ``_oracle``: a plain NumPy/Python loop over segments and elements written from the spec text
-  and docs/semantics.md (the max rules) (the max rule: ``max(lowest(T), non-NaN members)``; an empty
-  segment, decided by counting members, gets 0 or lowest(T)).
+* ``segment_max`` of tests/segment_oracle.py: a plain NumPy/Python loop over segments and
+  elements written from the spec text and docs/semantics.md (the max rule:
+  ``max(lowest(T), non-NaN members)``; an empty segment, decided by counting members, gets 0 or
+  lowest(T)).
 * OpenVINO's CPU plugin (``openvino.opset16.segment_max``), compiled with f32 inference
   precision, on seeded random cases.
 
@@ -14,7 +15,6 @@ executable), so the cases are grouped so that many of them share one shape.
 from __future__ import annotations
 
 import collections
-import contextlib
 import functools
 import itertools
 
@@ -25,13 +25,15 @@ import numpy as np
 import pytest
 from helpers import assert_same as _assert_same
 from helpers import lowest as _lowest
+from helpers import x64_for
+from segment_oracle import segment_max
 
 from jaxmax import openvino as jov
 
 OP = "SegmentMax-16"
 
 # --------------------------------------------------------------------------------------------
-# Oracle
+# The oracle (tests/segment_oracle.py), pinned down; dtype helpers
 # --------------------------------------------------------------------------------------------
 
 
@@ -46,49 +48,13 @@ def _highest(dtype):
     return np.array(ml_dtypes.finfo(dtype).max, dtype)
 
 
-def _oracle(data, segment_ids, num_segments, fill_mode) -> np.ndarray:
-    """SegmentMax-16 by loops. Ids outside [0, num_segments) belong to no output segment."""
-    data = np.asarray(data)
-    ids = [int(i) for i in np.asarray(segment_ids).reshape(-1)]
-    if num_segments is None:
-        count = max(ids) + 1 if ids else 0
-    else:
-        count = int(np.asarray(num_segments))
-    fill = fill_mode.upper()
-    assert fill in ("ZERO", "LOWEST")
-    # Python numbers: exact for every float type here (float() of f16/bf16/f32/f64) and for
-    # 64-bit integers (int()).
-    convert = int if _is_int(data.dtype) else float
-    low = convert(_lowest(data.dtype))
-    rows = data.shape[0]
-    width = int(np.prod(data.shape[1:], dtype=np.int64))
-    flat = data.reshape(rows, width)
-    out = np.zeros((count, width), data.dtype)
-    for seg in range(count):
-        members = [r for r in range(rows) if ids[r] == seg]
-        for col in range(width):
-            if not members:
-                out[seg, col] = 0 if fill == "ZERO" else low
-                continue
-            acc = low
-            for r in members:
-                x = convert(flat[r, col])
-                if x == x and x > acc:  # NaN (x != x) never wins; -inf never beats lowest
-                    acc = x
-            out[seg, col] = acc
-    return out.reshape((count,) + data.shape[1:])
-
-
-def _x64(dtype):
-    return jax.enable_x64(True) if np.dtype(dtype).itemsize == 8 else contextlib.nullcontext()
-
-
 def test_oracle_sanity():
     """The oracle itself, on a case worked out by hand."""
     data = np.array([1, 2, 3, 4, 5], np.float32)
-    _assert_same(_oracle(data, [0, 0, 2, 3, 3], None, "ZERO"), np.array([2, 0, 3, 5], np.float32))
+    _assert_same(segment_max(data, [0, 0, 2, 3, 3], None, "ZERO"),
+                 np.array([2, 0, 3, 5], np.float32))
     low = np.finfo(np.float32).min
-    _assert_same(_oracle(np.array([np.nan, -np.inf, -7], np.float32), [0, 1, 3], 5, "ZERO"),
+    _assert_same(segment_max(np.array([np.nan, -np.inf, -7], np.float32), [0, 1, 3], 5, "ZERO"),
                  np.array([low, low, 0, -7, 0], np.float32))
 
 
@@ -168,7 +134,7 @@ def _num_segments_arg(spec):
 @pytest.mark.parametrize("dtype", _DTYPES, ids=_DTYPE_IDS)
 def test_grid_against_oracle(dtype):
     rng = np.random.default_rng(1000 + _DTYPES.index(dtype))
-    with _x64(dtype):
+    with x64_for(dtype):
         checked = 0
         for rank, ns_spec, fill in _grid_configs(_DTYPES.index(dtype)):
             layouts = _LAYOUTS_MAX5 if ns_spec is None else _LAYOUTS_ALL
@@ -177,7 +143,7 @@ def test_grid_against_oracle(dtype):
                 data = _grid_data(rng, dtype, ids, rank)
                 ns = _num_segments_arg(ns_spec)
                 got = jov.segment_max(data, ids, ns, fill_mode=fill)
-                want = _oracle(data, ids, ns, fill)
+                want = segment_max(data, ids, ns, fill)
                 try:
                     _assert_same(got, want)
                 except AssertionError as err:
@@ -193,13 +159,13 @@ def test_zero_length_data(dtype):
     """No rows: every segment is empty (0 or lowest(T)); None gives 0 segments."""
     rank = 1 + _DTYPES.index(dtype) % 3
     fills = ("ZERO", "lowest") if _DTYPES.index(dtype) % 2 else ("zero", "LOWEST")
-    with _x64(dtype):
+    with x64_for(dtype):
         data = np.zeros((0,) + _TRAILING[rank], dtype)
         ids = np.zeros((0,), np.int32)
         got = jov.segment_max(data, ids, fill_mode=fills[0])
         _assert_same(got, np.zeros((0,) + _TRAILING[rank], dtype))
         got = jov.segment_max(data, ids, 4, fill_mode=fills[1])
-        want = _oracle(data, ids, 4, fills[1])
+        want = segment_max(data, ids, 4, fills[1])
         _assert_same(got, want)
         fill_value = 0 if fills[1].upper() == "ZERO" else _lowest(dtype)
         _assert_same(got, np.full((4,) + _TRAILING[rank], fill_value, dtype))
@@ -230,7 +196,7 @@ def test_emptiness_is_by_membership(dtype):
         [nan, one, top],       # seg 5
         [one, nan, nan],       #        NaN loses: 1, 1, +inf
     ], dt)
-    with _x64(dtype):
+    with x64_for(dtype):
         for fill in ("ZERO", "LOWEST"):
             empty = 0 if fill == "ZERO" else low
             want = np.array([
@@ -243,7 +209,7 @@ def test_emptiness_is_by_membership(dtype):
             ], dt)
             got = jov.segment_max(data, ids, fill_mode=fill)
             _assert_same(got, want)
-            _assert_same(_oracle(data, ids, None, fill), want)
+            _assert_same(segment_max(data, ids, None, fill), want)
 
 
 def test_oracle_lowest_table():
@@ -292,7 +258,7 @@ def test_spec_examples(name):
     data, ids, ns, fill, want = SPEC_EXAMPLES[name]
     got = jov.segment_max(data, ids, ns, fill_mode=fill)
     _assert_same(got, want)
-    _assert_same(_oracle(data, ids, ns, fill), want)
+    _assert_same(segment_max(data, ids, ns, fill), want)
 
 
 def test_spec_example3_lowest_fill():
@@ -321,7 +287,7 @@ def test_jit_traced_ids_out_of_range_and_unsorted(dtype, fill):
         ids = fixed_ids if trial == 0 else rng.integers(-3, 9, size=10).astype(np.int32)
         data = pool[rng.integers(0, len(pool), size=(10, 3))]
         got = f(data, ids)
-        _assert_same(got, _oracle(data, ids, 5, fill))
+        _assert_same(got, segment_max(data, ids, 5, fill))
         saw_dropped |= bool(((ids < 0) | (ids >= 5)).any())
         saw_unsorted |= bool((np.diff(ids) < 0).any())
     assert saw_dropped and saw_unsorted
@@ -511,7 +477,7 @@ def test_against_openvino_cpu_plugin(ov_core):
             plugin = _run_plugin(ov_core, data, ids, ns)
             for fill in _PLUGIN_FILLS:
                 got = jov.segment_max(data, ids, ns, fill_mode=fill)
-                want = _oracle(data, ids, ns, fill)
+                want = segment_max(data, ids, ns, fill)
                 for label, expected in (("plugin", plugin[fill]), ("oracle", want)):
                     try:
                         _assert_same(got, expected)

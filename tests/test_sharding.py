@@ -3,22 +3,24 @@
 ``tests/conftest.py`` configures eight simulated CPU devices before JAX starts. Every input
 here is laid out with a ``NamedSharding`` over a mesh of those devices, once with ``Explicit``
 axes (what ``jax.make_mesh`` builds by default) and once with ``Auto`` axes; each result is
-compared exactly with a NumPy oracle (written here, independent of jaxmax) and with the
+compared exactly with a NumPy oracle (tests/*_oracle.py, independent of jaxmax) and with the
 unsharded jaxmax result. On ``Explicit`` axes the output's sharding is part of its type, and
 it must be the one the README documents (kept axes keep their sharding).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import jax
 import numpy as np
 import pytest
-from helpers import assert_same, lowest
+from helpers import assert_same, special_floats
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
+from pool_oracle import max_pool_1, max_pool_1_grad
+from reduce_oracle import onnx_reduce_max, openvino_reduce_max, openvino_reduce_or
+from segment_oracle import segment_max
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
@@ -28,63 +30,12 @@ INF = np.inf
 
 
 # --------------------------------------------------------------------------------------------
-# NumPy oracles
-# --------------------------------------------------------------------------------------------
-
-def oracle_ov_reduce_max(x, axes, keep_dims=False):
-    """ReduceMax-1: max(lowest(T), the non-NaN elements of the slice)."""
-    wide = np.where(np.isnan(x), -INF, x.astype(np.float64))
-    out = np.max(wide, axis=axes, initial=-INF, keepdims=keep_dims)
-    return np.maximum(out, float(lowest(x.dtype))).astype(x.dtype)
-
-
-def oracle_onnx_reduce_max(x, axes, keepdims):
-    return np.max(x, axis=axes, keepdims=bool(keepdims), initial=-INF).astype(x.dtype)
-
-
-def oracle_ov_max_pool(x, kernel, strides, pads_begin, pads_end, rounding_type="floor"):
-    """MaxPool-1 over explicit pads by a loop over windows (kernel etc. per spatial axis)."""
-    spatial = x.shape[2:]
-    out_shape = []
-    for size, k, s, lo, hi in zip(spatial, kernel, strides, pads_begin, pads_end, strict=True):
-        span = size + lo + hi - k
-        out_shape.append((-(-span // s) if rounding_type == "ceil" else span // s) + 1)
-    out = np.empty(x.shape[:2] + tuple(out_shape), x.dtype)
-    for idx in np.ndindex(*out_shape):
-        sl = tuple(slice(max(i * s - lo, 0), max(min(i * s - lo + k, size), 0))
-                   for i, size, k, s, lo
-                   in zip(idx, spatial, kernel, strides, pads_begin, strict=True))
-        win = x[(slice(None), slice(None)) + sl].reshape(x.shape[0], x.shape[1], -1)
-        win = np.where(np.isnan(win), -INF, win.astype(np.float64))
-        m = np.max(win, axis=-1, initial=-INF)
-        out[(slice(None), slice(None)) + idx] = np.maximum(m, float(lowest(x.dtype)))
-    return out
-
-
-def oracle_ov_segment_max(data, ids, num_segments, fill_mode):
-    out = np.empty((num_segments,) + data.shape[1:], data.dtype)
-    for j in range(num_segments):
-        rows = data[ids == j]
-        if rows.shape[0] == 0:
-            out[j] = 0 if fill_mode == "ZERO" else lowest(data.dtype)
-        else:
-            m = np.max(np.where(np.isnan(rows), -INF, rows.astype(np.float64)), axis=0)
-            out[j] = np.maximum(m, float(lowest(data.dtype)))
-    return out
-
-
-# --------------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------------
 
-def special_floats(seed, shape, dtype=np.float32):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(shape) * 10
-    u = rng.random(shape)
-    x[u < 0.1] = NAN
-    x[(u >= 0.1) & (u < 0.2)] = -INF
-    x[(u >= 0.2) & (u < 0.23)] = INF
-    return x.astype(dtype)
+def special_data(seed, shape):
+    """float32 normals (scale 10) with about 10% NaN, 10% -inf and 3% +inf."""
+    return special_floats(np.random.default_rng(seed), shape, p_nan=0.1, p_ninf=0.1, p_inf=0.03)
 
 
 AXIS_TYPES = [AxisType.Explicit, AxisType.Auto]
@@ -169,7 +120,7 @@ def _mesh(name, axis_type):
 def reduction_data(seed, with_nan):
     """(8, 8, 4) float32 with -inf, +inf, an all -inf slice along axes 0 and 1 and, if
     `with_nan`, NaN spread over every shard plus an all-NaN slice along axis 0."""
-    x = special_floats(seed, (8, 8, 4))
+    x = special_data(seed, (8, 8, 4))
     x[2, :, 0] = -INF
     x[:, 6, 3] = -INF
     if with_nan:
@@ -186,7 +137,7 @@ def test_ov_reduce_max_sharded(mesh, spec, axes, keep, with_nan, axis_type):
     x = reduction_data(1, with_nan=with_nan)
     xs = shard(x, _mesh(mesh, axis_type), spec)
     check_sharded(lambda d: ov.reduce_max(d, axes, keep_dims=keep), ((xs,), (x,)),
-                  oracle_ov_reduce_max(x, axes, keep), _reduced_spec(spec, 3, axes, keep))
+                  openvino_reduce_max(x, axes, keep), _reduced_spec(spec, 3, axes, keep))
 
 
 @pytest.mark.parametrize("with_nan", [False, True])
@@ -194,21 +145,21 @@ def test_ov_reduce_max_sharded(mesh, spec, axes, keep, with_nan, axis_type):
                                        (P(None, None, "x"), (0, 1))])
 def test_ov_reduce_max_leading_axis_fold_sharded(spec, axes, with_nan, axis_type):
     """The CPU fold of leading axes (a kept block of 65536 elements) on sharded data."""
-    x = special_floats(11, (16, 64, 1024))
+    x = special_data(11, (16, 64, 1024))
     if not with_nan:
         x[np.isnan(x)] = 0.5
     xs = shard(x, mesh_1d(axis_type), spec)
-    check_sharded(lambda d: ov.reduce_max(d, axes), ((xs,), (x,)), oracle_ov_reduce_max(x, axes),
+    check_sharded(lambda d: ov.reduce_max(d, axes), ((xs,), (x,)), openvino_reduce_max(x, axes),
                   _reduced_spec(spec, 3, axes, False))
     check_sharded(lambda d: onnx.reduce_max(d, axes, keepdims=0), ((xs,), (x,)),
-                  oracle_onnx_reduce_max(x, axes, False), _reduced_spec(spec, 3, axes, False))
+                  onnx_reduce_max(x, axes, False), _reduced_spec(spec, 3, axes, False))
 
 
 @pytest.mark.parametrize("mesh,spec,axes,keep", REDUCTION_LAYOUTS[::2] + REDUCTION_LAYOUTS[3:4])
 def test_ov_reduce_logical_or_sharded(mesh, spec, axes, keep, axis_type):
     x = np.random.default_rng(2).random((8, 8, 4)) < 0.08
     xs = shard(x, _mesh(mesh, axis_type), spec)
-    expected = np.any(x, axis=axes, keepdims=keep)
+    expected = openvino_reduce_or(x, axes, keep)
     check_sharded(lambda d: ov.reduce_logical_or(d, axes, keep_dims=keep), ((xs,), (x,)),
                   expected, _reduced_spec(spec, 3, axes, keep))
 
@@ -221,7 +172,7 @@ def test_onnx_reduce_max_sharded(mesh, spec, axes, keep, axis_type):
     x = reduction_data(3, with_nan=False)  # -inf stays -inf (ONNX)
     xs = shard(x, _mesh(mesh, axis_type), spec)
     check_sharded(lambda d: onnx.reduce_max(d, axes, keepdims=int(keep)), ((xs,), (x,)),
-                  oracle_onnx_reduce_max(x, axes, keep), _reduced_spec(spec, 3, axes, keep))
+                  onnx_reduce_max(x, axes, keep), _reduced_spec(spec, 3, axes, keep))
 
 
 @pytest.mark.parametrize("mesh,spec,axes,keep", ONNX_LAYOUTS)
@@ -232,7 +183,7 @@ def test_onnx_reduce_max_sharded_with_nan(mesh, spec, axes, keep, axis_type):
     x[0, 5, 3] = NAN  # a single NaN on one device
     xs = shard(x, _mesh(mesh, axis_type), spec)
     check_sharded(lambda d: onnx.reduce_max(d, axes, keepdims=int(keep)), ((xs,), (x,)),
-                  oracle_onnx_reduce_max(x, axes, keep), _reduced_spec(spec, 3, axes, keep))
+                  onnx_reduce_max(x, axes, keep), _reduced_spec(spec, 3, axes, keep))
 
 
 # --------------------------------------------------------------------------------------------
@@ -278,16 +229,11 @@ POOL_CASES = [pytest.param(name, attrs, id=f"{name}-{label}")
 @pytest.mark.parametrize("layout,attrs", POOL_CASES)
 def test_ov_max_pool_sharded(layout, attrs, axis_type):
     shape, mesh_name, spec, _ = POOL_LAYOUTS[layout]
-    x = special_floats(4, shape)
+    x = special_data(4, shape)
     x[0, 1] = -INF  # a channel of only -inf: every window raised to lowest(T)
     mesh = _mesh(mesh_name, axis_type)
     xs = shard(x, mesh, spec)
-    nsp = len(shape) - 2
-    full = {name: (value,) * nsp if isinstance(value, int) else value
-            for name, value in attrs.items()}
-    full.setdefault("pads_begin", (0,) * nsp)
-    full.setdefault("pads_end", (0,) * nsp)
-    expected = oracle_ov_max_pool(x, **full)
+    expected = max_pool_1(x, **attrs)
     check_sharded(lambda d: ov.max_pool(d, **attrs), ((xs,), (x,)), expected,
                   _pool_out_spec(spec, mesh, expected.shape))
 
@@ -307,15 +253,8 @@ def test_ov_max_pool_sharded_gradient(axis_type):
     expected = np.asarray(grad(x, ct))
     got = grad(shard(x, mesh, P("x")), shard(ct, mesh, P("x")))
     np.testing.assert_array_equal(np.asarray(got), expected)
-    # and the unsharded gradient follows the first-maximal rule (a hand loop)
-    hand = np.zeros_like(x)
-    for b, c, i, j in itertools.product(range(8), range(2), range(3), range(3)):
-        window = [(r, q) for r in range(2 * i - 1, 2 * i + 2) for q in range(2 * j - 1, 2 * j + 2)
-                  if 0 <= r < 6 and 0 <= q < 6]
-        values = [x[b, c, r, q] for r, q in window]
-        r, q = window[int(np.argmax(values))]  # argmax: the first maximal, row-major
-        hand[b, c, r, q] += ct[b, c, i, j]
-    np.testing.assert_array_equal(expected, hand)
+    # and the unsharded gradient follows the first-maximal rule (the oracle's hand loop)
+    np.testing.assert_array_equal(expected, max_pool_1_grad(x, ct, **attrs))
 
 
 # --------------------------------------------------------------------------------------------
@@ -327,13 +266,13 @@ IDS = np.array([0, 0, 1, 1, 1, 3, 3, 3, 3, 5, 6, 6, 6, 6, 7, 9])  # empty segmen
 
 @pytest.mark.parametrize("num_segments,fill_mode", [(10, "ZERO"), (7, "LOWEST")])
 def test_ov_segment_max_feature_sharded(num_segments, fill_mode, axis_type):
-    data = special_floats(6, (16, 16))
+    data = special_data(6, (16, 16))
     data[0:2, 3] = NAN  # segment 0, feature 3: all NaN -> lowest(T)
     data[5:9, 4] = -INF  # segment 3, feature 4: all -inf -> lowest(T)
     data[2:5, 5] = -7.0  # a negative real maximum survives fill ZERO
     mesh = mesh_1d(axis_type)
     ds = shard(data, mesh, P(None, "x"))
-    expected = oracle_ov_segment_max(data, IDS, num_segments, fill_mode)
+    expected = segment_max(data, IDS, num_segments, fill_mode)
     # ids closed over (concrete)
     check_sharded(lambda d: ov.segment_max(d, IDS, num_segments, fill_mode=fill_mode),
                   ((ds,), (data,)), expected, P(None, "x"))
@@ -344,8 +283,8 @@ def test_ov_segment_max_feature_sharded(num_segments, fill_mode, axis_type):
 
 
 def test_ov_segment_max_sharded_3d_features(axis_type):
-    data = special_floats(7, (16, 4, 8))
-    expected = oracle_ov_segment_max(data, IDS, 10, "LOWEST")
+    data = special_data(7, (16, 4, 8))
+    expected = segment_max(data, IDS, 10, "LOWEST")
 
     def fn(d, i):
         return ov.segment_max(d, i, 10, fill_mode="LOWEST")
@@ -358,10 +297,10 @@ def test_ov_segment_max_sharded_3d_features(axis_type):
 def test_ov_segment_max_sharded_rows(with_nan, axis_type):
     """The segmented axis itself split over devices (segments straddle devices); the output's
     segment axis is replicated."""
-    data = special_floats(8, (16, 8))
+    data = special_data(8, (16, 8))
     if not with_nan:
         data[np.isnan(data)] = 0.25
-    expected = oracle_ov_segment_max(data, IDS, 10, "ZERO")
+    expected = segment_max(data, IDS, 10, "ZERO")
     mesh = mesh_1d(axis_type)
 
     def fn(d, i):
@@ -392,8 +331,8 @@ def test_readme_scaling_out_example_on_the_default_mesh():
     y = features(xs)
     assert y.shape == (8, 64)
     assert _padded(y.sharding.spec, 2) == (None, "batch")
-    pooled = oracle_ov_max_pool(x, (3, 3), (2, 2), (0, 0), (1, 1))
-    grouped = oracle_ov_segment_max(pooled.transpose(1, 0, 2, 3), np.repeat(np.arange(8), 2),
+    pooled = max_pool_1(x, (3, 3), (2, 2), (0, 0), (1, 1))
+    grouped = segment_max(pooled.transpose(1, 0, 2, 3), np.repeat(np.arange(8), 2),
                                     8, "ZERO")
     np.testing.assert_array_equal(np.asarray(y), grouped.max(axis=(2, 3)))
     np.testing.assert_array_equal(np.asarray(y), np.asarray(features(x)))
