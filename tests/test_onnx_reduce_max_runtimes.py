@@ -1,0 +1,410 @@
+"""``jaxmax.onnx.reduce_max`` against the ONNX runtimes (the contract and the oracle tests are in
+tests/test_onnx_reduce_max.py):
+
+* ``onnx.reference.ReferenceEvaluator`` on a model built for every opset 1..20 (axes an attribute
+  before 18, an input from 18), and a smaller set against onnxruntime;
+* the ONNX backend node test cases for ReduceMax that ship with the installed ``onnx`` package.
+
+The oracle is ``onnx_reduce_max`` of tests/reduce_oracle.py (plain loops, never jaxmax).
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+from helpers import assert_same, is_float, x64_for
+from reduce_oracle import onnx_reduce_max
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnx.backend.test")
+
+from onnx import AttributeProto, TensorProto, helper, numpy_helper  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+from onnx_reduce_max_common import (  # noqa: E402
+    ALL_DTYPES,
+    ALLOWED,
+    LATEST_OPSET,
+    make_data,
+    np_dtype,
+    version_of,
+)
+
+from jaxmax import onnx as jonnx  # noqa: E402
+
+NAN = np.nan
+INF = np.inf
+
+# --------------------------------------------------------------------------------------------
+# Cases and models for the runtimes
+# --------------------------------------------------------------------------------------------
+
+def call_jaxmax(x, case):
+    """`jonnx.reduce_max` with the case's arguments; absent ones use the function's defaults."""
+    kwargs = {}
+    if case["keepdims"] is not None:
+        kwargs["keepdims"] = case["keepdims"]
+    if case["noop"] is not None:
+        kwargs["noop_with_empty_axes"] = case["noop"]
+    return jonnx.reduce_max(x, case["axes"], opset=case["opset"], **kwargs)
+
+
+def oracle_for(x, case):
+    keep = 1 if case["keepdims"] is None else int(case["keepdims"])
+    noop = 0 if case["noop"] is None else int(case["noop"])
+    return onnx_reduce_max(x, case["axes"], keep, noop)
+
+
+# --------------------------------------------------------------------------------------------
+# ONNX models for the runtimes
+# --------------------------------------------------------------------------------------------
+
+def build_model(case, dtype_name, shape):
+    """A one-node ReduceMax model for `case["opset"]`: axes an attribute before 18, an input
+    from 18."""
+    opset = case["opset"]
+    elem = helper.np_dtype_to_tensor_dtype(np_dtype(dtype_name))
+    inputs = [helper.make_tensor_value_info("data", elem, list(shape))]
+    node_inputs = ["data"]
+    attrs = []
+    if case["keepdims"] is not None:
+        attrs.append(helper.make_attribute("keepdims", int(case["keepdims"])))
+    axes = case["axes"]
+    axes_list = None if axes is None else [int(a) for a in np.asarray(axes).reshape(-1)]
+    if opset < 18:
+        if axes_list is not None:
+            attrs.append(helper.make_attribute("axes", axes_list, attr_type=AttributeProto.INTS))
+    else:
+        if case["noop"] is not None:
+            attrs.append(helper.make_attribute("noop_with_empty_axes", int(case["noop"])))
+        if axes_list is not None:
+            inputs.append(
+                helper.make_tensor_value_info("axes", TensorProto.INT64, [len(axes_list)]))
+            node_inputs.append("axes")
+    node = helper.make_node("ReduceMax", node_inputs, ["reduced"])
+    node.attribute.extend(attrs)
+    output = helper.make_tensor_value_info("reduced", elem, None)
+    graph = helper.make_graph([node], "reduce_max", inputs, [output])
+    opset_imports = [helper.make_opsetid("", opset)]
+    # opsets 2-4 were never released on their own: take the IR version of the last release before
+    ir_version = helper.find_min_ir_version_for(opset_imports, ignore_unknown=True)
+    model = helper.make_model(graph, opset_imports=opset_imports, ir_version=ir_version)
+    feeds_axes = None
+    if opset >= 18 and axes_list is not None:
+        feeds_axes = np.array(axes_list, np.int64).reshape(len(axes_list))
+    return model, feeds_axes
+
+
+def feeds_for(x, axes_feed):
+    feeds = {"data": x}
+    if axes_feed is not None:
+        feeds["axes"] = axes_feed
+    return feeds
+
+
+def run_reference(case, x):
+    model, axes_feed = build_model(case, x.dtype.name, x.shape)
+    return ReferenceEvaluator(model).run(None, feeds_for(x, axes_feed))[0]
+
+
+def run_onnxruntime(case, x):
+    model, axes_feed = build_model(case, x.dtype.name, x.shape)
+    ort = pytest.importorskip("onnxruntime")
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # opsets < 7 print a "not guaranteed" warning otherwise
+    session = ort.InferenceSession(model.SerializeToString(), options,
+                                   providers=["CPUExecutionProvider"])
+    return session.run(None, feeds_for(x, axes_feed))[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Random cases
+# --------------------------------------------------------------------------------------------
+
+# A fixed pool of shapes (size-0 dims included) keeps the number of distinct compilations small:
+# cases that share shape, dtype, axes and keepdims reuse the jitted executable.
+SHAPES = [(), (5,), (0,), (3, 4), (1, 6), (4, 0), (2, 3, 4), (3, 1, 2), (2, 0, 3),
+          (2, 3, 1, 2), (1, 2, 2, 3)]
+CASES_PER_OPSET = 13
+
+
+def random_case(rng, opset, dtype):
+    """Random (shape, axes in one of its accepted forms, keepdims, noop) for `opset`."""
+    version = version_of(opset)
+    shape = SHAPES[int(rng.integers(len(SHAPES)))]
+    r = len(shape)
+    u = rng.random()
+    if r == 0 or u < 0.12:
+        axes = None
+    elif u < 0.22:
+        axes = [] if rng.random() < 0.5 else np.zeros(0, np.int64)
+    else:
+        k = int(rng.integers(1, r + 1))
+        picked = [int(a) - (r if rng.random() < 0.5 else 0) for a in rng.permutation(r)[:k]]
+        form = int(rng.integers(4))
+        if k == 1 and form == 0:
+            axes = picked[0]
+        elif form == 1:
+            axes = tuple(picked)
+        elif form == 2:
+            axes = np.array(picked, np.int64 if rng.random() < 0.5 else np.int32)
+        else:
+            axes = picked
+    keepdims = [None, 0, 1, True, False][int(rng.integers(5))]
+    noop = None
+    if version >= 18:
+        noop = [None, 0, 1, 1][int(rng.integers(4))]
+    return {"opset": opset, "dtype": dtype, "shape": shape, "axes": axes,
+            "keepdims": keepdims, "noop": noop}
+
+
+def cases_for_opset(opset, n=CASES_PER_OPSET):
+    rng = np.random.default_rng(1000 + opset)
+    # every dtype the version allows, in a random order, then again: all are covered per opset
+    dtypes = [str(d) for d in rng.permutation(sorted(ALLOWED[version_of(opset)]))]
+    return [random_case(rng, opset, dtypes[i % len(dtypes)]) for i in range(n)]
+
+
+def describe(case):
+    return (f"opset={case['opset']} dtype={case.get('dtype')} shape={case.get('shape')} "
+            f"axes={case['axes']!r} keepdims={case['keepdims']!r} noop={case['noop']!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# Differential: onnx.reference, every opset 1..20 (and two later ones)
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("opset", list(range(1, 21)) + [21, LATEST_OPSET])
+def test_random_cases_against_onnx_reference(opset):
+    data_rng = np.random.default_rng(2000 + opset)
+    cases = cases_for_opset(opset)
+    with jax.enable_x64(True), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # onnx.reference on NaN / empty input
+        for case in cases:
+            x = make_data(data_rng, case["shape"], case["dtype"])
+            got = call_jaxmax(x, case)
+            expected = run_reference(case, x)
+            assert_same(got, expected, "onnx.reference: " + describe(case))
+            assert_same(got, oracle_for(x, case), "oracle: " + describe(case))
+
+
+def test_random_case_generator_covers_the_space():
+    """The random cases above reach every dtype, both keepdims, noop and size-0 reductions."""
+    cases = [c for opset in range(1, 21) for c in cases_for_opset(opset)]
+    assert len(cases) >= 250
+    assert {c["dtype"] for c in cases} == set(ALL_DTYPES)
+    assert {c["keepdims"] for c in cases} >= {None, 0, 1}
+    assert any(c["noop"] == 1 for c in cases)
+    assert any(c["axes"] is None for c in cases)
+    assert any(c["axes"] is not None and np.size(c["axes"]) == 0 for c in cases)
+    assert any(0 in c["shape"] for c in cases)
+    assert any(np.any(np.asarray(c["axes"]) < 0) for c in cases if c["axes"] is not None)
+
+
+def test_reference_agrees_on_handwritten_corners():
+    """onnx.reference and jaxmax on the corner inputs, for the versions that allow them."""
+    x = np.array([[NAN, 1, 2], [1, 2, NAN], [INF, NAN, 1], [-INF, -INF, -INF]], np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for opset in (1, 11, 13, 18, 20):
+            case = {"opset": opset, "axes": [1], "keepdims": 0, "noop": None}
+            assert_same(call_jaxmax(x, case), run_reference(case, x), describe(case))
+        for dtype_name, opset in (("float32", 20), ("int32", 11), ("uint8", 12), ("bool", 20),
+                                  ("bfloat16", 13)):
+            e = np.zeros((2, 0, 3), np_dtype(dtype_name))
+            case = {"opset": opset, "axes": [1], "keepdims": 1, "noop": None}
+            assert_same(call_jaxmax(e, case), run_reference(case, e), describe(case))
+
+
+# --------------------------------------------------------------------------------------------
+# Differential: onnxruntime
+# --------------------------------------------------------------------------------------------
+
+# onnxruntime 1.31's CPU provider has no ReduceMax kernel for these (NOT_IMPLEMENTED), and for
+# float16 below opset 11 its graph optimiser inserts an invalid Cast (INVALID_GRAPH).
+ORT_UNSUPPORTED_DTYPES = frozenset({"uint32", "uint64", "bfloat16"})
+
+
+def ort_supports(case):
+    if case["dtype"] in ORT_UNSUPPORTED_DTYPES:
+        return False
+    return not (case["dtype"] == "float16" and case["opset"] < 11)
+
+
+def _negative_axes(case):
+    return case["axes"] is not None and bool(np.any(np.asarray(case["axes"]) < 0))
+
+
+# onnxruntime deviations from the contract, excluded by name. None of them is listed in
+# docs/semantics.md (section 4 documents no onnxruntime deviation); all three are reported.
+ORT_DEVIATIONS = {
+    # NaN does not propagate: onnxruntime keeps a NaN only when it comes first in the slice,
+    # max([1, NaN, 3]) -> 3, max([+inf, NaN]) -> inf. docs/semantics.md (ONNX ReduceMax): NaN
+    # propagates (numpy semantics, as onnx.reference). The onnxruntime tests therefore draw
+    # NaN-free data.
+    "nan_in_data": lambda case, x: is_float(x.dtype) and bool(np.isnan(x.astype(np.float64)).any()),
+    # On an input with a size-0 dimension, negative axes are ignored: shape (2, 0, 3) with
+    # axes=[-2] returns the input unchanged (shape (2, 0, 3)) instead of -inf of shape (2, 1, 3)
+    # or (2, 3); the same axes written as positive numbers are right.
+    "negative_axes_on_empty_input": lambda case, x: x.size == 0 and _negative_axes(case),
+    # Bool data with a size-0 dimension raises "ReduceMax is not defined for empty set with
+    # bool type"; the ReduceMax-20 schema (and docs/semantics.md (ONNX ReduceMax)) give False.
+    "bool_empty_input": lambda case, x: x.dtype == np.bool_ and x.size == 0,
+}
+
+
+def ort_deviation(case, x):
+    """The name of the onnxruntime deviation this case would hit, or None."""
+    for name, hits in ORT_DEVIATIONS.items():
+        if hits(case, x):
+            return name
+    return None
+
+
+def test_random_cases_against_onnxruntime():
+    pytest.importorskip("onnxruntime")
+    """The first cases of the reference test per opset (the jitted executables are reused).
+
+    Dtypes onnxruntime has no kernel for are left out, and so are the cases that hit one of the
+    named `ORT_DEVIATIONS` (NaN-free data is drawn, so ``nan_in_data`` never matches here).
+    """
+    checked, excluded = 0, set()
+    with jax.enable_x64(True):
+        for opset in range(1, 21):
+            data_rng = np.random.default_rng(3000 + opset)
+            for case in cases_for_opset(opset)[:7]:
+                if not ort_supports(case):
+                    continue
+                x = make_data(data_rng, case["shape"], case["dtype"], nan=False)
+                deviation = ort_deviation(case, x)
+                if deviation is not None:
+                    excluded.add(deviation)
+                    continue
+                assert_same(call_jaxmax(x, case), run_onnxruntime(case, x),
+                            "onnxruntime: " + describe(case))
+                checked += 1
+    assert checked >= 60, (checked, excluded)
+
+
+def test_onnxruntime_corners():
+    pytest.importorskip("onnxruntime")
+    """Empty sets, -inf, +inf, int extremes and bool on onnxruntime (see `ORT_DEVIATIONS`)."""
+    cases = [
+        (np.array([[-INF, -INF], [-INF, INF], [3, -INF]], np.float32), 11),
+        (np.zeros((2, 0, 3), np.float32), 13),
+        (np.zeros((2, 0, 3), np.int64), 18),
+        (np.zeros((2, 0, 3), np.int8), 20),
+        # not (np.zeros((2, 0, 3), bool), 20): the ORT_DEVIATIONS entry "bool_empty_input"
+        (np.array([[-128, -128], [127, -128]], np.int8), 12),
+        (np.array([[True, False], [False, False]]), 20),
+        (np.array([[np.iinfo(np.int64).min] * 2, [np.iinfo(np.int64).max, 0]], np.int64), 13),
+    ]
+    with jax.enable_x64(True):
+        for x, opset in cases:
+            for keepdims in (0, 1):
+                case = {"opset": opset, "axes": [1], "keepdims": keepdims, "noop": None}
+                assert ort_deviation(case, x) is None
+                assert_same(call_jaxmax(x, case), run_onnxruntime(case, x), describe(case))
+                assert_same(call_jaxmax(x, case), oracle_for(x, case), describe(case))
+
+
+# --------------------------------------------------------------------------------------------
+# The ONNX backend node test cases for ReduceMax shipped with the installed onnx package
+# --------------------------------------------------------------------------------------------
+
+# The cases onnx 1.23's generator (onnx/backend/test/case/node/reducemax.py) defines.
+EXPECTED_BACKEND_CASES = {
+    "test_reduce_max_do_not_keepdims_example", "test_reduce_max_do_not_keepdims_random",
+    "test_reduce_max_keepdims_example", "test_reduce_max_keepdims_random",
+    "test_reduce_max_default_axes_keepdim_example", "test_reduce_max_default_axes_keepdims_random",
+    "test_reduce_max_negative_axes_keepdims_example",
+    "test_reduce_max_negative_axes_keepdims_random",
+    "test_reduce_max_bool_inputs", "test_reduce_max_empty_set", "test_reduce_max_empty_set_bool",
+}
+
+
+def _pb_roundtrip(array):
+    """What the ``input_*.pb``/``output_*.pb`` files hold: a serialised TensorProto."""
+    proto = TensorProto.FromString(numpy_helper.from_array(np.asarray(array)).SerializeToString())
+    return numpy_helper.to_array(proto)
+
+
+def _load_backend_cases():
+    """{name: (model, [(inputs, outputs), ...])} for ReduceMax.
+
+    The data directory ``onnx/backend/test/data/node/test_reduce_max_*`` (model.onnx and
+    test_data_set_*/{input,output}_*.pb) is read when the installed package has it. Wheels of
+    onnx 1.23 ship the generators under ``onnx.backend.test.case`` but not that directory, so then
+    the cases are produced by ``collect_testcases`` and their tensors go through the same
+    TensorProto serialisation the .pb files use.
+    """
+    cases = {}
+    node_dir = Path(onnx.backend.test.__file__).parent / "data" / "node"
+    for case_dir in sorted(node_dir.glob("test_reduce_max*")) if node_dir.is_dir() else []:
+        if case_dir.name.endswith("_expanded"):
+            continue
+        model = onnx.load(str(case_dir / "model.onnx"))
+        data_sets = []
+        for ds in sorted(case_dir.glob("test_data_set_*")):
+            def read(prefix, ds=ds):
+                files = sorted(ds.glob(f"{prefix}_*.pb"), key=lambda p: int(p.stem.split("_")[-1]))
+                return [numpy_helper.to_array(onnx.load_tensor(str(p))) for p in files]
+            data_sets.append((read("input"), read("output")))
+        cases[case_dir.name] = (model, data_sets)
+    if not cases:
+        from onnx.backend.test.case.node import collect_testcases
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            generated = collect_testcases("ReduceMax")
+        for tc in generated:
+            if tc.model is None or tc.model.graph.node[0].op_type != "ReduceMax":
+                continue
+            model = onnx.load_from_string(tc.model.SerializeToString())
+            data_sets = [([_pb_roundtrip(a) for a in ins], [_pb_roundtrip(a) for a in outs])
+                         for ins, outs in tc.data_sets]
+            cases[tc.name] = (model, data_sets)
+    return cases
+
+
+BACKEND_CASES = _load_backend_cases()
+
+
+def test_backend_cases_found():
+    assert len(BACKEND_CASES) >= len(EXPECTED_BACKEND_CASES), sorted(BACKEND_CASES)
+    assert EXPECTED_BACKEND_CASES <= set(BACKEND_CASES), sorted(BACKEND_CASES)
+
+
+def _model_opset(model):
+    versions = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
+    assert len(versions) == 1, model.opset_import
+    return versions[0]
+
+
+@pytest.mark.parametrize("name", sorted(BACKEND_CASES))
+def test_backend_node_case(name):
+    model, data_sets = BACKEND_CASES[name]
+    (node,) = model.graph.node
+    assert node.op_type == "ReduceMax"
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    opset = _model_opset(model)
+    assert data_sets
+    for inputs, outputs in data_sets:
+        values = dict(zip([n for n in node.input if n], inputs, strict=True))
+        data = values[node.input[0]]
+        if len(node.input) > 1 and node.input[1]:
+            axes = values[node.input[1]]  # an input from opset 18 on
+        else:
+            axes = attrs.get("axes")  # an attribute before 18 (or absent)
+        kwargs = {"opset": opset}
+        if "keepdims" in attrs:
+            kwargs["keepdims"] = attrs["keepdims"]
+        if "noop_with_empty_axes" in attrs:
+            kwargs["noop_with_empty_axes"] = attrs["noop_with_empty_axes"]
+        with x64_for(np_dtype(data.dtype.name)):
+            got = jonnx.reduce_max(data, axes, **kwargs)
+        (expected,) = outputs
+        assert_same(got, expected, name)
