@@ -9,7 +9,9 @@ windows, the geometry written out from the specifications.
   max(lowest(T), non-NaN elements), scanning from lowest(T));
 * :func:`max_pool_1`: MaxPool-1, which is MaxPool-8's values with floor/ceil rounding and no
   dilation, and :func:`max_pool_1_grad`, its hand-computed input cotangent;
-* :func:`onnx`: ONNX MaxPool values and indices (NaN propagates, first maximum).
+* :func:`onnx`: ONNX MaxPool values and indices (NaN propagates, first maximum);
+* :func:`lowest_rule`: the OpenVINO max rule over ``lax.reduce_window``-style windows (every
+  axis windowed), for tests of the private pooling lowerings.
 
 Values are folded as exact Python numbers (float64 holds every value of the floating types
 here; integers, 64-bit ones included, become Python ints). The conformance tests check these
@@ -59,9 +61,13 @@ def resolve_pads(spatial, kernel, strides, dilations, pads, auto_pad):
     return [tuple(p) for p in pads]
 
 
-def windows(spatial, kernel, strides, dilations, pads, rounding):
+def windows(spatial, kernel, strides, dilations, pads, rounding, padding_taps=False):
     """The output spatial shape, and per output position (row-major) the input positions of
-    its in-range taps in row-major window order (an empty list: a window in padding only)."""
+    its in-range taps in row-major window order (an empty list: a window in padding only).
+    With `padding_taps`, a tap in the padding is listed too, as None, in its place.
+
+    `spatial` may be any shape, so this is also ``lax.reduce_window``'s geometry over every
+    axis (rounding "floor", `pads` its (low, high) padding)."""
     out = tuple(output_length(n, k, s, d, lo, hi, rounding) for n, k, s, d, (lo, hi)
                 in zip(spatial, kernel, strides, dilations, pads, strict=True))
     each = []
@@ -73,14 +79,10 @@ def windows(spatial, kernel, strides, dilations, pads, rounding):
                                                          strict=True))
             if all(0 <= p < n for p, n in zip(pos, spatial, strict=True)):
                 taps.append(pos)
+            elif padding_taps:
+                taps.append(None)
         each.append((o, taps))
     return out, each
-
-
-def _planes(x):
-    """Each (n, c) plane of `x` as a flat list of exact Python numbers, in (n, c) order."""
-    wide = x.astype(np.float64) if is_float(x.dtype) else x
-    return wide.reshape(x.shape[0] * x.shape[1], -1).tolist()
 
 
 def _number(value, dtype):
@@ -222,3 +224,28 @@ def onnx(x, kernel, strides, pads, dilations=None, ceil_mode=0, auto_pad="NOTSET
                         else _flat(best, spatial))
                 indices[(n, c) + o] = p * plane + flat
     return values, indices
+
+
+def lowest_rule(x, window, strides, padding):
+    """The OpenVINO max rule over ``lax.reduce_window`` windows (every axis windowed, floor
+    rounding, `padding` as (low, high) pairs): max(lowest(T), non-NaN elements), padding never
+    taken."""
+    x = np.asarray(x)
+    out, each = windows(x.shape, window, strides, [1] * x.ndim, padding, "floor")
+    wide = (x.astype(np.float64) if is_float(x.dtype) else x).reshape(-1).tolist()
+    low = _number(lowest(x.dtype), x.dtype)
+    values = np.empty(out, x.dtype)
+    for o, taps in each:
+        acc = low
+        for pos in taps:
+            v = wide[_flat(pos, x.shape)]
+            if v > acc:  # NaN fails every comparison: never taken
+                acc = v
+        values[o] = acc
+    return values
+
+
+def _planes(x):
+    """Each (n, c) plane of `x` as a flat list of exact Python numbers, in (n, c) order."""
+    wide = x.astype(np.float64) if is_float(x.dtype) else x
+    return wide.reshape(x.shape[0] * x.shape[1], -1).tolist()

@@ -21,7 +21,7 @@ from functools import partial
 import numpy as np
 import pool_oracle
 import pytest
-from helpers import lowest
+from helpers import assert_same, lowest
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
@@ -238,3 +238,22 @@ def test_global_max_pool_against_onnxruntime():
         session = ort.InferenceSession(model.SerializeToString(),
                                        providers=["CPUExecutionProvider"])
         _same(onnx.global_max_pool(x), session.run(None, {"X": x})[0])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.uint8])
+def test_lowest_rule_windows_every_axis_like_max_pool_1(dtype):
+    """pool_oracle.lowest_rule (lax.reduce_window layout: N and C windowed with 1) agrees with
+    pool_oracle.max_pool_1 on explicit pads; with padding taps the windows keep their size."""
+    rng = np.random.default_rng(3)
+    x = _data(rng, (2, 3, 7, 6), np.dtype(dtype), specials=True)
+    cases = [((3, 2), (2, 1), ((1, 2), (0, 1))),
+             ((2, 2), (3, 2), ((2, 0), (1, 1)))]  # a window in the padding only
+    for kernel, strides, pads in cases:
+        want = pool_oracle.max_pool_1(x, kernel, strides, [p[0] for p in pads],
+                                      [p[1] for p in pads])
+        got = pool_oracle.lowest_rule(x, (1, 1) + kernel, (1, 1) + strides,
+                                      ((0, 0), (0, 0)) + pads)
+        assert_same(got, want, f"{kernel} {strides} {pads}")
+    _, each = pool_oracle.windows((5,), (3,), (2,), (1,), ((1, 1),), "floor", padding_taps=True)
+    assert each == [((0,), [None, (0,), (1,)]), ((1,), [(1,), (2,), (3,)]),
+                    ((2,), [(3,), (4,), None])]
