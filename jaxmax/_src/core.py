@@ -182,7 +182,7 @@ def _reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_nan: b
     elif not dtypes.is_floating(x.dtype):
         out = _by_platform(x, cpu=lambda v: max_reduce.max_over(v, axes, propagate=False),
                            default=lambda v: lax.reduce_max(v, axes))
-    elif cross_device:
+    elif cross_device or not max_reduce.one_pass(x.dtype, x.shape, axes, not skip_nan):
         # Partial results may meet in a cross-device max, which drops NaN: the plain reduction
         # (never cut into blocks, which would gather a sharded axis) and a check of the data.
         fold = max_reduce.folds_rows(x.shape, axes)
