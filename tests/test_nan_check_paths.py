@@ -1,12 +1,13 @@
 """Every way of finding NaN gives the same, exact answers.
 
 MaxPool and SegmentMax find NaN from their plain result on one device, and also from the data's
-sum when several devices may combine partial results (``core.cross_device_possible``). The test
-session has eight devices, so every other test runs the second way; here each operator runs both
-ways on NaN-laden data (and on NaN-free data with +-inf, where the sum can flag a false NaN)
-against NumPy oracles written here. ReduceMax checks the data unless its CPU lowering folds rows
-(elementwise maxima, which show every NaN), because XLA's CPU ``reduce_max`` drops NaN on larger
-inputs: one test uses inputs of that size, folded and not.
+sum when several devices may combine partial results (``core.cross_device_possible``: a traced
+input on this eight-device test session, or an array laid over several devices). Here each
+operator runs both ways on NaN-laden data (and on NaN-free data with +-inf, where the sum can
+flag a false NaN) against NumPy oracles written here. ReduceMax applies its rule in one read on
+one device and checks the data on several, because XLA's CPU ``reduce_max`` drops NaN on larger
+inputs: one test uses inputs of that size, folded and not. tests/test_cpu_lowerings.py covers
+the one-device ReduceMax lowering branch by branch.
 """
 
 from __future__ import annotations
