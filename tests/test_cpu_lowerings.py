@@ -16,8 +16,9 @@ import jax
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import lowest
+from helpers import assert_same, special_floats
 from jax.test_util import check_grads
+from reduce_oracle import onnx_reduce_max_wide, openvino_reduce_max_wide
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
@@ -54,26 +55,6 @@ def lowering(request, monkeypatch):
     jax.clear_caches()
 
 
-def _special(rng, shape, dtype):
-    x = rng.standard_normal(shape).astype(np.float32)
-    flat = x.reshape(-1)
-    flat[rng.random(flat.size) < 0.1] = np.nan
-    flat[rng.random(flat.size) < 0.1] = -np.inf
-    flat[rng.random(flat.size) < 0.05] = np.inf
-    return x.astype(dtype)
-
-
-def _ov_expected(x, axes):
-    wide = x.astype(np.float64)
-    out = np.max(np.where(np.isnan(wide), -np.inf, wide), axis=axes)
-    return np.maximum(out, float(lowest(x.dtype))).astype(x.dtype)
-
-
-def _assert_same(got, want):
-    assert got.dtype == want.dtype
-    np.testing.assert_array_equal(np.asarray(got).astype(np.float64), want.astype(np.float64))
-
-
 def test_these_inputs_take_the_fold():
     assert max_reduce.folds_rows(SHAPE, (0,))
     assert not max_reduce.folds_rows(SHAPE, (0, 1))  # 20000 kept elements: XLA's reduction
@@ -84,23 +65,22 @@ def test_these_inputs_take_the_fold():
 def test_every_branch_gives_both_rules_exactly(lowering, dtype):
     rng = np.random.default_rng(11)
     for shape in [(7,), (5, 6), (3, 4, 5), (2, 3, 4, 5), (9, 1, 7)]:
-        x = _special(rng, shape, dtype)
+        x = special_floats(rng, shape, dtype, p_nan=0.1, p_ninf=0.1, p_inf=0.05)
         for r in range(1, len(shape) + 1):
             for axes in itertools.combinations(range(len(shape)), r):
-                _assert_same(ov.reduce_max(x, axes), _ov_expected(x, axes))
-                onnx_want = np.max(x.astype(np.float64), axis=axes).astype(dtype)
-                _assert_same(onnx.reduce_max(x, axes, keepdims=0), onnx_want)
+                assert_same(ov.reduce_max(x, axes), openvino_reduce_max_wide(x, axes))
+                assert_same(onnx.reduce_max(x, axes, keepdims=0), onnx_reduce_max_wide(x, axes))
 
 
 def test_float64_and_integers(lowering):
     rng = np.random.default_rng(12)
     ints = rng.integers(-100, 100, (6, 5, 4)).astype(np.int8)
     with jax.enable_x64(True):
-        x = _special(rng, (6, 5, 4), np.float64)
+        x = special_floats(rng, (6, 5, 4), np.float64, p_nan=0.1, p_ninf=0.1, p_inf=0.05)
         for axes in [(0,), (1,), (0, 2), (1, 2), (0, 1, 2)]:
-            _assert_same(ov.reduce_max(x, axes), _ov_expected(x, axes))
-            _assert_same(onnx.reduce_max(x, axes, keepdims=0), np.max(x, axis=axes))
-            _assert_same(ov.reduce_max(ints, axes), np.max(ints, axis=axes))
+            assert_same(ov.reduce_max(x, axes), openvino_reduce_max_wide(x, axes))
+            assert_same(onnx.reduce_max(x, axes, keepdims=0), onnx_reduce_max_wide(x, axes))
+            assert_same(ov.reduce_max(ints, axes), np.max(ints, axis=axes))
 
 
 @pytest.mark.parametrize("flavour", ["openvino", "onnx"])
@@ -139,5 +119,5 @@ def test_vmap_over_a_middle_axis_equals_a_loop(devices, dtype):
         x[1, 2, 5] = x[0, 0, 7] = np.nan
     batched = jax.jit(jax.vmap(lambda v: ov.reduce_max(v, 0), in_axes=1))(x)
     for i in range(3):
-        _assert_same(batched[i], _ov_expected(x[:, i], (0,)) if dtype != np.int8
+        assert_same(batched[i], openvino_reduce_max_wide(x[:, i], (0,)) if dtype != np.int8
                      else np.max(x[:, i], axis=0))
