@@ -1,4 +1,5 @@
-"""pool_phase.max_pool_at_least_lowest: OpenVINO's MaxPool rule, values and derivative.
+"""pool_phase.max_pool_at_least_lowest: OpenVINO's MaxPool rule, values and derivative (and the
+ONNX rule's derivative on a window of 132 taps).
 
 Oracles, all independent of the code under test:
 
@@ -49,7 +50,7 @@ CASES = {
     "rank3_ceil": ((2, 3, 11), (1, 1, 4), (1, 1, 3), ((0, 0), (0, 0), (2, 3))),
     # 130 taps on one axis: tap indices no longer fit int8
     "130_taps_1d": ((1, 2, 140), (1, 1, 130), (1, 1, 3), ((0, 0), (0, 0), (2, 1))),
-    # 132 taps, pooled in two stages of 12 and 11 (the generic pooling's gradient test below
+    # 132 taps, pooled in two stages of 12 and 11 (the ONNX rule's gradient test below
     # uses them in one, with int32 indices)
     "132_taps": ((1, 2, 13, 12), (1, 1, 12, 11), (1, 1, 1, 1),
                  ((0, 0), (0, 0), (1, 0), (0, 1))),
@@ -196,19 +197,26 @@ def test_integers_are_the_plain_pooling():
 
 
 @pytest.mark.parametrize("kind", ["clean", "special"])
-def test_generic_pooling_gradient_with_132_taps(kind):
-    # pool_phase.max_pool's own derivative (the scan when NaN is present, the first maximal
-    # tap otherwise) against reduce_window's, with more taps than int8 indices can name
+def test_onnx_rule_gradient_with_132_taps(kind):
+    # the ONNX rule's derivative in one stage, with more taps than int8 indices can name:
+    # reduce_window's on clean data, and the first NaN / first maximal element otherwise
     shape, window, strides, padding = CASES["132_taps"]
     rng = np.random.default_rng(17)
     x = _data(rng, shape, np.float32, kind)
     ct = rng.integers(1, 5, (1, 2, 3, 3)).astype(np.float32)
 
-    def grads(x, ct):
-        ours = jax.vjp(lambda v: pool_phase.max_pool(v, window, strides, padding), x)[1](ct)[0]
+    def ours(v):
+        return pool_phase.onnx_rule(v, pool_phase.geometry(v.shape, window, strides, padding))
+
+    got = jax.jit(lambda x, ct: jax.vjp(ours, x)[1](ct)[0])(x, ct)
+    if kind == "clean":
         theirs = jax.vjp(lambda v: lax.reduce_window(v, -np.inf, lax.max, window, strides,
                                                      padding), x)[1](ct)[0]
-        return ours, theirs
-
-    ours, theirs = jax.jit(grads)(x, ct)
-    np.testing.assert_array_equal(ours, theirs)
+        np.testing.assert_array_equal(got, theirs)
+    want = np.zeros(x.shape, np.float32)
+    for out_idx, inside, _ in _windows(shape, window, strides, padding):
+        nan = [pos for pos in inside if np.isnan(x[pos])]
+        if inside:
+            first = max(inside, key=lambda p: (x[p], -inside.index(p)))
+            want[nan[0] if nan else first] += ct[out_idx]
+    np.testing.assert_array_equal(got, want)

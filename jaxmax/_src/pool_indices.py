@@ -1,30 +1,27 @@
-"""The element each pooling window selects, as the Indices output of MaxPool-8/-14 and ONNX MaxPool.
+"""The Indices output of MaxPool-8/-14 and ONNX MaxPool: the flat index of each window's winner.
 
-The index and the gradient are one fact: the *winner* of a window, a kernel tap, whose input
-element's flat index is the Indices output and which receives the window's whole cotangent.
-Both come from the phase-sliced taps of :mod:`jaxmax._src.pool_phase`:
+The index and the gradient are one fact: the *winner* of a window, a kernel tap
+(:mod:`jaxmax._src.pool_phase`), whose input element's flat index is the Indices output and
+which receives the window's whole cotangent.
 
-* OpenVINO (``openvino_indices``): the winner is the first tap equal to the window's value
+* OpenVINO (`openvino_indices`): the first element equal to the window's value
   ``max(lowest(T), non-NaN elements)`` when that value is above lowest(T); a window without such
   an element (padding only, NaN, ``-inf``, elements equal to lowest(T)) points at the start of
-  its ``(n, c)`` plane, as OpenVINO's reference kernel does. The value's derivative is
-  ``pool_phase.max_pool_at_least_lowest``'s, which follows the same first-maximal rule.
-* ONNX (``onnx_max_pool``): NaN propagates; the winner is the first input element of the
-  window that is NaN when the value is NaN, else the first equal to the value; a window with no
-  input element gives the empty-set value (``-inf``, ``iinfo.min``) and index -1. The value is a
-  ``custom_jvp`` whose tangent is gathered at that winner, so the gradient routes exactly where
-  Indices point (dilated and 3-D windows included, where ``lax.reduce_window`` has no
-  derivative).
+  its ``(n, c)`` plane, as OpenVINO's reference kernel does.
+* ONNX (`onnx_max_pool`): NaN propagates; the first element of the window that is NaN when the
+  value is NaN, else the first equal to the value; a window with no input element gives the
+  empty-set value (``-inf``, ``iinfo.min``) and index -1.
 
-Flat indices count over ``(N, C, *spatial)`` in row-major order (ONNX ``storage_order=1``:
-column-major over the spatial axes); OpenVINO reduces them modulo ``prod(shape[axis:])`` by
-counting only the axes from `axis` on. Indices are computed in the index dtype asked for (the
-adapters check that the range fits it).
+The winner search (``pool_phase.first_equal``) re-reads the input and the values in one
+fusion and yields the flat index itself: the window origin's index plus the winner tap's
+constant offset. Flat indices count over
+``(N, C, *spatial)`` in row-major order (ONNX ``storage_order=1``: column-major over the spatial
+axes); OpenVINO reduces them modulo ``prod(shape[axis:])`` by counting only the axes from `axis`
+on. Indices are computed in the index dtype asked for (the adapters check that the range fits
+it).
 """
 
 from __future__ import annotations
-
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -34,99 +31,58 @@ from jax import lax
 from jaxmax._src import dtypes, pool_phase
 
 
-def _geometry(x: jax.Array, window, strides, padding, dilation, fill=None):
-    return pool_phase._prepare(x, window, strides, padding, fill, dilation)[1]
+def _flat_labels(g: pool_phase.Geometry, shape: tuple[int, ...], dims: list[int], dtype):
+    """The flat index of tap ``j``'s element for every output, as ``label(j)``, and that of the
+    ``(n, c)`` plane start.
 
-
-def _coordinates(g, winner: jax.Array) -> list[jax.Array]:
-    """Per axis of the input, the coordinate the `winner` tap reads for every output (any value
-    where the winner is not a tap index: the caller masks those)."""
-    tap = winner.astype(np.int32)
-    coords = []
-    inner = 1  # taps are in row-major window order: the last axis varies fastest
-    for axis in range(len(g.axes) - 1, -1, -1):
-        a = g.axes[axis]
-        coord = lax.broadcasted_iota(np.int32, g.out_shape, axis) * a.s - a.lo
-        if a.k > 1:
-            coord = coord + (tap // inner) % a.k * a.d
-        coords.append(coord)
-        inner *= a.k
-    return coords[::-1]
-
-
-def _flat(coords: list[jax.Array], shape: tuple[int, ...], dims: list[int],
-          dtype) -> jax.Array:
-    """``sum(coords[d] * stride[d])`` over `dims`, strides of a row-major layout of those dims
-    in the given order (the first the slowest)."""
-    flat = jnp.zeros(coords[0].shape, dtype)
+    The flat index is ``sum(coord[d] * stride[d])`` over `dims` (a row-major layout of those
+    dims in the given order, the first the slowest), linear in the coordinates: the window
+    origin's part (from the output position) plus a constant offset per tap.
+    """
+    strides, step = {}, 1
+    for d in reversed(dims):
+        strides[d] = step
+        step *= shape[d]
+    base = jnp.zeros(g.out_shape, dtype)
+    plane = jnp.zeros(g.out_shape, dtype)
     for d in dims:
-        flat = flat * dtype(shape[d]) + coords[d].astype(dtype)
-    return flat
+        a = g.axes[d]
+        coord = lax.broadcasted_iota(dtype, g.out_shape, d) * dtype(a.s) - dtype(a.lo)
+        base = base + coord * dtype(strides[d])
+        if d < 2:
+            plane = plane + coord * dtype(strides[d])
+    counts = [a.k for a in g.axes]
+    offsets = []
+    for j in range(len(g.taps)):
+        taps_of_axes = np.unravel_index(j, counts)
+        offsets.append(sum(int(taps_of_axes[d]) * g.axes[d].d * strides[d] for d in dims))
+    return (lambda j: base + dtype(offsets[j])), plane
 
 
 def openvino_indices(x: jax.Array, out: jax.Array, window, strides, padding, dilation,
                      axis: int, dtype) -> jax.Array:
     """MaxPool-8/-14 indices of the windows whose OpenVINO-rule values are `out`.
 
-    `x` is ``(N, C, *spatial)``; `window` etc. cover every axis (1 on N and C).
+    `x` is ``(N, C, *spatial)``; `window` etc. cover every axis (1 on N and C). Padding reads
+    ``-inf`` (lowest(T) for integers), which never equals a value above lowest(T).
     """
-    g = _geometry(x, window, strides, padding, dilation)
-    low = dtypes.lowest(x.dtype)
-    winner = pool_phase._first_maximal(x, g, out, low)  # padding reads lowest(T) < out
-    coords = _coordinates(g, winner)
-    found = out > low
-    spatial = list(range(2, x.ndim))
-    for d in spatial:  # no winner: the start of the (n, c) plane
-        coords[d] = jnp.where(found, coords[d], 0)
-    return _flat(coords, x.shape, list(range(axis, x.ndim)), dtype)
-
-
-def _onnx_winner(x: jax.Array, g, out: jax.Array) -> jax.Array:
-    """Per output, the first tap reading an input element that is NaN (when `out` is NaN) or
-    equal to `out`; -1 for a window with no input element."""
-    fill = dtypes.max_identity(x.dtype)
-    taps = pool_phase._taps(x, g, fill)
-    inside = pool_phase._taps(jnp.ones(x.shape, bool), g, False)
-    dtype = pool_phase._index_dtype(len(taps))
-    out_nan = jnp.isnan(out) if dtypes.is_floating(x.dtype) else None
-    index = jnp.full(out.shape, -1, dtype)
-    for j in range(len(taps) - 1, -1, -1):
-        hit = taps[j] == out
-        if out_nan is not None:
-            hit = hit | (jnp.isnan(taps[j]) & out_nan)
-        index = jnp.where(hit & inside[j], dtype(j), index)
-    return index
-
-
-@partial(jax.custom_jvp, nondiff_argnums=(1,))
-def _onnx_values(x, g):
-    return pool_phase._forward(x, g)
-
-
-@_onnx_values.defjvp
-def _onnx_values_jvp(g, primals, tangents):
-    (x,), (t,) = primals, tangents
-    out = _onnx_values(x, g)
-    if 0 in g.out_shape:
-        return out, jnp.zeros(g.out_shape, t.dtype)
-    winner = lax.stop_gradient(_onnx_winner(lax.stop_gradient(x), g, lax.stop_gradient(out)))
-    return out, pool_phase._gather_tangent(t, winner, g)
+    g = pool_phase.geometry(x.shape, window, strides, padding, dilation)
+    label, plane = _flat_labels(g, x.shape, list(range(axis, x.ndim)), dtype)
+    first = pool_phase.first_equal(x, g, out, dtypes.max_identity(x.dtype), label=label,
+                                   none=0, dtype=dtype)
+    return jnp.where(out > dtypes.lowest(x.dtype), first, plane)
 
 
 def onnx_max_pool(x: jax.Array, window, strides, padding, dilation, *, indices_dtype=None,
                   column_major: bool = False):
     """ONNX MaxPool: ``Y`` (NaN propagates; a window with no input element gives ``-inf`` /
     ``iinfo.min``) and, when `indices_dtype` is given, ``(Y, Indices)``."""
-    g = _geometry(x, window, strides, padding, dilation)
-    if dtypes.is_floating(x.dtype):
-        out = _onnx_values(x, g)
-    else:
-        out = pool_phase._forward(x, g)
+    g = pool_phase.geometry(x.shape, window, strides, padding, dilation)
+    out = pool_phase.onnx_rule(x, g)
     if indices_dtype is None:
         return out
-    winner = _onnx_winner(lax.stop_gradient(x), g, lax.stop_gradient(out))
-    coords = _coordinates(g, winner)
     spatial = list(range(2, x.ndim))
     order = [0, 1] + (spatial[::-1] if column_major else spatial)
-    flat = _flat(coords, x.shape, order, indices_dtype)
-    return out, jnp.where(winner >= 0, flat, indices_dtype(-1))
+    label, _ = _flat_labels(g, x.shape, order, indices_dtype)
+    return out, pool_phase.onnx_first(lax.stop_gradient(x), g, lax.stop_gradient(out),
+                                      label=label, none=-1, dtype=indices_dtype)

@@ -1,46 +1,47 @@
-"""Max pooling as the elementwise max of phase-sliced taps (a CPU-friendly ``reduce_window``).
+"""Max pooling as the elementwise max of phase-sliced taps, and the tap each window selects.
 
-``max_pool(x, window, strides, padding)`` returns exactly
-``lax.reduce_window(x, identity, lax.max, window, strides, padding)`` (``identity`` = ``-inf``
-for floats, ``iinfo.min`` for integers, ``False`` for bool), computed differently:
+The pooling machinery of both faces (OpenVINO MaxPool, ONNX MaxPool), a CPU-friendly
+``reduce_window``:
 
 1. each strided axis of length ``D`` (a multiple of its stride ``s``) is viewed as ``(D / s, s)``
-   phases, a free reshape; kernel tap ``j`` of that axis reads input ``o * s + j - lo`` for
-   output ``o``, i.e. phase ``(j - lo) % s`` from row ``(j - lo) // s``: a contiguous slice.
-   An axis whose length is not a multiple of its stride uses a strided slice instead;
-2. the rows of a tap that fall in the padding are supplied by a ``lax.pad`` of the *tap* with
-   the identity (not of the input), so XLA fuses reshape, slices, pads and the maxima into a
-   single loop fusion and never materialises a padded copy of the input (padding the input
-   first, then slicing, costs a full extra write and read of the input: measured ~4x slower);
-3. the output is the elementwise ``lax.max`` of the ``k1 * k2 * ...`` taps.
+   phases, a free reshape; kernel tap ``j`` of that axis reads input ``o * s + j * d - lo`` for
+   output ``o``, i.e. one phase from a run of rows: a contiguous slice. An axis whose length is
+   not a multiple of its stride uses a strided slice instead;
+2. the rows of a tap that fall in the padding are supplied by a ``lax.pad`` of the *tap* (not
+   of the input), so XLA fuses reshape, slices, pads and maxima into one loop fusion and never
+   writes a padded copy of the input. When an axis is not phased (stride 1, dilated pooling),
+   padded taps cost a bounds check per element and tap, so the outputs whose window lies
+   inside the input are computed from plain slices and the few border rows separately, written
+   into the result in place (`pooled`);
+3. the value is the elementwise ``lax.max`` of the ``k1 * k2 * ...`` taps (NaN propagates).
 
-Differentiation follows ``reduce_window``'s own reverse-mode rule (XLA ``select_and_scatter``
-with ``select = ge``): each window, padding included (padding holds the identity), is scanned
-in row-major window order and an element replaces the current selection unless
-``selected >= element``. On NaN-free data this is "each window's whole cotangent goes to its
-first maximal element" (PyTorch's rule); when that element is padding (the window's maximum
-is the identity and padding comes first) nothing is passed on. `max_pool` is a
-``jax.custom_jvp`` whose tangent is linear in the input tangent (each output gathers the
-tangent of its selected tap, zero for padding; the selection is stored as one int8 array, int32
-above 127 taps), so forward mode, reverse mode (JAX transposes the tangent rule), ``vmap`` and
-``jit`` all work. The selection is found in one pass, as the first tap equal to the output,
-when the window holds no NaN; the scan runs only otherwise. The tangent reads the phase pieces
-of the input tangent through ``lax.split``, so its transpose interleaves them back in one pass.
-``jax.jvp`` of ``lax.reduce_window`` itself does *not* always follow that tie rule (its forward
-mode can pick another maximal element of a padded, strided window, so its ``jacfwd`` and
-``jacrev`` differ on ties); this module's forward and reverse modes agree with each other and
-with ``reduce_window``'s reverse mode.
+The *winner* of a window is the kernel tap it selects: its input element is the window's index
+(MaxPool-8/-14 Indices, ONNX Indices; :mod:`jaxmax._src.pool_indices`) and receives the
+window's whole tangent (`gather_tangent`). One mechanism finds it for both rules
+(`first_equal`): the first tap, in row-major window order, whose element equals the window's
+value, in one fusion that re-reads the input and the value (a padded tap that XLA sees used
+twice is written to memory, ~4x slower, so every tap is read once per fusion, and a tap of the
+winner search is never the very expression of the value's: its padding holds another value).
 
-A ``custom_vjp`` with the transposed tangent rule as its backward compiled to the same program
-(measured; benchmarks/RESULTS.md) and would lose forward mode, so there is none.
+* OpenVINO rule (`max_pool_at_least_lowest`, `openvino_winner`): the value is
+  ``max(lowest(T), non-NaN window elements)``, padding at lowest(T); the winner is the first
+  element equal to the value when it is above lowest(T). A window whose value is lowest(T) is
+  differentiated as the pooling of the clamped input ``where(x >= lowest, x, lowest)``: every
+  clamped tap equals lowest(T), so its first tap wins, and passes the tangent only if it is an
+  input element that is not NaN or ``-inf``.
+* ONNX rule (`onnx_rule`, `onnx_winner`): NaN propagates; the winner is the first NaN of a NaN
+  window, else the first element equal to the value; a window without input elements gives the
+  identity (``-inf``, ``iinfo.min``) and no winner.
 
-``max_pool_at_least_lowest`` is OpenVINO's MaxPool rule on the same machinery: padding at
-lowest(T), NaN and ``-inf`` read as lowest(T). Its forward keeps the plain pooling whenever the
-output's sum is finite and only otherwise clamps the input and pools again; its derivative is
-that of pooling the clamped input. A window of more than 16 taps (3-D k3: 27) is pooled in two
-stages, the inner axes first, each stage with that rule; the stage-1 result lives in memory, and
-each stage takes few taps per output, which XLA compiles into much faster loops than one fusion
-of all the taps.
+Both values are ``jax.custom_jvp`` functions whose tangent is linear in the input tangent (each
+output gathers the tangent of its winner, zero without one), so forward mode, reverse mode
+(JAX transposes the tangent rule), ``vmap`` and ``jit`` all work, dilated and 3-D windows
+included, where ``lax.reduce_window`` has no derivative. The tangent reads the phase pieces of
+the input tangent through ``lax.split``, so its transpose interleaves them back in one pass.
+
+Windows of more than 16 taps (3-D k3: 27) are pooled with the OpenVINO rule in two stages, the
+inner axes first (`_stages`); the first maximal element composes, so values and derivative are
+the one-stage ones.
 """
 
 from __future__ import annotations
@@ -56,7 +57,9 @@ from jax import lax
 
 from jaxmax._src import dtypes
 
-__all__ = ["max_pool", "max_pool_at_least_lowest"]
+__all__ = ["Geometry", "first_equal", "gather_tangent", "geometry", "index_dtype",
+           "max_pool_at_least_lowest", "onnx_first", "onnx_rule", "onnx_winner",
+           "openvino_winner", "pooled"]
 
 
 class _Axis(NamedTuple):
@@ -78,7 +81,7 @@ class _Tap(NamedTuple):
     first_in: tuple[int, ...]
 
 
-class _Geometry(NamedTuple):
+class Geometry(NamedTuple):
     axes: tuple[_Axis, ...]
     in_shape: tuple[int, ...]
     out_shape: tuple[int, ...]
@@ -102,7 +105,7 @@ def _canonical(x_ndim, window, strides, padding, dilation=None):
     return window, strides, padding, dilation
 
 
-def _geometry(shape, window, strides, padding, fill=None, dilation=None) -> _Geometry:
+def _geometry(shape, window, strides, padding, fill=None, dilation=None) -> Geometry:
     axes = []
     phase_shape: list[int] = []
     dilation = (1,) * len(shape) if dilation is None else dilation
@@ -123,11 +126,20 @@ def _geometry(shape, window, strides, padding, fill=None, dilation=None) -> _Geo
             count.append(n)
             first_in.append(o_first * a.s + shift if n else 0)
         taps.append(_Tap(tuple(first_out), tuple(count), tuple(first_in)))
-    return _Geometry(tuple(axes), tuple(shape), tuple(a.out for a in axes), tuple(phase_shape),
+    return Geometry(tuple(axes), tuple(shape), tuple(a.out for a in axes), tuple(phase_shape),
                      tuple(taps), fill)
 
 
-def _read_slice(g: _Geometry, tap: _Tap):
+def geometry(shape, window, strides, padding, dilation=None) -> Geometry:
+    """The checked geometry of pooling an array of `shape` (one entry per axis in each of
+    `window`, `strides`, ``(lo, hi)`` `padding` and `dilation`)."""
+    shape = tuple(shape)
+    window, strides, padding, dilation = _canonical(len(shape), window, strides, padding,
+                                                    dilation)
+    return _geometry(shape, window, strides, padding, None, dilation)
+
+
+def _read_slice(g: Geometry, tap: _Tap):
     """``lax.slice`` start/limit/strides on the phase view for the inside part of `tap`."""
     start, limit, strides = [], [], []
     for a, n, first in zip(g.axes, tap.counts, tap.first_in, strict=True):
@@ -143,13 +155,16 @@ def _read_slice(g: _Geometry, tap: _Tap):
     return start, limit, strides
 
 
-def _tap(phases: jax.Array, g: _Geometry, tap: _Tap, fill, read=None) -> jax.Array:
+def _tap(phases: jax.Array, g: Geometry, tap: _Tap, fill, read=None) -> jax.Array:
     """The values read by `tap` for every output; `fill` where it reads padding.
 
-    `read` (elementwise, keeping the dtype) is applied to the inside values before the padding
-    is added, so a padded tap stays single-use even when `read` uses its argument twice.
+    `read` (elementwise) is applied to the inside values before the padding is added, so a
+    padded tap stays single-use even when `read` uses its argument twice; `fill` is of
+    `read`'s result dtype.
     """
-    fill = jnp.asarray(fill, phases.dtype)
+    dtype = phases.dtype if read is None else jax.eval_shape(
+        read, jax.ShapeDtypeStruct((), phases.dtype)).dtype
+    fill = jnp.asarray(fill, dtype)
     if 0 in tap.counts:
         return jnp.full(g.out_shape, fill)
     inside = lax.slice(phases, *_read_slice(g, tap)).reshape(tap.counts)
@@ -162,7 +177,7 @@ def _tap(phases: jax.Array, g: _Geometry, tap: _Tap, fill, read=None) -> jax.Arr
     return inside
 
 
-def _taps(v: jax.Array, g: _Geometry, fill, read=None) -> list[jax.Array]:
+def _taps(v: jax.Array, g: Geometry, fill, read=None) -> list[jax.Array]:
     phases = v.reshape(g.phase_shape)
     return [_tap(phases, g, tap, fill, read) for tap in g.taps]
 
@@ -174,58 +189,174 @@ def _max_of(taps: list[jax.Array]) -> jax.Array:
     return out
 
 
-def _index_dtype(count: int) -> type:
+def index_dtype(count: int) -> type:
     """Tap indices (and -1) as int8 when they fit: a quarter of int32's memory and page faults,
     at the same speed (measured); int32 otherwise."""
     return np.int8 if count <= 127 else np.int32
 
 
-def _scan_winner(taps: list[jax.Array]) -> jax.Array:
-    """Per output, the index of the tap ``select_and_scatter(select=ge)`` chooses.
+# ----------------------------------------------------------------------------- values
 
-    XLA's rule, padding included (it holds the fill): scan the window in row-major order and
-    replace the selection by the next element unless ``selected >= element``. On NaN-free
-    data that is the first maximal element; if that is padding, nothing is passed on.
+def _interior(a: _Axis) -> tuple[int, int]:
+    """The outputs ``[first, end)`` of axis `a` whose every tap reads inside the input."""
+    first = max(0, -(-a.lo // a.s))
+    end = min(a.out, (a.size - 1 + a.lo - (a.k - 1) * a.d) // a.s + 1)
+    return first, max(first, end)
+
+
+def _restricted(g: Geometry, ranges) -> Geometry:
+    """The geometry of the outputs ``ranges[i] = (first, end)`` of every axis (same input)."""
+    window, strides, padding, dilation = [], [], [], []
+    for a, (first, end) in zip(g.axes, ranges, strict=True):
+        lo = a.lo - first * a.s
+        hi = (end - first - 1) * a.s + (a.k - 1) * a.d + 1 - a.size - lo
+        window.append(a.k)
+        strides.append(a.s)
+        padding.append((lo, hi))
+        dilation.append(a.d)
+    return _geometry(g.in_shape, window, strides, padding, g.fill, dilation)
+
+
+def _borders(g: Geometry):
+    """Per axis, its interior outputs, when some non-phased axis has padded outputs and every
+    axis has interior ones (then `pooled` computes the borders apart); else None."""
+    inner = [_interior(a) for a in g.axes]
+    if any(first >= end for first, end in inner):
+        return None
+    if not any(not a.phased and (first, end) != (0, a.out)
+               for a, (first, end) in zip(g.axes, inner, strict=True)):
+        return None
+    return inner
+
+
+def pooled(x: jax.Array, g: Geometry, fill) -> jax.Array:
+    """The elementwise max of the taps of `x` (NaN propagates), padding read as `fill`.
+
+    When a non-phased axis has padded outputs (stride 1, dilated pooling) the interior outputs
+    are the max of plain slices, padded to the full output, and each border slab (the padded
+    outputs of one axis, over the whole of the others) is pooled apart and written into that
+    result in place: a padded tap costs a bounds check per element, and the fusion of nine of
+    them ran ~1.7x slower than the interior and borders (k3 d2 s1 p1 on 32x64x112x112).
     """
-    dtype = _index_dtype(len(taps))
-    selected, index = taps[0], jnp.zeros(taps[0].shape, dtype)
-    for j, tap in enumerate(taps[1:], start=1):
-        take = ~(selected >= tap)
-        selected = jnp.where(take, tap, selected)
-        index = jnp.where(take, dtype(j), index)
+    fill = np.asarray(fill, x.dtype)
+    if 0 in g.out_shape:
+        return jnp.full(g.out_shape, fill)
+    inner = _borders(g)
+    if inner is None:
+        return _max_of(_taps(x, g, fill))
+    out = _max_of(_taps(x, _restricted(g, inner), fill))
+    out = lax.pad(out, fill, [(first, a.out - end, 0)
+                              for a, (first, end) in zip(g.axes, inner, strict=True)])
+    full = [(0, a.out) for a in g.axes]
+    for i, (a, (first, end)) in enumerate(zip(g.axes, inner, strict=True)):
+        for lo, hi in ((0, first), (end, a.out)):
+            if hi > lo:
+                slab = _restricted(g, full[:i] + [(lo, hi)] + full[i + 1:])
+                start = [0] * len(g.axes)
+                start[i] = lo
+                out = lax.dynamic_update_slice(out, _max_of(_taps(x, slab, fill)), start)
+    return out
+
+
+# ----------------------------------------------------------------------------- winners
+
+def first_equal(x: jax.Array, g: Geometry, out: jax.Array, fill, *, read=None,
+                inside: bool = False, label=None, none=-1, dtype=None) -> jax.Array:
+    """Per output, ``label(j)`` of the first tap ``j`` whose element equals `out` (both through
+    `read`, when given), padding read as `fill`; `none` where no tap does. With `inside`,
+    padding never matches. `label` defaults to the tap number, in `dtype` (default
+    `index_dtype`).
+
+    One pass over the input and `out`, each tap read once. The result is fused into its
+    consumers: a caller that uses it more than once computes it apart (`_apart`).
+    """
+    taps = _taps(x, g, fill, read)
+    masks = _taps(jnp.ones(x.shape, bool), g, False) if inside else None
+    target = out if read is None else read(out)
+    dtype = index_dtype(len(taps)) if dtype is None else dtype
+    label = (lambda j: dtype(j)) if label is None else label
+    index = jnp.broadcast_to(jnp.asarray(none, dtype), out.shape)
+    for j in range(len(taps) - 1, -1, -1):
+        hit = taps[j] == target
+        if masks is not None:
+            hit = hit & masks[j]
+        index = jnp.where(hit, label(j), index)
     return index
 
 
-def _first_maximal(x: jax.Array, g: _Geometry, out: jax.Array, fill) -> jax.Array:
-    """Per output, the first tap equal to the window maximum `out`: the scan's choice when the
-    window holds no NaN.
+def _is_finite_sum(v: jax.Array) -> jax.Array:
+    """Whether ``sum(v)`` is finite: then `v` holds no NaN and no infinity (a false "no" only
+    costs time). 16-bit floats are summed in float32, where their sum cannot overflow."""
+    wide = jnp.float32 if v.dtype.itemsize < 4 else v.dtype
+    return jnp.isfinite(jnp.sum(v, dtype=wide))
 
-    The taps must not be the very expressions `out` was computed from: XLA would see each tap
-    used twice, write the padded ones to memory and run ~4x slower. Callers re-read them in a
-    separate computation (a ``lax.cond`` branch); then they fuse into one pass over `x` and
-    `out`.
+
+def _apart(pred: jax.Array, if_true, if_false) -> jax.Array:
+    """``lax.cond(pred, if_true, if_false)``: the result computed in a computation of its own,
+    hence into a buffer, and from taps XLA does not merge with the value's. Elementwise code is
+    otherwise fused (recomputed) into each of its consumers: a winner read by every tap of a
+    tangent made gradients ~5x slower."""
+    return lax.cond(pred, if_true, if_false)
+
+
+def openvino_winner(x: jax.Array, g: Geometry, out: jax.Array) -> jax.Array:
+    """Per output of the OpenVINO rule (`out`), the tap that receives its tangent, or -1.
+
+    Above lowest(T), the first element equal to `out` (padding, at ``-inf``, never is). At
+    lowest(T) (no element above it), every clamped tap equals the value, so the first tap wins,
+    and passes the tangent only if it is an input element that is not NaN or ``-inf``.
     """
-    taps = _taps(x, g, fill)
-    dtype = _index_dtype(len(taps))
-    index = jnp.full(out.shape, len(taps) - 1, dtype)
-    for j in range(len(taps) - 2, -1, -1):
-        index = jnp.where(taps[j] == out, dtype(j), index)
-    return index
+    low = dtypes.lowest(x.dtype)
+    pad = dtypes.max_identity(x.dtype)
+
+    def raised():
+        index = first_equal(x, g, out, pad)
+        # whether tap 0 reads an input element >= lowest(T) (False in the padding)
+        tap0 = _tap(x.reshape(g.phase_shape), g, g.taps[0], False, read=lambda v: v >= low)
+        fallback = jnp.where(tap0, index.dtype.type(0), index.dtype.type(-1))
+        return jnp.where(out > low, index, fallback)
+
+    return _apart(jnp.min(out) > low, lambda: first_equal(x, g, out, pad), raised)
 
 
-def _winner(x: jax.Array, g: _Geometry, out: jax.Array, fill) -> jax.Array:
-    """The scan's choice per output (`out`: the pooled maximum), computed into a buffer.
+def _float_key(v: jax.Array) -> jax.Array:
+    """The bits of `v` as an integer, every NaN one pattern and ``-0`` as ``0``: equal keys are
+    equal values or both NaN."""
+    itype = {2: jnp.int16, 4: jnp.int32, 8: jnp.int64}[v.dtype.itemsize]
+    bits = lax.bitcast_convert_type(jnp.where(v == 0, jnp.zeros((), v.dtype), v), itype)
+    nan = lax.bitcast_convert_type(jnp.asarray(np.nan, v.dtype), itype)
+    return jnp.where(jnp.isnan(v), nan, bits)
 
-    A NaN-free output (a NaN-propagating sum is not NaN) takes the first maximal tap, one pass
-    over the input; otherwise the scan runs. The ``lax.cond`` also makes XLA compute the
-    winners once: as cheap elementwise code they would otherwise be fused (recomputed) into
-    every tap of the tangent / cotangent code that reads them (measured ~5x slower gradients).
+
+def onnx_first(x: jax.Array, g: Geometry, out: jax.Array, **labels) -> jax.Array:
+    """Per output of the ONNX rule (`out`), `first_equal` for the first input element that is
+    NaN when `out` is, else equal to it; `none` for a window with no input element.
+
+    When every output is finite, padding (read as NaN) equals none, and plain equality finds
+    the element; otherwise the search runs again (a ``while_loop`` of zero or one trip, as for
+    the values) on `_float_key`s, NaN equal to NaN, padding at a key no element has. A
+    ``lax.cond`` would run its branch on one thread (measured ~1.5x slower).
     """
-    return lax.cond(jnp.isnan(jnp.sum(out)), lambda: _scan_winner(_taps(x, g, fill)),
-                    lambda: _first_maximal(x, g, out, fill))
+    if not dtypes.is_floating(x.dtype):
+        return first_equal(x, g, out, dtypes.max_identity(x.dtype), inside=True, **labels)
+    # padding key: a NaN bit pattern that `_float_key` never gives (all ones but the sign)
+    pad_key = (1 << (8 * x.dtype.itemsize - 1)) - 1
+    fast = first_equal(x, g, out, np.nan, **labels)
+    return lax.while_loop(
+        lambda c: c[1],
+        lambda c: (first_equal(x, g, out, pad_key, read=_float_key, **labels),
+                   jnp.zeros((), bool)),
+        (fast, ~_is_finite_sum(out)))[0]
 
 
-def _phase_pieces(v: jax.Array, g: _Geometry) -> dict[tuple[int, ...], jax.Array]:
+def onnx_winner(x: jax.Array, g: Geometry, out: jax.Array) -> jax.Array:
+    """Per output of the ONNX rule, the tap that receives its tangent (`onnx_first`), or -1."""
+    return onnx_first(x, g, out)
+
+
+# ----------------------------------------------------------------------------- tangents
+
+def _phase_pieces(v: jax.Array, g: Geometry) -> dict[tuple[int, ...], jax.Array]:
     """`v` split by phase: ``{(phase per strided axis): v[..., phase::s, ...]}``.
 
     Each piece has ``ceil(D / s)`` rows on a strided axis (zero-padded at the end when ``s``
@@ -261,7 +392,7 @@ def _phase_pieces(v: jax.Array, g: _Geometry) -> dict[tuple[int, ...], jax.Array
 _CHAIN_MAX_TAPS = 9
 
 
-def _gather_tangent(t: jax.Array, winner: jax.Array, g: _Geometry) -> jax.Array:
+def gather_tangent(t: jax.Array, winner: jax.Array, g: Geometry) -> jax.Array:
     """The tangent of each window's selected tap (zero when it is padding or `winner` is not a
     tap index): linear in `t`."""
     pieces = _phase_pieces(t, g)
@@ -285,66 +416,33 @@ def _gather_tangent(t: jax.Array, winner: jax.Array, g: _Geometry) -> jax.Array:
     return out
 
 
-def _fill(x: jax.Array, g: _Geometry) -> np.ndarray:
-    return dtypes.max_identity(x.dtype) if g.fill is None else np.array(g.fill, x.dtype)
-
-
-def _forward(x: jax.Array, g: _Geometry) -> jax.Array:
-    if 0 in g.out_shape:
-        return jnp.full(g.out_shape, _fill(x, g), x.dtype)
-    return _max_of(_taps(x, g, _fill(x, g)))
-
+# ----------------------------------------------------------------------------- the ONNX rule
 
 @partial(jax.custom_jvp, nondiff_argnums=(1,))
-def _pool_jvp(x, g):
-    return _forward(x, g)
+def _onnx_rule(x, g):
+    return pooled(x, g, dtypes.max_identity(x.dtype))
 
 
-@_pool_jvp.defjvp
-def _pool_jvp_rule(g, primals, tangents):
+@_onnx_rule.defjvp
+def _onnx_rule_jvp(g, primals, tangents):
     (x,), (t,) = primals, tangents
+    out = _onnx_rule(x, g)
     if 0 in g.out_shape:
-        return _forward(x, g), jnp.zeros(g.out_shape, t.dtype)
-    fill = _fill(x, g)
-    out = _forward(x, g)
-    winner = lax.stop_gradient(_winner(x, g, out, fill))
-    return out, _gather_tangent(t, winner, g)
+        return out, jnp.zeros(g.out_shape, t.dtype)
+    winner = onnx_winner(lax.stop_gradient(x), g, lax.stop_gradient(out))
+    return out, gather_tangent(t, winner, g)
 
 
-def _prepare(x, window, strides, padding, fill=None, dilation=None):
-    x = jnp.asarray(x)
-    window, strides, padding, dilation = _canonical(x.ndim, window, strides, padding, dilation)
-    return x, _geometry(x.shape, window, strides, padding, fill, dilation)
+def onnx_rule(x: jax.Array, g: Geometry) -> jax.Array:
+    """ONNX MaxPool's values: NaN propagates, a window with no input element gives the identity
+    (``-inf``, ``iinfo.min``, ``False``); floats are differentiable, each window's tangent
+    coming from `onnx_winner`."""
+    if dtypes.is_floating(x.dtype):
+        return _onnx_rule(x, g)
+    return pooled(x, g, dtypes.max_identity(x.dtype))
 
 
-def max_pool(x: jax.Array, window, strides, padding, fill=None, dilation=None) -> jax.Array:
-    """``lax.reduce_window(x, identity, lax.max, window, strides, padding)``, phase-sliced.
-
-    Args:
-      x: array of any rank and any real, integer or bool dtype.
-      window: window size per axis of `x` (ints >= 1). Static.
-      strides: stride per axis (ints >= 1). Static.
-      padding: ``(lo, hi)`` per axis, as for ``reduce_window`` (padding holds the identity, so
-        a window that sees padding only gives ``-inf`` / ``iinfo.min``). Static.
-      fill: the padding value (a Python scalar) in place of the identity, as ``reduce_window``
-        with that init value would use it; ``None`` for the identity. Static.
-
-    Returns:
-      The pooled array, equal to ``reduce_window``'s (NaN propagates as in ``lax.max``).
-
-    Differentiable (floating dtypes) in forward and reverse mode with ``reduce_window``'s
-    reverse-mode rule: each window's cotangent goes to its first maximal element in row-major
-    window order, padding counted as identity elements; when that element is padding (the
-    window's maximum is the identity) nothing is passed on. NaN follows XLA's
-    ``select_and_scatter`` scan (see the module docstring).
-    """
-    x, g = _prepare(x, window, strides, padding, fill, dilation)
-    if jnp.issubdtype(x.dtype, jnp.floating):
-        return _pool_jvp(x, g)
-    return _forward(x, g)
-
-
-# The OpenVINO pooling rule ---------------------------------------------------------------------
+# ----------------------------------------------------------------------------- the OpenVINO rule
 
 def _clamp_to_lowest(v: jax.Array) -> jax.Array:
     """`v` with NaN and values below lowest(T) (``-inf``) read as lowest(T)."""
@@ -352,14 +450,7 @@ def _clamp_to_lowest(v: jax.Array) -> jax.Array:
     return jnp.where(v >= low, v, low)
 
 
-def _is_finite_sum(v: jax.Array) -> jax.Array:
-    """Whether ``sum(v)`` is finite: then `v` holds no NaN and no infinity (a false "no" only
-    costs time). 16-bit floats are summed in float32, where their sum cannot overflow."""
-    wide = jnp.float32 if v.dtype.itemsize < 4 else v.dtype
-    return jnp.isfinite(jnp.sum(v, dtype=wide))
-
-
-def _lowest_rule_forward(x: jax.Array, g: _Geometry, check_data: bool) -> jax.Array:
+def _lowest_rule_forward(x: jax.Array, g: Geometry, check_data: bool) -> jax.Array:
     """The pooled value under the OpenVINO rule, with the fast path taken whenever it is exact.
 
     With the padding at lowest(T), the plain pooling (NaN propagating) already is the rule's
@@ -368,50 +459,19 @@ def _lowest_rule_forward(x: jax.Array, g: _Geometry, check_data: bool) -> jax.Ar
     ``while_loop`` of zero or one trip, whose carry XLA updates in place: a ``lax.cond``
     returning the fast result copies the whole output (~2 ms on the ResNet stem).
     """
-    out = _forward(x, g)
+    low = dtypes.lowest(x.dtype)
+    out = pooled(x, g, low)
     redo = ~_is_finite_sum(out)
     if check_data:  # a cross-device max may drop NaN before the output shows it
         redo = redo | ~_is_finite_sum(x)
     return lax.while_loop(lambda c: c[1],
-                          lambda c: (_forward(_clamp_to_lowest(x), g), jnp.zeros((), bool)),
+                          lambda c: (pooled(_clamp_to_lowest(x), g, low), jnp.zeros((), bool)),
                           (out, redo))[0]
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(1, 2))
 def _lowest_rule(x, g, check_data):
     return _lowest_rule_forward(x, g, check_data)
-
-
-def _first_passing(x: jax.Array, g: _Geometry, out: jax.Array) -> jax.Array:
-    """Per output, the index of the first tap whose clamped value equals `out`, or -1 when that
-    tap passes no tangent (a NaN or ``-inf`` input read as lowest(T), or padding)."""
-    low = dtypes.lowest(x.dtype)
-    minus_inf = np.array(-np.inf, x.dtype)
-    # NaN and -inf read as -inf and padding is -inf: clamped, each equals lowest(T).
-    taps = _taps(x, g, minus_inf, read=lambda v: jnp.where(v >= low, v, minus_inf))
-    dtype = _index_dtype(len(taps))
-    index = jnp.full(out.shape, -1, dtype)
-    for j in range(len(taps) - 1, -1, -1):
-        passes = jnp.where(taps[j] >= low, dtype(j), dtype(-1))
-        index = jnp.where(lax.max(taps[j], low) == out, passes, index)
-    return index
-
-
-def _lowest_rule_winner(x: jax.Array, g: _Geometry, out: jax.Array) -> jax.Array:
-    """Per output of the OpenVINO rule, the tap that receives its tangent, or -1 for none.
-
-    The rule's derivative is that of pooling the clamped input: the first tap whose clamped
-    value equals the output, passing nothing when it is a NaN or ``-inf`` input or padding.
-    When no output was raised to lowest(T) (the usual case), that tap is simply the first one
-    equal to the output, and it always passes; otherwise the clamped values are compared. The
-    ``lax.cond`` also makes XLA compute the winners once: as cheap elementwise code they would
-    otherwise be fused (recomputed) into every tap of the tangent / cotangent code that reads
-    them (measured ~2x slower gradients), and being separate computations, its taps are not
-    merged with the taps `out` was computed from (which XLA would then write to memory).
-    """
-    low = dtypes.lowest(x.dtype)
-    return lax.cond(jnp.min(out) > low, lambda: _first_maximal(x, g, out, low),
-                    lambda: _first_passing(x, g, out))
 
 
 @_lowest_rule.defjvp
@@ -421,8 +481,8 @@ def _lowest_rule_jvp(g, check_data, primals, tangents):
     out = _lowest_rule(x, g, check_data)
     if 0 in g.out_shape:
         return out, jnp.zeros(g.out_shape, t.dtype)
-    winner = _lowest_rule_winner(lax.stop_gradient(x), g, lax.stop_gradient(out))
-    return out, _gather_tangent(t, winner, g)
+    winner = openvino_winner(lax.stop_gradient(x), g, lax.stop_gradient(out))
+    return out, gather_tangent(t, winner, g)
 
 
 # A window with more taps than this is pooled in two stages (see `_stages`). Measured on the
@@ -433,7 +493,7 @@ def _lowest_rule_jvp(g, check_data, primals, tangents):
 _ONE_STAGE_MAX_TAPS = 16
 
 
-def _stages(g: _Geometry) -> tuple[_Geometry, _Geometry] | None:
+def _stages(g: Geometry) -> tuple[Geometry, Geometry] | None:
     """The window split into stage 1 (the inner half of its non-trivial axes, pooled from the
     input) and stage 2 (the outer ones, pooled from stage 1's result), or None for one stage.
 
@@ -454,31 +514,33 @@ def _stages(g: _Geometry) -> tuple[_Geometry, _Geometry] | None:
             for i, a in enumerate(g.axes)], strict=True)
         return window, strides, padding, dilation
 
-    def geometry(shape, axes):
+    def sub(shape, axes):
         window, strides, padding, dilation = part(axes)
         return _geometry(shape, window, strides, padding, g.fill, dilation)
 
-    first = geometry(g.in_shape, inner)
-    second = geometry(first.out_shape, set(range(len(g.axes))) - inner)
+    first = sub(g.in_shape, inner)
+    second = sub(first.out_shape, set(range(len(g.axes))) - inner)
     return first, second
 
 
-def max_pool_at_least_lowest(x: jax.Array, window, strides, padding,
-                             check_data: bool = False, dilation=None) -> jax.Array:
+def max_pool_at_least_lowest(x: jax.Array, window, strides, padding, check_data: bool = False,
+                    dilation=None) -> jax.Array:
     """OpenVINO's MaxPool rule, phase-sliced: each output is ``max(lowest(T), non-NaN window
     elements)``, padding included as lowest(T).
 
-    Equal to ``max_pool(where(x >= lowest, x, lowest), ..., fill=lowest)`` for floating `x`
-    (NaN and ``-inf`` read as lowest(T)), and to ``max_pool(x, ...)`` for integers, whose
-    identity is lowest(T) already. `check_data` also checks the input for NaN (for sharded
-    inputs, where a cross-device max may drop a NaN). The derivative is that of the
-    clamped expression: each window's tangent comes from its first maximal clamped element,
-    padding counted; a NaN or ``-inf`` input, and padding, pass none. Floating windows of more
-    than 16 taps are pooled in two stages (`_stages`), with the same values and derivative.
+    `x` has any rank; `window`, `strides`, ``(lo, hi)`` `padding` (negative crops) and
+    `dilation` give one entry per axis. Integers, whose identity is lowest(T) already, get the
+    plain pooling. `check_data` also checks the input for NaN (for sharded inputs, where a
+    cross-device max may drop a NaN). The derivative is that of pooling the clamped input
+    ``where(x >= lowest, x, lowest)``: each window's tangent comes from its first maximal
+    clamped element, padding counted; a NaN or ``-inf`` input, and padding, pass none. Floating
+    windows of more than 16 taps are pooled in two stages (`_stages`), with the same values and
+    derivative.
     """
-    x, g = _prepare(x, window, strides, padding, dilation=dilation)
-    if not jnp.issubdtype(x.dtype, jnp.floating):
-        return _forward(x, g)
+    x = jnp.asarray(x)
+    g = geometry(x.shape, window, strides, padding, dilation)
+    if not dtypes.is_floating(x.dtype):
+        return pooled(x, g, dtypes.lowest(x.dtype))
     g = g._replace(fill=dtypes.lowest(x.dtype).item())
     stages = _stages(g)
     if stages is None:
