@@ -43,20 +43,23 @@ def _flat_labels(g: pool_phase.Geometry, shape: tuple[int, ...], dims: list[int]
     for d in reversed(dims):
         strides[d] = step
         step *= shape[d]
-    base = jnp.zeros(g.out_shape, dtype)
-    plane = jnp.zeros(g.out_shape, dtype)
-    for d in dims:
-        a = g.axes[d]
-        coord = lax.broadcasted_iota(dtype, g.out_shape, d) * dtype(a.s) - dtype(a.lo)
-        base = base + coord * dtype(strides[d])
-        if d < 2:
-            plane = plane + coord * dtype(strides[d])
+
+    def origin(dims):
+        flat = jnp.zeros(g.out_shape, dtype)
+        for d in dims:
+            a = g.axes[d]
+            coord = lax.broadcasted_iota(dtype, g.out_shape, d) * dtype(a.s) - dtype(a.lo)
+            flat = flat + coord * dtype(strides[d])
+        return flat
+
     counts = [a.k for a in g.axes]
     offsets = []
     for j in range(len(g.taps)):
         taps_of_axes = np.unravel_index(j, counts)
         offsets.append(sum(int(taps_of_axes[d]) * g.axes[d].d * strides[d] for d in dims))
-    return (lambda j: base + dtype(offsets[j])), plane
+    # built where it is used (XLA merges the copies within a computation), never passed into a
+    # while_loop as an array in memory
+    return (lambda j: origin(dims) + dtype(offsets[j])), origin([d for d in dims if d < 2])
 
 
 def openvino_indices(x: jax.Array, out: jax.Array, window, strides, padding, dilation,
