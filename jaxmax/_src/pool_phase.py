@@ -263,9 +263,9 @@ def pooled(x: jax.Array, g: Geometry, fill) -> jax.Array:
 def first_equal(x: jax.Array, g: Geometry, out: jax.Array, fill, *, read=None,
                 inside: bool = False, label=None, none=-1, dtype=None) -> jax.Array:
     """Per output, ``label(j)`` of the first tap ``j`` whose element equals `out` (both through
-    `read`, when given), padding read as `fill`; `none` where no tap does. With `inside`,
-    padding never matches. `label` defaults to the tap number, in `dtype` (default
-    `index_dtype`).
+    `read`, when given), padding read as `fill`; `none` where no tap does (None: the caller
+    knows that one always does). With `inside`, padding never matches. `label` defaults to the
+    tap number, in `dtype` (default `index_dtype`).
 
     One pass over the input and `out`, each tap read once. The result is fused into its
     consumers: a caller that uses it more than once computes it apart (`_apart`).
@@ -275,8 +275,12 @@ def first_equal(x: jax.Array, g: Geometry, out: jax.Array, fill, *, read=None,
     target = out if read is None else read(out)
     dtype = index_dtype(len(taps)) if dtype is None else dtype
     label = (lambda j: dtype(j)) if label is None else label
+    last = len(taps)
+    if none is None:  # some tap always matches: the last one needs no comparison
+        last -= 1
+        none = label(last)
     index = jnp.broadcast_to(jnp.asarray(none, dtype), out.shape)
-    for j in range(len(taps) - 1, -1, -1):
+    for j in range(last - 1, -1, -1):
         hit = taps[j] == target
         if masks is not None:
             hit = hit & masks[j]
@@ -310,13 +314,13 @@ def openvino_winner(x: jax.Array, g: Geometry, out: jax.Array) -> jax.Array:
     pad = dtypes.max_identity(x.dtype)
 
     def raised():
-        index = first_equal(x, g, out, pad)
+        index = first_equal(x, g, out, pad, none=None)  # used above lowest(T) only
         # whether tap 0 reads an input element >= lowest(T) (False in the padding)
         tap0 = _tap(x.reshape(g.phase_shape), g, g.taps[0], False, read=lambda v: v >= low)
         fallback = jnp.where(tap0, index.dtype.type(0), index.dtype.type(-1))
         return jnp.where(out > low, index, fallback)
 
-    return _apart(jnp.min(out) > low, lambda: first_equal(x, g, out, pad), raised)
+    return _apart(jnp.min(out) > low, lambda: first_equal(x, g, out, pad, none=None), raised)
 
 
 def _float_key(v: jax.Array) -> jax.Array:
