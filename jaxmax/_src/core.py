@@ -83,10 +83,6 @@ def _nan_found(x: jax.Array, plain: jax.Array, check_data: bool) -> jax.Array:
     return found
 
 
-def _mask_nan(x: jax.Array) -> jax.Array:
-    return jnp.where(jnp.isnan(x), dtypes.max_identity(x.dtype), x)
-
-
 def _skipping_nan(reducer: Callable[..., jax.Array], x: jax.Array, operands: tuple,
                   check_data: bool) -> jax.Array:
     """``reducer(x, *operands)`` computed as if every NaN in `x` were ``-inf``.
@@ -102,12 +98,13 @@ def _skipping_nan(reducer: Callable[..., jax.Array], x: jax.Array, operands: tup
     def value(x, *operands):
         plain = reducer(x, *operands)
         return lax.cond(_nan_found(x, plain, check_data),
-                        lambda: reducer(_mask_nan(x), *operands), lambda: plain)
+                        lambda: reducer(max_reduce.mask_nan(x), *operands), lambda: plain)
 
     @value.defjvp
     def value_jvp(primals, tangents):
         x, *rest = primals
-        return jax.jvp(lambda clean: reducer(clean, *rest), (_mask_nan(x),), (tangents[0],))
+        return jax.jvp(lambda clean: reducer(clean, *rest), (max_reduce.mask_nan(x),),
+                       (tangents[0],))
 
     return value(x, *operands)
 
@@ -126,22 +123,20 @@ def _openvino_max(reducer: Callable[..., jax.Array], x: jax.Array, *operands,
     return _at_least_lowest(_skipping_nan(reducer, x, operands, check_data))
 
 
-def _max_with_rule(x: jax.Array, axes: tuple[int, ...], skip_nan: bool, fold: bool,
-                   check_data: bool) -> jax.Array:
+def _max_with_rule(x: jax.Array, axes: tuple[int, ...], skip_nan: bool, fold: bool) -> jax.Array:
     """``max`` over `axes` with the OpenVINO (`skip_nan`) or ONNX NaN rule, float data, from the
     plain reduction (the multi-device and non-CPU lowering).
 
     ONNX: the plain max is exact on NaN-free slices, and the slices holding a NaN are found by a
-    sum of squares, exact across devices too (``max_reduce.propagating``). OpenVINO: folded rows
-    are elementwise maxima, which propagate NaN, so their result shows every NaN; XLA's
-    ``reduce_max`` and a cross-device max may not, and then `check_data` makes the NaN check
-    read the data.
+    sum of squares, exact across devices too (``max_reduce.propagating``). OpenVINO: XLA's
+    ``reduce_max`` and a cross-device max may drop NaN, so the NaN check reads the data (a fold
+    of elementwise maxima alone would show every NaN in its result).
     """
     def reducer(v):
         return max_reduce.fold_max(v, axes) if fold else lax.reduce_max(v, axes)
 
     if skip_nan:
-        return _openvino_max(reducer, x, check_data=check_data)
+        return _openvino_max(reducer, x, check_data=True)
     return max_reduce.propagating(x, axes, reducer)
 
 
@@ -182,17 +177,17 @@ def _reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_nan: b
     elif not dtypes.is_floating(x.dtype):
         out = _by_platform(x, cpu=lambda v: max_reduce.max_over(v, axes, propagate=False),
                            default=lambda v: lax.reduce_max(v, axes))
-    elif cross_device or not max_reduce.one_pass(x.dtype, x.shape, axes, not skip_nan):
-        # Partial results may meet in a cross-device max, which drops NaN: the plain reduction
-        # (never cut into blocks, which would gather a sharded axis) and a check of the data.
-        fold = max_reduce.folds_rows(x.shape, axes)
-        out = _by_platform(
-            x, cpu=lambda v: _max_with_rule(v, axes, skip_nan, fold, check_data=True),
-            default=lambda v: _max_with_rule(v, axes, skip_nan, fold=False, check_data=True))
     else:
-        out = _by_platform(
-            x, cpu=lambda v: _cpu_max(v, axes, skip_nan),
-            default=lambda v: _max_with_rule(v, axes, skip_nan, fold=False, check_data=True))
+        def cpu(v):
+            if cross_device or not max_reduce.one_pass(v.dtype, v.shape, axes, not skip_nan):
+                # Partial results may meet in a cross-device max, which drops NaN: the plain
+                # reduction (never cut into blocks, which would gather a sharded axis) and a
+                # check of the data.
+                return _max_with_rule(v, axes, skip_nan, max_reduce.folds_rows(v.shape, axes))
+            return _cpu_max(v, axes, skip_nan)
+
+        out = _by_platform(x, cpu=cpu,
+                           default=lambda v: _max_with_rule(v, axes, skip_nan, fold=False))
     return lax.expand_dims(out, axes) if keepdims else out
 
 

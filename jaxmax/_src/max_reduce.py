@@ -123,19 +123,20 @@ def _shared_tangent(x: jax.Array, axes: tuple[int, ...], out: jax.Array,
                     t: jax.Array) -> jax.Array:
     """``lax.reduce_max``'s tangent at the NaN-masked `x` (tied maxima share it evenly), from
     `out`, its value there (no second reduction); a NaN output passes none."""
-    tied = _mask_nan(x) == lax.expand_dims(out, axes)
+    tied = mask_nan(x) == lax.expand_dims(out, axes)
     share = jnp.sum(jnp.where(tied, t, 0), axes) / jnp.sum(tied, axes, dtype=t.dtype)
     return jnp.where(jnp.isnan(out), jnp.zeros((), t.dtype), share)
 
 
-def _mask_nan(v: jax.Array) -> jax.Array:
+def mask_nan(v: jax.Array) -> jax.Array:
+    """`v` with every NaN replaced by the max identity (``-inf``)."""
     return jnp.where(jnp.isnan(v), dtypes.max_identity(v.dtype), v)
 
 
 def _masked_max(v: jax.Array, axes: tuple[int, ...]) -> jax.Array:
     """The max of the non-NaN elements of a block small enough to materialise: the masked block
     written out, then reduced by the fast primitive."""
-    return lax.reduce_max(lax.optimization_barrier(_mask_nan(v)), axes)
+    return lax.reduce_max(lax.optimization_barrier(mask_nan(v)), axes)
 
 
 def _nan_map_max(v: jax.Array, axes: tuple[int, ...]) -> jax.Array:
@@ -191,7 +192,7 @@ def _fold(x: jax.Array, axes: tuple[int, ...], propagate: bool) -> jax.Array:
     acc_dtype = jnp.float32 if y.dtype == jnp.float16 else y.dtype  # exact widening
 
     def row(i):
-        r = y[i] if propagate or not dtypes.is_floating(y.dtype) else _mask_nan(y[i])
+        r = y[i] if propagate or not dtypes.is_floating(y.dtype) else mask_nan(y[i])
         return r.astype(acc_dtype)
 
     return lax.fori_loop(1, y.shape[0], lambda i, acc: lax.max(acc, row(i)),

@@ -29,7 +29,7 @@ winner search is never the very expression of the value's: its padding holds ano
   differentiated as the pooling of the clamped input ``where(x >= lowest, x, lowest)``: every
   clamped tap equals lowest(T), so its first tap wins, and passes the tangent only if it is an
   input element that is not NaN or ``-inf``.
-* ONNX rule (`onnx_rule`, `onnx_winner`): NaN propagates; the winner is the first NaN of a NaN
+* ONNX rule (`onnx_rule`, `onnx_first`): NaN propagates; the winner is the first NaN of a NaN
   window, else the first element equal to the value; a window without input elements gives the
   identity (``-inf``, ``iinfo.min``) and no winner.
 
@@ -58,8 +58,7 @@ from jax import lax
 from jaxmax._src import dtypes
 
 __all__ = ["Geometry", "first_equal", "gather_tangent", "geometry", "index_dtype",
-           "max_pool_at_least_lowest", "onnx_first", "onnx_rule", "onnx_winner",
-           "openvino_winner", "pooled"]
+           "max_pool_at_least_lowest", "onnx_first", "onnx_rule", "openvino_winner", "pooled"]
 
 
 class _Axis(NamedTuple):
@@ -87,7 +86,6 @@ class Geometry(NamedTuple):
     out_shape: tuple[int, ...]
     phase_shape: tuple[int, ...]  # in_shape with every phased axis split into (D / s, s)
     taps: tuple[_Tap, ...]        # kernel taps in row-major window order
-    fill: float | int | None      # the padding value; None: the max identity of the dtype
 
 
 def _canonical(x_ndim, window, strides, padding, dilation=None):
@@ -105,7 +103,7 @@ def _canonical(x_ndim, window, strides, padding, dilation=None):
     return window, strides, padding, dilation
 
 
-def _geometry(shape, window, strides, padding, fill=None, dilation=None) -> Geometry:
+def _geometry(shape, window, strides, padding, dilation=None) -> Geometry:
     axes = []
     phase_shape: list[int] = []
     dilation = (1,) * len(shape) if dilation is None else dilation
@@ -127,7 +125,7 @@ def _geometry(shape, window, strides, padding, fill=None, dilation=None) -> Geom
             first_in.append(o_first * a.s + shift if n else 0)
         taps.append(_Tap(tuple(first_out), tuple(count), tuple(first_in)))
     return Geometry(tuple(axes), tuple(shape), tuple(a.out for a in axes), tuple(phase_shape),
-                     tuple(taps), fill)
+                    tuple(taps))
 
 
 def geometry(shape, window, strides, padding, dilation=None) -> Geometry:
@@ -136,7 +134,7 @@ def geometry(shape, window, strides, padding, dilation=None) -> Geometry:
     shape = tuple(shape)
     window, strides, padding, dilation = _canonical(len(shape), window, strides, padding,
                                                     dilation)
-    return _geometry(shape, window, strides, padding, None, dilation)
+    return _geometry(shape, window, strides, padding, dilation)
 
 
 def _read_slice(g: Geometry, tap: _Tap):
@@ -214,7 +212,7 @@ def _restricted(g: Geometry, ranges) -> Geometry:
         strides.append(a.s)
         padding.append((lo, hi))
         dilation.append(a.d)
-    return _geometry(g.in_shape, window, strides, padding, g.fill, dilation)
+    return _geometry(g.in_shape, window, strides, padding, dilation)
 
 
 def _borders(g: Geometry):
@@ -353,11 +351,6 @@ def onnx_first(x: jax.Array, g: Geometry, out: jax.Array, **labels) -> jax.Array
         (fast, ~_is_finite_sum(out)))[0]
 
 
-def onnx_winner(x: jax.Array, g: Geometry, out: jax.Array) -> jax.Array:
-    """Per output of the ONNX rule, the tap that receives its tangent (`onnx_first`), or -1."""
-    return onnx_first(x, g, out)
-
-
 # ----------------------------------------------------------------------------- tangents
 
 def _phase_pieces(v: jax.Array, g: Geometry) -> dict[tuple[int, ...], jax.Array]:
@@ -433,14 +426,14 @@ def _onnx_rule_jvp(g, primals, tangents):
     out = _onnx_rule(x, g)
     if 0 in g.out_shape:
         return out, jnp.zeros(g.out_shape, t.dtype)
-    winner = onnx_winner(lax.stop_gradient(x), g, lax.stop_gradient(out))
+    winner = onnx_first(lax.stop_gradient(x), g, lax.stop_gradient(out))
     return out, gather_tangent(t, winner, g)
 
 
 def onnx_rule(x: jax.Array, g: Geometry) -> jax.Array:
     """ONNX MaxPool's values: NaN propagates, a window with no input element gives the identity
     (``-inf``, ``iinfo.min``, ``False``); floats are differentiable, each window's tangent
-    coming from `onnx_winner`."""
+    coming from `onnx_first`."""
     if dtypes.is_floating(x.dtype):
         return _onnx_rule(x, g)
     return pooled(x, g, dtypes.max_identity(x.dtype))
@@ -520,7 +513,7 @@ def _stages(g: Geometry) -> tuple[Geometry, Geometry] | None:
 
     def sub(shape, axes):
         window, strides, padding, dilation = part(axes)
-        return _geometry(shape, window, strides, padding, g.fill, dilation)
+        return _geometry(shape, window, strides, padding, dilation)
 
     first = sub(g.in_shape, inner)
     second = sub(first.out_shape, set(range(len(g.axes))) - inner)
@@ -545,7 +538,6 @@ def max_pool_at_least_lowest(x: jax.Array, window, strides, padding, check_data:
     g = geometry(x.shape, window, strides, padding, dilation)
     if not dtypes.is_floating(x.dtype):
         return pooled(x, g, dtypes.lowest(x.dtype))
-    g = g._replace(fill=dtypes.lowest(x.dtype).item())
     stages = _stages(g)
     if stages is None:
         return _lowest_rule(x, g, check_data)
