@@ -1,6 +1,6 @@
 """ONNX operators: ``ReduceMax`` (opsets 1 to 20), ``MaxPool`` (1 to 22), ``GlobalMaxPool``."""
 
-from jaxmax._src.onnx_ops import reduce_max
-from jaxmax._src.onnx_pool_ops import global_max_pool, max_pool
+from jaxmax._src.onnx.pool import global_max_pool, max_pool
+from jaxmax._src.onnx.reduce import reduce_max
 
 __all__ = ["global_max_pool", "max_pool", "reduce_max"]

@@ -1,8 +1,8 @@
-"""ReduceMax's CPU lowerings (jaxmax._src.max_reduce) under transforms, on one device and many.
+"""ReduceMax's CPU lowerings (jaxmax._src.lowering.reduce_cpu) under transforms, 1 device and many.
 
 A concrete single-device input takes the one-device lowering (the fold, the NaN-masked blocks,
 the sum-of-squares NaN flag); a traced input on a machine with several devices takes the
-multi-device one (``core.cross_device_possible``). The test session has eight devices, so the
+multi-device one (``rules.cross_device_possible``). The test session has eight devices, so the
 ``devices`` fixture runs each test both ways. Shrinking ``_BLOCK_BYTES`` and ``_FOLD_MIN_ROW``
 makes small inputs take every branch of the block loop (rows cut further, blocks with a
 remainder, reduced and kept leading axes) and the fold. Expectations are NumPy computations.
@@ -22,16 +22,16 @@ from reduce_oracle import onnx_reduce_max_wide, openvino_reduce_max_wide
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
-from jaxmax._src import core, max_reduce
+from jaxmax._src.lowering import reduce_cpu, rules
 
 SHAPE = (4, 2, 20000)  # axes (0,): rows of 40000 kept elements
 
 
 def _lowering(monkeypatch, devices, block_bytes=4 << 20, fold_min_row=32768):
     many = devices == "multi-device"
-    monkeypatch.setattr(core, "cross_device_possible", lambda *arrays: many)
-    monkeypatch.setattr(max_reduce, "_BLOCK_BYTES", block_bytes)
-    monkeypatch.setattr(max_reduce, "_FOLD_MIN_ROW", fold_min_row)
+    monkeypatch.setattr(rules, "cross_device_possible", lambda *arrays: many)
+    monkeypatch.setattr(reduce_cpu, "_BLOCK_BYTES", block_bytes)
+    monkeypatch.setattr(reduce_cpu, "_FOLD_MIN_ROW", fold_min_row)
     jax.clear_caches()  # the jitted core may have been traced with other settings
 
 
@@ -56,9 +56,9 @@ def lowering(request, monkeypatch):
 
 
 def test_these_inputs_take_the_fold():
-    assert max_reduce.folds_rows(SHAPE, (0,))
-    assert not max_reduce.folds_rows(SHAPE, (0, 1))  # 20000 kept elements: XLA's reduction
-    assert not max_reduce.folds_rows(SHAPE, (1,))
+    assert reduce_cpu.folds_rows(SHAPE, (0,))
+    assert not reduce_cpu.folds_rows(SHAPE, (0, 1))  # 20000 kept elements: XLA's reduction
+    assert not reduce_cpu.folds_rows(SHAPE, (1,))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16])

@@ -1,6 +1,6 @@
 """The lowerings jaxmax uses off CPU (GPU, TPU), run here on CPU against NumPy oracles.
 
-``core._by_platform`` picks the CPU lowering when a program is compiled for CPU, so the test
+``rules.by_platform`` picks the CPU lowering when a program is compiled for CPU, so the test
 suite would otherwise never execute the ``default`` branches (``lax.reduce_max`` with the data
 NaN check, ``reduce_window`` under the NaN check and clamp). Here that seam is patched to the
 default branch, with JAX's caches cleared so that every call traces anew.
@@ -18,12 +18,12 @@ from segment_oracle import segment_max
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
-from jaxmax._src import core
+from jaxmax._src.lowering import rules
 
 
 @pytest.fixture(autouse=True)
 def default_lowering(monkeypatch):
-    monkeypatch.setattr(core, "_by_platform", lambda x, *, cpu, default: default(x))
+    monkeypatch.setattr(rules, "by_platform", lambda x, *, cpu, default: default(x))
     jax.clear_caches()
     yield
     jax.clear_caches()

@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 from jaxmax import openvino as ov
-from jaxmax._src import tour, tour_references
+from jaxmax._src.tour import references as tour_references
+from jaxmax._src.tour import runner as tour
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,7 +1,7 @@
 """Every way of finding NaN gives the same, exact answers.
 
 MaxPool and SegmentMax find NaN from their plain result on one device, and also from the data's
-sum when several devices may combine partial results (``core.cross_device_possible``: a traced
+sum when several devices may combine partial results (``rules.cross_device_possible``: a traced
 input on this eight-device test session, or an array laid over several devices). Here each
 operator runs both ways on NaN-laden data (and on NaN-free data with +-inf, where the sum can
 flag a false NaN) against NumPy oracles written here. ReduceMax applies its rule in one read on
@@ -23,7 +23,7 @@ from helpers import assert_same
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
-from jaxmax._src import core
+from jaxmax._src.lowering import rules
 
 F32_LOWEST = np.float32(np.finfo(np.float32).min)
 _ov_max = reduce_oracle.openvino_reduce_max_wide
@@ -31,7 +31,7 @@ _ov_max = reduce_oracle.openvino_reduce_max_wide
 
 @pytest.fixture(params=[False, True], ids=["one-device-check", "cross-device-check"])
 def cross_device(request, monkeypatch):
-    monkeypatch.setattr(core, "cross_device_possible", lambda *arrays: request.param)
+    monkeypatch.setattr(rules, "cross_device_possible", lambda *arrays: request.param)
     return request.param
 
 

@@ -29,7 +29,7 @@ import pytest
 from helpers import lowest as _lowest
 from jax import lax
 
-from jaxmax._src import pool_phase
+from jaxmax._src.lowering import pool_phase
 
 CASES = {
     "stem_k3_s2_p1": ((2, 3, 9, 10), (1, 1, 3, 3), (1, 1, 2, 2),

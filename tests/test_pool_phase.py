@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from jax import lax
 from jax.test_util import check_grads
 
-from jaxmax._src import pool_phase
+from jaxmax._src.lowering import pool_phase
 
 
 def onnx_rule(x, window, strides, padding, dilation=None):

@@ -1,4 +1,4 @@
-"""The window sweep of a pooling call: checked, in full rank, ready for the core.
+"""The window sweep of a pooling call: checked, in full rank, ready for the lowering.
 
 Both faces (OpenVINO MaxPool-1/-8/-14, ONNX MaxPool) turn their attributes into per-axis
 kernel, stride, dilation and (begin, end) pads, then call :func:`sweep`, which checks that the

@@ -258,3 +258,22 @@ def index_dtype(op: str, name: str, requested, count: int) -> np.dtype:
         raise ValueError(
             f"{op}: `{name}` would index {count} elements, more than {stored} can count{hint}")
     return stored
+
+
+_INDEX_TYPES: dict[str, np.dtype] = {"i32": np.dtype(np.int32), "i64": np.dtype(np.int64)}
+
+
+def index_element_type(op: str, value) -> np.dtype:
+    """`index_element_type` as int32 or int64: ``"i32"``/``"i64"`` (any case) or the dtype."""
+    if isinstance(value, str):
+        name = choice(op, "index_element_type", value, tuple(_INDEX_TYPES))
+        return _INDEX_TYPES[name]
+    try:
+        dtype: np.dtype = np.dtype(value)
+    except TypeError:
+        raise TypeError(f"{op}: `index_element_type` must be 'i32', 'i64' or an integer dtype, "
+                        f"got {value!r}") from None
+    if dtype not in _INDEX_TYPES.values():
+        raise ValueError(
+            f"{op}: `index_element_type` must be int32 or int64 ('i32'/'i64'), got {dtype}")
+    return dtype

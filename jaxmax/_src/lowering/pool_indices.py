@@ -1,7 +1,7 @@
 """The Indices output of MaxPool-8/-14 and ONNX MaxPool: the flat index of each window's winner.
 
 The index and the gradient are one fact: the *winner* of a window, a kernel tap
-(:mod:`jaxmax._src.pool_phase`), whose input element's flat index is the Indices output and
+(:mod:`jaxmax._src.lowering.pool_phase`), whose input element's flat index is the Indices output and
 which receives the window's whole cotangent.
 
 * OpenVINO (`openvino_indices`): the first element equal to the window's value
@@ -28,7 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import dtypes, pool_phase
+from jaxmax._src import dtypes
+from jaxmax._src.lowering import pool_phase
 
 
 def _flat_labels(g: pool_phase.Geometry, shape: tuple[int, ...], dims: list[int], dtype):

@@ -1,4 +1,4 @@
-"""ONNX adapters: the ReduceMax opset table (largest since-version <= opset) -> core."""
+"""ONNX adapters: the ReduceMax opset table (largest since-version <= opset) -> lowering."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmax._src import core, validation
+from jaxmax._src import validation
+from jaxmax._src.lowering import reduce
 from jaxmax._src.types import Data, Flag, Int, Ints
 
 _OP = "ONNX ReduceMax"
@@ -85,4 +86,4 @@ def reduce_max(data: Data, axes: Ints | None = None, *, keepdims: Flag = 1,
         if noop:
             return data
         reduced_axes = tuple(range(data.ndim))
-    return core.reduce_max(data, reduced_axes, keep, skip_nan=False)
+    return reduce.reduce_max(data, reduced_axes, keep, skip_nan=False)

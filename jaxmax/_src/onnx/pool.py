@@ -1,7 +1,7 @@
 """ONNX pooling adapters: MaxPool (since-versions 1, 8, 10, 11, 12, 22) and GlobalMaxPool (1, 22).
 
 Attributes are validated and canonicalised in Python, the geometry comes from
-:mod:`jaxmax._src.shapes`, and the values and indices from :mod:`jaxmax._src.pool_indices`.
+:mod:`jaxmax._src.shapes`, and the values and indices from :mod:`jaxmax._src.lowering.pool_indices`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmax._src import core, pool_geometry, shapes, sizes, validation
+from jaxmax._src import pool_geometry, shapes, sizes, validation
+from jaxmax._src.lowering import pool, reduce
 from jaxmax._src.types import Data, Flag, Int, Ints
 
 _MAX_POOL = "ONNX MaxPool"
@@ -174,7 +175,7 @@ def max_pool(X: Data, *, kernel_shape: Ints, auto_pad: str = "NOTSET", ceil_mode
     index_dtype = None
     if want_indices:
         index_dtype = validation.index_dtype(op, "Indices", np.int64, math.prod(X.shape))
-    out = core.onnx_max_pool(X, geometry.window, geometry.strides, geometry.padding,
+    out = pool.onnx_max_pool(X, geometry.window, geometry.strides, geometry.padding,
                              geometry.dilation, index_dtype=index_dtype, column_major=order)
     sizes.settled(out, geometry.largest_bytes)
     return out
@@ -207,4 +208,4 @@ def global_max_pool(X: Data, *, opset: Int = 22) -> jax.Array:
     """
     opset_, version = _version(_GLOBAL, opset, GLOBAL_DTYPES)
     X = _data(_GLOBAL, X, version, opset_, GLOBAL_DTYPES)
-    return core.reduce_max(X, tuple(range(2, X.ndim)), True, skip_nan=False)
+    return reduce.reduce_max(X, tuple(range(2, X.ndim)), True, skip_nan=False)

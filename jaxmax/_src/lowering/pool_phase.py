@@ -16,7 +16,7 @@ The pooling machinery of both faces (OpenVINO MaxPool, ONNX MaxPool), a CPU-frie
 3. the value is the elementwise ``lax.max`` of the ``k1 * k2 * ...`` taps (NaN propagates).
 
 The *winner* of a window is the kernel tap it selects: its input element is the window's index
-(MaxPool-8/-14 Indices, ONNX Indices; :mod:`jaxmax._src.pool_indices`) and receives the
+(MaxPool-8/-14 Indices, ONNX Indices; :mod:`jaxmax._src.lowering.pool_indices`) and receives the
 window's whole tangent (`gather_tangent`). One mechanism finds it for both rules
 (`first_equal`): the first tap, in row-major window order, whose element equals the window's
 value, in one fusion that re-reads the input and the value (a padded tap that XLA sees used

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmax._src.tour_references import (
+from jaxmax._src.tour.references import (
     Reference,
     pool_reference,
     reduce_reference,

@@ -1,0 +1,101 @@
+"""The two max rules every lowering shares, and the seams the tests use to reach each lowering.
+
+Two max rules exist, chosen by the flag ``skip_nan`` (MaxPool and SegmentMax are OpenVINO's):
+
+* ``skip_nan=False`` (ONNX): NaN propagates, an empty set gives the identity (``-inf``,
+  ``iinfo.min``, ``False``).
+* ``skip_nan=True`` (OpenVINO): ``max(lowest(T), non-NaN elements)``: NaN counts as ``-inf``
+  (the identity), and the result is then raised to ``lowest(T)``.
+
+The jitted lowerings take one more static argument that they decide themselves: whether partial
+results may be combined across devices (`cross_device_possible`), since XLA's cross-device max
+drops NaN.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from jaxmax._src import dtypes
+from jaxmax._src.lowering import reduce_cpu
+
+
+def cross_device_possible(*arrays) -> bool:
+    """Whether partial results may be combined across devices: several devices exist and some
+    input is traced (an outer ``jit`` may shard it) or is laid over more than one device.
+
+    The lowering decides this itself (the adapters never pass it); it is a static argument of the
+    jitted functions, so a test can change it and get a fresh trace.
+    """
+    if _device_count() == 1:
+        return False
+    return any(isinstance(a, jax.core.Tracer)
+               or (isinstance(a, jax.Array) and len(a.sharding.device_set) > 1)
+               for a in arrays)
+
+
+@functools.cache
+def _device_count() -> int:
+    return jax.device_count()
+
+
+def by_platform(x: jax.Array, *, cpu: Callable[[jax.Array], jax.Array],
+                 default: Callable[[jax.Array], jax.Array]) -> jax.Array:
+    """``cpu(x)`` when compiled for CPU, ``default(x)`` elsewhere (chosen at lowering time).
+
+    One seam for every platform choice, so the tests can run the non-CPU lowerings on CPU.
+    """
+    return lax.platform_dependent(x, cpu=cpu, default=default)
+
+
+def _nan_found(x: jax.Array, plain: jax.Array, check_data: bool) -> jax.Array:
+    """A scalar bool: True when `x` holds a NaN (false positives only cost time)."""
+    found = jnp.isnan(plain).any()
+    if check_data:
+        found = found | jnp.isnan(jnp.sum(x))
+    return found
+
+
+def skipping_nan(reducer: Callable[..., jax.Array], x: jax.Array, operands: tuple,
+                  check_data: bool) -> jax.Array:
+    """``reducer(x, *operands)`` computed as if every NaN in `x` were ``-inf``.
+
+    The value takes the masked path only when a NaN is found. The derivative is always that of
+    ``reducer`` at the masked input (a ``custom_jvp``), so a slice's NaN never leaks into its
+    gradient and the primitive's own tie rule holds.
+    """
+    if not dtypes.is_floating(x.dtype):
+        return reducer(x, *operands)
+
+    @jax.custom_jvp
+    def value(x, *operands):
+        plain = reducer(x, *operands)
+        return lax.cond(_nan_found(x, plain, check_data),
+                        lambda: reducer(reduce_cpu.mask_nan(x), *operands), lambda: plain)
+
+    @value.defjvp
+    def value_jvp(primals, tangents):
+        x, *rest = primals
+        return jax.jvp(lambda clean: reducer(clean, *rest), (reduce_cpu.mask_nan(x),),
+                       (tangents[0],))
+
+    return value(x, *operands)
+
+
+def at_least_lowest(x: jax.Array) -> jax.Array:
+    """``max(lowest(T), x)`` for NaN-free `x`; a raised value passes no gradient."""
+    if not dtypes.is_floating(x.dtype):
+        return x  # the integer identity already is lowest(T)
+    low = dtypes.lowest(x.dtype)
+    return jnp.where(x < low, low, x)
+
+
+def openvino_max(reducer: Callable[..., jax.Array], x: jax.Array, *operands,
+                  check_data: bool) -> jax.Array:
+    """The OpenVINO max rule: ``max(lowest(T), non-NaN elements)`` of each reduced set."""
+    return at_least_lowest(skipping_nan(reducer, x, operands, check_data))
