@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
-
 from helpers import is_float
 
 FLOATS = [np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)]
@@ -56,7 +55,8 @@ def values(rng, dtype, shape, *, special: bool = True) -> np.ndarray:
 
 
 def every_zero_and_nan_position(dtype) -> tuple[np.ndarray, np.ndarray]:
-    """Every ordered pair of the special values, laid out as two 1-D arrays (81 elements)."""
+    """Every ordered pair of the special values as two 1-D arrays (81 elements, seeded order)."""
     pool = float_pool(dtype)
     a, b = np.meshgrid(pool, pool, indexing="ij")
-    return a.reshape(-1).astype(dtype), b.reshape(-1).astype(dtype)
+    order = np.random.default_rng(81).permutation(a.size)  # short prefixes mix the kinds too
+    return a.reshape(-1)[order].astype(dtype), b.reshape(-1)[order].astype(dtype)
