@@ -43,8 +43,7 @@ def _checked_inputs(inputs: tuple, version: int, opset: int) -> list[jax.Array]:
             raise TypeError(
                 f"{_OP}: `inputs[{i}]` dtype {x.dtype} is not allowed by Max-{version} "
                 f"(opset {opset}); {kind}allowed: {sorted(t.name for t in allowed)}")
-    kinds = sorted({x.dtype.name for x in arrays})
-    if len(kinds) > 1:
+    if len({x.dtype for x in arrays}) > 1:  # (dtype.name costs ~4 us: only on the error path)
         raise TypeError(f"{_OP}: every input must have the same dtype (Max's one type T), got "
                         f"{[x.dtype.name for x in arrays]}")
     shapes = [tuple(x.shape) for x in arrays]
@@ -97,7 +96,7 @@ def max(*inputs: Data, opset: Int = 13) -> jax.Array:  # noqa: A001 (the spec's 
     >>> onnx.max(np.array([1, np.nan, -0.0], np.float32), np.array([3, 0, 0.0], np.float32))
     Array([ 3., nan,  0.], dtype=float32)
     """
-    opset_ = validation.static_int(_OP, "opset", opset)
+    opset_ = opset if type(opset) is int else validation.static_int(_OP, "opset", opset)
     if opset_ < 1:
         raise ValueError(f"{_OP}: `opset` must be >= 1, got {opset_}")
     version = since_version(opset_)
