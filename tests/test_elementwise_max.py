@@ -105,8 +105,10 @@ def _onnx_shape_sets(version):
     return [pair for pair in mc.BROADCAST_PAIRS] + TRIPLES + [((3,),), ((2, 1),)]
 
 
-@pytest.mark.parametrize("opset,dtype", [(v, d) for v, ds in ONNX_DTYPES.items() for d in ds],
-                         ids=str)
+# opsets 6 and 12 (same rules as 1 and 8, 8 and 13 on their dtypes) are run against
+# onnxruntime and onnx.reference in test_elementwise_runtimes.py; their gates are tested below
+@pytest.mark.parametrize("opset,dtype", [(v, d) for v, ds in ONNX_DTYPES.items() for d in ds
+                                         if v in (1, 8, 13)], ids=str)
 def test_onnx_max_against_oracle(opset, dtype):
     rng = np.random.default_rng(opset * 1000 + mc.ALL.index(dtype))
     with x64_for(dtype):

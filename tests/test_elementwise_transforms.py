@@ -90,7 +90,7 @@ def test_check_grads_tie_free(face):
     if face == "onnx":
         with jax.enable_x64(True):
             c = _tie_free(np.random.default_rng(5), (3, 4)) + 0.011
-            check_grads(lambda *x: jonnx.max(*x), (a, b, c), order=2, modes=("fwd", "rev"))
+            check_grads(lambda *x: jonnx.max(*x), (a, b, c), order=1, modes=("fwd", "rev"))
 
 
 def _grads(fn, *xs):
