@@ -96,7 +96,8 @@ def max(*inputs: Data, opset: Int = 13) -> jax.Array:  # noqa: A001 (the spec's 
     >>> onnx.max(np.array([1, np.nan, -0.0], np.float32), np.array([3, 0, 0.0], np.float32))
     Array([ 3., nan,  0.], dtype=float32)
     """
-    opset_ = opset if type(opset) is int else validation.static_int(_OP, "opset", opset)
+    opset_ = (opset if type(opset) is int and -2**63 <= opset < 2**63  # the common case, fast
+              else validation.static_int(_OP, "opset", opset))
     if opset_ < 1:
         raise ValueError(f"{_OP}: `opset` must be >= 1, got {opset_}")
     version = since_version(opset_)

@@ -81,7 +81,8 @@ def maximum(a: Data, b: Data, *, auto_broadcast: str = "numpy", opset: Int = 1) 
     Array([nan,  1., -0.], dtype=float32)
     """
     op = _MAXIMUM
-    opset_ = opset if type(opset) is int else validation.static_int(op, "opset", opset)
+    opset_ = (opset if type(opset) is int and -2**63 <= opset < 2**63  # the common case, fast
+              else validation.static_int(op, "opset", opset))
     if opset_ < 1:
         raise ValueError(f"{op}: `opset` must be >= 1, got {opset_}")
     rule = validation.choice(op, "auto_broadcast", auto_broadcast, _AUTO_BROADCAST)
