@@ -127,6 +127,22 @@ CALLS = {
         "num_segments": ANY_INT_BAD + [-1, [3], 2**62, "3"],
         "fill_mode": EVERYWHERE[:5] + [None, 0, "zeros", "", ["ZERO"]],
     }),
+    "ov.maximum": ("Maximum-1", ov.maximum,
+                   dict(a=F32_2D, b=F32_2D, auto_broadcast="numpy", opset=1), {
+        "a": EVERYWHERE + [None, BOOL_2D, F32_2D.astype(np.complex64), np.array([2**40]),
+                           F32_2D.astype(np.float16), np.ones((2, 3), np.float32)],
+        "b": EVERYWHERE + [None, BOOL_2D, np.array([1e300]), F32_2D.astype(np.int32),
+                           np.ones((4, 3, 1), np.float32)],
+        "auto_broadcast": EVERYWHERE[:5] + [None, 0, "bidirectional", "", ["numpy"]],
+        "opset": ANY_INT_BAD + [0, -1, "1"],
+    }),
+    "onnx.max": ("ONNX Max", lambda x, y, opset: onnx.max(x, y, opset=opset),
+                 dict(x=F32_2D, y=F32_2D, opset=13), {
+        "x": EVERYWHERE + [None, BOOL_2D, F32_2D.astype(np.complex64), np.array([2**40]),
+                           F32_2D.astype(np.float16), np.ones((2, 3), np.float32)],
+        "y": EVERYWHERE + [None, np.array([1e300]), F32_2D.astype(np.int8)],
+        "opset": ANY_INT_BAD + [0, -1, "13"],
+    }),
     "onnx.reduce_max": ("ONNX ReduceMax", onnx.reduce_max,
                         dict(data=F32_2D, axes=[1], keepdims=0, opset=18), {
         "data": EVERYWHERE + [F32_2D.astype(np.complex64), BOOL_2D, np.array([2**40]),

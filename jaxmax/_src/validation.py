@@ -129,12 +129,12 @@ def as_data(op: str, data, name: str = "data") -> jax.Array:
                         f"{_short(str(err))}") from None
 
 
-def numeric_data(op: str, data) -> jax.Array:
+def numeric_data(op: str, data, name: str = "data") -> jax.Array:
     """`data` as a JAX array of a real or integer dtype (the OpenVINO max operators' T)."""
-    data = as_data(op, data)
+    data = as_data(op, data, name)
     if not dtypes.is_real_or_integer(data.dtype):
         kind = "bool data is not allowed" if dtypes.is_bool(data.dtype) else f"got {data.dtype}"
-        raise TypeError(f"{op}: `data` must have a real or integer dtype; {kind}")
+        raise TypeError(f"{op}: `{name}` must have a real or integer dtype; {kind}")
     return data
 
 
