@@ -1,9 +1,11 @@
 """OpenVINO operators: ``ReduceMax-1``, ``ReduceLogicalOr-1``, ``MaxPool-1``, ``SegmentMax-16``,
-``Maximum-1``."""
+``Maximum-1``, and
+``from_node`` (bind an ``openvino.Node`` of these operators to its jaxmax call)."""
 
 from jaxmax._src.openvino.elementwise import maximum
+from jaxmax._src.openvino.node import from_node
 from jaxmax._src.openvino.pool import max_pool
 from jaxmax._src.openvino.reduce import reduce_logical_or, reduce_max
 from jaxmax._src.openvino.segment import segment_max
 
-__all__ = ["max_pool", "maximum", "reduce_logical_or", "reduce_max", "segment_max"]
+__all__ = ["from_node", "max_pool", "maximum", "reduce_logical_or", "reduce_max", "segment_max"]

@@ -1,0 +1,114 @@
+"""Shared pieces of ``onnx.from_node`` and ``openvino.from_node``: the callable they return, the
+lazy import of the optional runtimes, and the error for a node jaxmax cannot bind.
+
+Nothing here imports ``onnx``, ``onnxruntime`` or ``openvino`` at module level: importing jaxmax
+must never import them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+#: What to install for `from_node` and `python -m jaxmax check` (the extra exists in pyproject).
+INSTALL_HINT = 'pip install "jaxmax[runtimes]"'
+
+
+def import_runtime(module: str, purpose: str) -> ModuleType:
+    """Import an optional runtime lazily; a missing one raises an ImportError naming the extra."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise ImportError(f"{purpose} needs the `{module.split('.')[0]}` package, which is not "
+                          f"installed ({err}): {INSTALL_HINT}") from err
+
+
+class NodeBindingError(ValueError):
+    """A node jaxmax cannot bind: its operator or version is missing, or an input that decides
+    the output shape is not a constant. ``missing`` says what is missing; ``input_name`` is set
+    when the problem is a non-constant input."""
+
+    def __init__(self, message: str, *, missing: str, input_name: str | None = None):
+        super().__init__(message)
+        self.missing = missing
+        self.input_name = input_name
+
+
+def format_value(value: Any) -> str:
+    """A short, Python-looking rendering of an attribute value for the `call` text."""
+    if isinstance(value, np.ndarray):
+        return repr(value.tolist()) if value.size <= 16 else f"<array {value.shape} {value.dtype}>"
+    if isinstance(value, tuple):
+        return repr(list(value))
+    if isinstance(value, np.generic):
+        return repr(value.item())
+    return repr(value)
+
+
+def format_call(function: str, positional: Sequence[str], keywords: dict[str, Any]) -> str:
+    """``onnx.max_pool(X, kernel_shape=[3, 3], opset=13)``."""
+    parts = list(positional) + [f"{k}={format_value(v)}" for k, v in keywords.items()]
+    return f"{function}({', '.join(parts)})"
+
+
+class NodeFunction:
+    """The callable `from_node` returns: takes the node's runtime inputs in order and returns a
+    tuple with one array per node output. Jittable and vmappable (every attribute and constant
+    input is fixed in it).
+
+    Attributes:
+      node_name: the node's name (ONNX ``NodeProto.name``, OpenVINO friendly name).
+      op_type: the operator (``"MaxPool"``).
+      version: the operator version (ONNX since-version, OpenVINO ``MaxPool-8`` -> 8).
+      call: the jaxmax call the node is bound to, as text.
+      input_names: the runtime inputs the callable takes, in order.
+      output_names: the node's outputs, in the order of the returned tuple.
+    """
+
+    def __init__(self, fn: Callable[..., tuple], *, node_name: str, op_type: str, version: int,
+                 call: str, input_names: Sequence[str], output_names: Sequence[str],
+                 face: str):
+        self._fn = fn
+        self.node_name = node_name
+        self.op_type = op_type
+        self.version = version
+        self.call = call
+        self.input_names = tuple(input_names)
+        self.output_names = tuple(output_names)
+        self.face = face
+        self.__name__ = f"{face}_{op_type}_{version}"  # for jax.jit's naming
+        self.__doc__ = f"{face} {op_type}-{version} node {node_name!r}: {call}"
+
+    def __call__(self, *inputs):
+        if len(inputs) != len(self.input_names):
+            raise TypeError(
+                f"{self.face} {self.op_type}-{self.version} node {self.node_name!r}: takes "
+                f"{len(self.input_names)} runtime input(s) {list(self.input_names)}, got "
+                f"{len(inputs)}")
+        out = self._fn(*inputs)
+        return tuple(out) if isinstance(out, tuple) else (out,)
+
+    def __repr__(self) -> str:
+        return (f"<{self.face}.from_node {self.op_type}-{self.version} {self.node_name!r}: "
+                f"{self.call}>")
+
+
+def assemble(function: Callable, slots: Sequence[tuple[str, Any]],
+             keywords: dict[str, Any]) -> Callable[..., Any]:
+    """A function of the runtime inputs that calls `function` with every positional slot filled.
+
+    `slots` lists each positional argument as ``("runtime", None)`` (taken from the call, in
+    order) or ``("constant", value)``.
+    """
+    slots = tuple(slots)
+
+    def fn(*runtime):
+        it = iter(runtime)
+        args = [next(it) if kind == "runtime" else value for kind, value in slots]
+        return function(*args, **keywords)
+
+    return fn

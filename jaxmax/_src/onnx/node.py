@@ -1,0 +1,263 @@
+"""``onnx.from_node``: bind an ``onnx.NodeProto`` of the max family to the jaxmax call that
+computes it, with the node's attributes (schema defaults filled in) and its opset's version."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from jaxmax._src import node_binding
+from jaxmax._src.node_binding import NodeBindingError, NodeFunction
+
+#: ONNX operator -> the since-versions jaxmax implements (SEMANTICS.md sections 4-7).
+VERSIONS: dict[str, tuple[int, ...]] = {
+    "ReduceMax": (1, 11, 12, 13, 18, 20),
+    "MaxPool": (1, 8, 10, 11, 12, 22),
+    "GlobalMaxPool": (1, 22),
+    "Max": (1, 6, 8, 12, 13),
+    "ArgMax": (1, 11, 12, 13),
+    "TopK": (1, 10, 11, 24),
+    "MaxUnpool": (9, 11, 22),
+}
+
+_PURPOSE = "jaxmax.onnx.from_node"
+
+
+def _node_label(node) -> str:
+    return repr(node.name) if node.name else f"<unnamed, outputs {list(node.output)}>"
+
+
+def _public(name: str) -> Callable:
+    """The public jaxmax.onnx function (looked up when binding, so that operators added to the
+    namespace later are found, and this module does not import them all eagerly)."""
+    from jaxmax import onnx as jonnx
+
+    return getattr(jonnx, name)
+
+
+def _attributes(onnx, node, schema, where: str) -> dict[str, Any]:
+    """The node's attributes over the schema's defaults, as Python values (strings decoded)."""
+    values: dict[str, Any] = {}
+    for name, attr in schema.attributes.items():
+        if attr.default_value.name:
+            values[name] = onnx.helper.get_attribute_value(attr.default_value)
+    for attr in node.attribute:
+        if attr.name not in schema.attributes:
+            raise NodeBindingError(
+                f"{where}: attribute `{attr.name}` is not in the {schema.name}-"
+                f"{schema.since_version} schema", missing=f"attribute {attr.name}")
+        values[attr.name] = onnx.helper.get_attribute_value(attr)
+    for name, value in values.items():
+        if isinstance(value, bytes):
+            values[name] = value.decode()
+        elif isinstance(value, list):
+            values[name] = tuple(value)
+    return values
+
+
+def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -> NodeFunction:
+    """Bind an ONNX node of the max family to the jaxmax call that computes it.
+
+    The version is the operator's since-version at `opset` (the model's ``opset_import`` for the
+    default domain): the largest since-version ``<= opset``, as ONNX picks it. Attributes are read
+    from the node, with the schema's defaults (``onnx.defs.get_schema``) for the ones it omits.
+    Bound operators and versions: ReduceMax 1/11/12/13/18/20, MaxPool 1/8/10/11/12/22 (``Indices``
+    when the node has a second output), GlobalMaxPool 1/22, Max 1/6/8/12/13, ArgMax
+    1/11/12/13, TopK 1/10/11/24, MaxUnpool 9/11/22.
+
+    Args:
+      node: an ``onnx.NodeProto`` (default domain).
+      opset: the model's opset for the default domain (``model.opset_import``).
+      constants: values of the node's inputs that are constants in the graph (initializers,
+        ``Constant`` outputs), keyed by the input's tensor name or by the schema's input name
+        (``"axes"``, ``"K"``, ``"output_shape"``). The inputs that decide the output shape
+        (ReduceMax-18+ ``axes``, TopK-10+ ``K``, MaxUnpool ``output_shape``) must be here when
+        the node has them. Other constant inputs are fixed in the callable.
+
+    Returns:
+      A callable taking the node's runtime inputs in order (the inputs not named in
+      `constants` and not empty optional ones) and returning a tuple with one array per
+      non-empty node output, in the node's output order. It is jittable and vmappable; its
+      ``call`` attribute shows the jaxmax call, e.g.
+      ``onnx.max_pool(X, kernel_shape=[2, 2], strides=[2, 2], opset=13)``.
+
+    Raises:
+      ImportError: the ``onnx`` package is not installed (``pip install "jaxmax[runtimes]"``).
+      TypeError: `node` is not a NodeProto, `opset` not an int.
+      ValueError: (a ``NodeBindingError``) the node's operator or version is one jaxmax lacks, a
+        shape-deciding input is not in `constants`, an attribute is not in the schema; the
+        message names the node, its operator and version, and what is missing. Bad attribute
+        values raise as the jaxmax operator does when the callable is first called.
+
+    >>> import numpy as np
+    >>> from onnx import helper
+    >>> from jaxmax import onnx
+    >>> node = helper.make_node("ReduceMax", ["x", "axes"], ["y"], keepdims=0)
+    >>> f = onnx.from_node(node, opset=18, constants={"axes": np.array([1])})
+    >>> f.call
+    'onnx.reduce_max(data, axes=[1], keepdims=0, noop_with_empty_axes=0, opset=18)'
+    >>> f(np.array([[1.0, 5.0], [3.0, 2.0]], np.float32))
+    (Array([5., 3.], dtype=float32),)
+    """
+    onnx = node_binding.import_runtime("onnx", _PURPOSE)
+    if not isinstance(node, onnx.NodeProto):
+        raise TypeError(f"onnx.from_node: `node` must be an onnx.NodeProto, got "
+                        f"{type(node).__name__}")
+    if isinstance(opset, bool) or not isinstance(opset, int | np.integer):
+        raise TypeError(f"onnx.from_node: `opset` must be an int (the model's opset_import "
+                        f"version for the default domain), got {opset!r}")
+    opset = int(opset)
+    constants = dict(constants or {})
+    label = _node_label(node)
+    op_type = node.op_type
+    if node.domain not in ("", "ai.onnx"):
+        raise NodeBindingError(
+            f"ONNX node {label} ({node.domain}.{op_type}): jaxmax binds default-domain operators "
+            f"only, not domain {node.domain!r}", missing=f"operator {node.domain}.{op_type}")
+    try:
+        schema = onnx.defs.get_schema(op_type, opset, "")
+    except onnx.defs.SchemaError:
+        raise NodeBindingError(
+            f"ONNX node {label} ({op_type}, opset {opset}): no such ONNX operator at opset "
+            f"{opset}", missing=f"operator {op_type}") from None
+    version = int(schema.since_version)
+    where = f"ONNX node {label} ({op_type}-{version})"
+    if op_type not in VERSIONS:
+        raise NodeBindingError(
+            f"{where}: jaxmax has no {op_type} operator (it binds {', '.join(VERSIONS)})",
+            missing=f"operator {op_type}")
+    if version not in VERSIONS[op_type]:
+        raise NodeBindingError(
+            f"{where}: jaxmax has {op_type} versions {list(VERSIONS[op_type])}, not {version}",
+            missing=f"operator {op_type}-{version}")
+    attrs = _attributes(onnx, node, schema, where)
+
+    # each node input: its formal name (the schema's), the tensor name, and its constant value
+    formal = [p.name for p in schema.inputs]
+    variadic = schema.inputs[-1].option.name == "Variadic"  # Max: data_0 names them all
+    inputs: list[tuple[str, str, Any]] = []  # (formal, tensor, constant, _RUNTIME or _ABSENT)
+    for i, tensor in enumerate(node.input):
+        name = formal[min(i, len(formal) - 1)]  # a variadic last parameter repeats
+        if not tensor:
+            inputs.append((name, tensor, _ABSENT))
+        elif tensor in constants:
+            inputs.append((name, tensor, np.asarray(constants[tensor])))
+        elif name in constants and not variadic:
+            inputs.append((name, tensor, np.asarray(constants[name])))
+        else:
+            inputs.append((name, tensor, _RUNTIME))
+    outputs = [o for o in node.output if o]
+    binder = _BINDERS[op_type]
+    function, positional, keywords = binder(where, version, attrs, inputs, node)
+    keywords["opset"] = opset
+    slots = [("runtime", None) if value is _RUNTIME else ("constant", value)
+             for _, _, value in positional]
+    shown = [name if value is _RUNTIME else node_binding.format_value(value)
+             for name, _, value in positional]
+    fn = node_binding.assemble(_public(function), slots, keywords)
+    runtime_names = [tensor for _, tensor, value in positional if value is _RUNTIME]
+    call = node_binding.format_call(f"onnx.{function}", shown, keywords)
+    return NodeFunction(fn, node_name=node.name, op_type=op_type, version=version, call=call,
+                        input_names=runtime_names, output_names=outputs, face="onnx")
+
+
+class _Marker:
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+_RUNTIME = _Marker("<runtime>")
+_ABSENT = _Marker("<absent>")
+
+
+def _static_input(where: str, inputs, index: int, why: str):
+    """The constant value of input `index`, None when absent; raise when it is a runtime input."""
+    if index >= len(inputs) or inputs[index][2] is _ABSENT:
+        return None
+    name, tensor, value = inputs[index]
+    if value is _RUNTIME:
+        raise NodeBindingError(
+            f"{where}: input `{name}` (tensor {tensor!r}) decides {why} and must be a constant: "
+            f"pass it in `constants` (keyed {tensor!r} or {name!r})",
+            missing=f"constant input {name}", input_name=tensor)
+    return value
+
+
+def _runtime(inputs, indices) -> list:
+    return [inputs[i] for i in indices if i < len(inputs) and inputs[i][2] is not _ABSENT]
+
+
+def _pick(attrs: dict, names) -> dict:
+    return {name: attrs[name] for name in names if name in attrs}
+
+
+def _reduce_max(where, version, attrs, inputs, node):
+    keywords: dict[str, Any] = {}
+    if version >= 18:
+        axes = _static_input(where, inputs, 1, "which axes are reduced")
+    else:
+        axes = attrs.get("axes")
+    keywords["axes"] = None if axes is None else tuple(np.asarray(axes).reshape(-1).tolist())
+    keywords.update(_pick(attrs, ("keepdims", "noop_with_empty_axes")))
+    return "reduce_max", _runtime(inputs, [0]), keywords
+
+
+def _max_pool(where, version, attrs, inputs, node):
+    keywords = _pick(attrs, ("kernel_shape", "auto_pad", "ceil_mode", "dilations", "pads",
+                             "storage_order", "strides"))
+    if len(node.output) >= 2 and node.output[1]:
+        keywords["return_indices"] = True
+    return "max_pool", _runtime(inputs, [0]), keywords
+
+
+def _global_max_pool(where, version, attrs, inputs, node):
+    return "global_max_pool", _runtime(inputs, [0]), {}
+
+
+def _max(where, version, attrs, inputs, node):
+    return "max", _runtime(inputs, range(len(inputs))), {}
+
+
+def _arg_max(where, version, attrs, inputs, node):
+    return "arg_max", _runtime(inputs, [0]), _pick(attrs, ("axis", "keepdims",
+                                                           "select_last_index"))
+
+
+def _top_k(where, version, attrs, inputs, node):
+    if version == 1:
+        k = attrs.get("k")
+        if k is None:
+            raise NodeBindingError(f"{where}: the required attribute `k` is missing",
+                                   missing="attribute k")
+    else:
+        k = _static_input(where, inputs, 1, "the output shape")
+        if k is None:
+            raise NodeBindingError(f"{where}: the required input `K` is missing",
+                                   missing="input K")
+    data = _runtime(inputs, [0])
+    keywords = _pick(attrs, ("axis", "largest", "sorted"))
+    return "top_k", [*data, ("K", "K", k)], keywords
+
+
+def _max_unpool(where, version, attrs, inputs, node):
+    output_shape = _static_input(where, inputs, 2, "the output shape")
+    positional = _runtime(inputs, [0, 1])
+    if output_shape is not None:
+        positional.append(("output_shape", "output_shape", output_shape))
+    return "max_unpool", positional, _pick(attrs, ("kernel_shape", "pads", "strides"))
+
+
+_BINDERS = {
+    "ReduceMax": _reduce_max,
+    "MaxPool": _max_pool,
+    "GlobalMaxPool": _global_max_pool,
+    "Max": _max,
+    "ArgMax": _arg_max,
+    "TopK": _top_k,
+    "MaxUnpool": _max_unpool,
+}

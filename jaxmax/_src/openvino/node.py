@@ -1,0 +1,235 @@
+"""``openvino.from_node``: bind an ``openvino.Node`` of the max family to the jaxmax call that
+computes it, with the node's attributes and its operator version (``type_info``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from jaxmax._src import node_binding
+from jaxmax._src.node_binding import NodeBindingError, NodeFunction
+
+#: OpenVINO operator -> the versions jaxmax implements.
+VERSIONS: dict[str, tuple[int, ...]] = {
+    "ReduceMax": (1,),
+    "ReduceLogicalOr": (1,),
+    "MaxPool": (1, 8, 14),
+    "SegmentMax": (16,),
+    "Maximum": (1,),
+    "TopK": (1, 3, 11),
+    "AdaptiveMaxPool": (8,),
+}
+
+_PURPOSE = "jaxmax.openvino.from_node"
+
+
+def _public(name: str) -> Callable:
+    from jaxmax import openvino as jov
+
+    return getattr(jov, name)
+
+
+class _Marker:
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+_RUNTIME = _Marker("<runtime>")
+
+
+def _constant(output) -> np.ndarray | None:
+    """The value of an input that a Constant produces, else None."""
+    producer = output.get_node()
+    if producer.get_type_name() == "Constant":
+        return np.array(producer.get_data())
+    return None
+
+
+def _folded(output) -> np.ndarray | None:
+    """The value OpenVINO's bound propagation knows for an input (lower == upper), else None."""
+    try:
+        tensor = output.get_tensor()
+        lower, upper = tensor.get_lower_value(), tensor.get_upper_value()
+        if lower is None or upper is None:
+            return None
+        lo, up = np.array(lower.data), np.array(upper.data)
+    except Exception:  # noqa: BLE001 (no bounds known: not a constant)
+        return None
+    return lo if lo.shape == up.shape and np.array_equal(lo, up) else None
+
+
+def _version(node) -> int:
+    version_id = node.get_type_info().version_id
+    try:
+        return int(str(version_id).removeprefix("opset"))
+    except ValueError:
+        raise NodeBindingError(
+            f"OpenVINO node {node.get_friendly_name()!r} ({node.get_type_name()}, "
+            f"{version_id}): not a standard opset operator", missing=f"operator "
+            f"{node.get_type_name()} ({version_id})") from None
+
+
+def from_node(node) -> NodeFunction:
+    """Bind an OpenVINO node of the max family to the jaxmax call that computes it.
+
+    The version is the node's ``get_type_info().version_id`` (``"opset8"`` for MaxPool-8) and
+    is passed as the jaxmax function's `opset`. Attributes are read with ``get_attributes()``.
+    Bound operators: ReduceMax-1, ReduceLogicalOr-1, MaxPool-1/-8/-14, SegmentMax-16, Maximum-1,
+    TopK-1/-3/-11, AdaptiveMaxPool-8.
+
+    Args:
+      node: an ``openvino.Node``, e.g. from ``openvino.Model.get_ordered_ops()``.
+
+    Returns:
+      A callable taking the node's runtime inputs in order (the inputs not produced by a
+      ``Constant`` node: those are read from the graph) and returning a tuple with one array per
+      node output. Jittable and vmappable; ``call`` shows the jaxmax call.
+
+    An input that decides the output shape (ReduceMax/ReduceLogicalOr ``axes``, TopK ``k``,
+    AdaptiveMaxPool ``output_shape``, SegmentMax ``num_segments``) must be known in the graph:
+    produced by a ``Constant`` or folded to one value by OpenVINO's bound propagation. A
+    SegmentMax without ``num_segments`` takes its segment count from the node's static output
+    shape (OpenVINO's own shape inference), or from constant ``segment_ids``.
+
+    Raises:
+      ImportError: the ``openvino`` package is not installed (``pip install "jaxmax[runtimes]"``).
+      TypeError: `node` is not an OpenVINO node.
+      ValueError: (a ``NodeBindingError``) an operator or version jaxmax lacks, or a
+        shape-deciding input that is not constant; the message names the node, its operator and
+        version, and what is missing.
+
+    >>> import numpy as np
+    >>> import openvino.opset1 as ops
+    >>> from jaxmax import openvino as ov
+    >>> x = ops.parameter([2, 3], np.float32)
+    >>> node = ops.reduce_max(x, ops.constant(np.array([1])), keep_dims=True)
+    >>> f = ov.from_node(node)
+    >>> f.call
+    'ov.reduce_max(data, axes=[1], keep_dims=True)'
+    >>> f(np.array([[1, 5, 2], [0, -1, 3]], np.float32))
+    (Array([[5.],
+           [3.]], dtype=float32),)
+    """
+    openvino = node_binding.import_runtime("openvino", _PURPOSE)
+    if not isinstance(node, openvino.Node):
+        raise TypeError(f"openvino.from_node: `node` must be an openvino.Node, got "
+                        f"{type(node).__name__}")
+    op_type = node.get_type_name()
+    version = _version(node)
+    label = repr(node.get_friendly_name())
+    where = f"OpenVINO node {label} ({op_type}-{version})"
+    if op_type not in VERSIONS:
+        raise NodeBindingError(
+            f"{where}: jaxmax has no {op_type} operator (it binds {', '.join(VERSIONS)})",
+            missing=f"operator {op_type}")
+    if version not in VERSIONS[op_type]:
+        raise NodeBindingError(
+            f"{where}: jaxmax has {op_type} versions {list(VERSIONS[op_type])}, not {version}",
+            missing=f"operator {op_type}-{version}")
+    attrs = dict(node.get_attributes())
+    inputs = []
+    for i in range(node.get_input_size()):
+        value = node.input_value(i)
+        const = _constant(value)
+        inputs.append((value, _RUNTIME if const is None else const))
+    function, positional, keywords = _BINDERS[op_type](where, version, attrs, inputs, node)
+    slots = [("runtime", None) if value is _RUNTIME else ("constant", value)
+             for _, value in positional]
+    shown = [name if value is _RUNTIME else node_binding.format_value(value)
+             for name, value in positional]
+    fn = node_binding.assemble(_public(function), slots, keywords)
+    call = node_binding.format_call(f"ov.{function}", shown, keywords)
+    runtime_names = [name for name, value in positional if value is _RUNTIME]
+    output_names = [node.output(i).get_any_name() if node.output(i).get_names() else
+                    f"{node.get_friendly_name()}:{i}" for i in range(node.get_output_size())]
+    return NodeFunction(fn, node_name=node.get_friendly_name(), op_type=op_type,
+                        version=version, call=call, input_names=runtime_names,
+                        output_names=output_names, face="ov")
+
+
+def _static(where: str, inputs, index: int, name: str, why: str) -> np.ndarray:
+    output, value = inputs[index]
+    if value is not _RUNTIME:
+        return value
+    folded = _folded(output)
+    if folded is not None:
+        return folded
+    producer = output.get_node()
+    raise NodeBindingError(
+        f"{where}: input {index} `{name}` decides {why} and must be constant, but it comes from "
+        f"{producer.get_type_name()} node {producer.get_friendly_name()!r}",
+        missing=f"constant input {name}", input_name=name)
+
+
+def _data(inputs, index: int, name: str) -> tuple[str, Any]:
+    return name, inputs[index][1]
+
+
+def _reduce(function):
+    def bind(where, version, attrs, inputs, node):
+        axes = _static(where, inputs, 1, "axes", "which axes are reduced")
+        keywords = {"axes": tuple(np.asarray(axes).reshape(-1).tolist()) if axes.ndim
+                    else int(axes), "keep_dims": bool(attrs.get("keep_dims", False))}
+        return function, [_data(inputs, 0, "data")], keywords
+    return bind
+
+
+def _max_pool(where, version, attrs, inputs, node):
+    names = ("kernel", "strides", "pads_begin", "pads_end", "rounding_type", "auto_pad")
+    if version >= 8:
+        names += ("dilations", "axis", "index_element_type")
+    keywords = {name: tuple(attrs[name]) if isinstance(attrs[name], list) else attrs[name]
+                for name in names if name in attrs}
+    keywords["opset"] = version
+    return "max_pool", [_data(inputs, 0, "data")], keywords
+
+
+def _segment_max(where, version, attrs, inputs, node):
+    positional = [_data(inputs, 0, "data"), _data(inputs, 1, "segment_ids")]
+    if len(inputs) > 2:
+        num = _static(where, inputs, 2, "num_segments", "the output shape")
+        positional.append(("num_segments", np.asarray(num).reshape(())))
+    elif inputs[1][1] is _RUNTIME:
+        shape = node.get_output_partial_shape(0)
+        if shape.rank.is_dynamic or shape[0].is_dynamic:
+            raise NodeBindingError(
+                f"{where}: without `num_segments` the output shape depends on the values of "
+                f"`segment_ids`, which are not constant, and the node's output shape is dynamic",
+                missing="constant input segment_ids or num_segments", input_name="segment_ids")
+        positional.append(("num_segments", np.asarray(shape[0].get_length())))
+    return "segment_max", positional, {"fill_mode": attrs["fill_mode"]}
+
+
+def _maximum(where, version, attrs, inputs, node):
+    return "maximum", [_data(inputs, 0, "a"), _data(inputs, 1, "b")], {
+        "auto_broadcast": attrs.get("auto_broadcast", "numpy")}
+
+
+def _top_k(where, version, attrs, inputs, node):
+    k = _static(where, inputs, 1, "k", "the output shape")
+    keywords = {name: attrs[name] for name in ("axis", "mode", "sort", "index_element_type",
+                                               "stable") if name in attrs}
+    keywords["opset"] = version
+    return "top_k", [_data(inputs, 0, "data"), ("k", k)], keywords
+
+
+def _adaptive_max_pool(where, version, attrs, inputs, node):
+    output_shape = _static(where, inputs, 1, "output_shape", "the output shape")
+    return "adaptive_max_pool", [_data(inputs, 0, "data"), ("output_shape", output_shape)], {
+        "index_element_type": attrs.get("index_element_type", "i64"), "opset": version}
+
+
+_BINDERS = {
+    "ReduceMax": _reduce("reduce_max"),
+    "ReduceLogicalOr": _reduce("reduce_logical_or"),
+    "MaxPool": _max_pool,
+    "SegmentMax": _segment_max,
+    "Maximum": _maximum,
+    "TopK": _top_k,
+    "AdaptiveMaxPool": _adaptive_max_pool,
+}
