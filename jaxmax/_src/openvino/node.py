@@ -206,8 +206,19 @@ def _segment_max(where, version, attrs, inputs, node):
 
 
 def _maximum(where, version, attrs, inputs, node):
-    return "maximum", [_data(inputs, 0, "a"), _data(inputs, 1, "b")], {
-        "auto_broadcast": attrs.get("auto_broadcast", "numpy")}
+    rule = str(attrs.get("auto_broadcast", "numpy"))
+    axis = int(attrs.get("auto_broadcast.auto_broadcast_axis", -1))
+    if rule.lower() == "pdpd" and axis != -1:
+        # jaxmax's pdpd is OpenVINO's default axis -1 (b over a's trailing axes): another axis
+        # is the same rule only when it is rank(a) - rank(b)
+        ranks = [node.get_input_partial_shape(i).rank for i in (0, 1)]
+        if (any(r.is_dynamic for r in ranks)
+                or axis != ranks[0].get_length() - ranks[1].get_length()):
+            raise NodeBindingError(
+                f"{where}: auto_broadcast pdpd with axis {axis}: jaxmax's Maximum-1 has the "
+                f"pdpd rule with axis -1 (b over a's trailing axes) only",
+                missing=f"pdpd broadcast axis {axis}")
+    return "maximum", [_data(inputs, 0, "a"), _data(inputs, 1, "b")], {"auto_broadcast": rule}
 
 
 def _top_k(where, version, attrs, inputs, node):
