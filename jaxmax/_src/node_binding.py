@@ -67,11 +67,13 @@ class NodeFunction:
       call: the jaxmax call the node is bound to, as text.
       input_names: the runtime inputs the callable takes, in order.
       output_names: the node's outputs, in the order of the returned tuple.
+      sources: where each runtime input comes from in the graph (ONNX: the tensor names;
+        OpenVINO: the ``openvino.Output`` ports), for tools that run the model.
     """
 
     def __init__(self, fn: Callable[..., tuple], *, node_name: str, op_type: str, version: int,
                  call: str, input_names: Sequence[str], output_names: Sequence[str],
-                 face: str):
+                 face: str, sources: Sequence[Any] = ()):
         self._fn = fn
         self.node_name = node_name
         self.op_type = op_type
@@ -80,6 +82,7 @@ class NodeFunction:
         self.input_names = tuple(input_names)
         self.output_names = tuple(output_names)
         self.face = face
+        self.sources = tuple(sources)
         self.__name__ = f"{face}_{op_type}_{version}"  # for jax.jit's naming
         self.__doc__ = f"{face} {op_type}-{version} node {node_name!r}: {call}"
 

@@ -140,6 +140,8 @@ def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -
     inputs: list[tuple[str, str, Any]] = []  # (formal, tensor, constant, _RUNTIME or _ABSENT)
     for i, tensor in enumerate(node.input):
         name = formal[min(i, len(formal) - 1)]  # a variadic last parameter repeats
+        if variadic and i >= len(formal) - 1:
+            name = f"{name.rstrip('0123456789').rstrip('_')}_{i - len(formal) + 1}"
         if not tensor:
             inputs.append((name, tensor, _ABSENT))
         elif tensor in constants:
@@ -156,11 +158,17 @@ def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -
              for _, _, value in positional]
     shown = [name if value is _RUNTIME else node_binding.format_value(value)
              for name, _, value in positional]
-    fn = node_binding.assemble(_public(function), slots, keywords)
+    try:
+        public = _public(function)
+    except AttributeError:  # an operator this install of jaxmax does not have
+        raise NodeBindingError(f"{where}: this jaxmax has no onnx.{function}",
+                               missing=f"function onnx.{function}") from None
+    fn = node_binding.assemble(public, slots, keywords)
     runtime_names = [tensor for _, tensor, value in positional if value is _RUNTIME]
     call = node_binding.format_call(f"onnx.{function}", shown, keywords)
     return NodeFunction(fn, node_name=node.name, op_type=op_type, version=version, call=call,
-                        input_names=runtime_names, output_names=outputs, face="onnx")
+                        input_names=runtime_names, output_names=outputs, face="onnx",
+                        sources=runtime_names)
 
 
 class _Marker:

@@ -138,18 +138,24 @@ def from_node(node) -> NodeFunction:
         const = _constant(value)
         inputs.append((value, _RUNTIME if const is None else const))
     function, positional, keywords = _BINDERS[op_type](where, version, attrs, inputs, node)
+    sources = [port for _, value, port in positional if value is _RUNTIME]
     slots = [("runtime", None) if value is _RUNTIME else ("constant", value)
-             for _, value in positional]
+             for _, value, _ in positional]
     shown = [name if value is _RUNTIME else node_binding.format_value(value)
-             for name, value in positional]
-    fn = node_binding.assemble(_public(function), slots, keywords)
+             for name, value, _ in positional]
+    try:
+        public = _public(function)
+    except AttributeError:  # an operator this install of jaxmax does not have
+        raise NodeBindingError(f"{where}: this jaxmax has no openvino.{function}",
+                               missing=f"function openvino.{function}") from None
+    fn = node_binding.assemble(public, slots, keywords)
     call = node_binding.format_call(f"ov.{function}", shown, keywords)
-    runtime_names = [name for name, value in positional if value is _RUNTIME]
+    runtime_names = [name for name, value, _ in positional if value is _RUNTIME]
     output_names = [node.output(i).get_any_name() if node.output(i).get_names() else
                     f"{node.get_friendly_name()}:{i}" for i in range(node.get_output_size())]
     return NodeFunction(fn, node_name=node.get_friendly_name(), op_type=op_type,
                         version=version, call=call, input_names=runtime_names,
-                        output_names=output_names, face="ov")
+                        output_names=output_names, face="ov", sources=sources)
 
 
 def _static(where: str, inputs, index: int, name: str, why: str) -> np.ndarray:
@@ -166,8 +172,9 @@ def _static(where: str, inputs, index: int, name: str, why: str) -> np.ndarray:
         missing=f"constant input {name}", input_name=name)
 
 
-def _data(inputs, index: int, name: str) -> tuple[str, Any]:
-    return name, inputs[index][1]
+def _data(inputs, index: int, name: str) -> tuple[str, Any, Any]:
+    """A data input: (name, its constant value or _RUNTIME, its port)."""
+    return name, inputs[index][1], inputs[index][0]
 
 
 def _reduce(function):
@@ -193,7 +200,7 @@ def _segment_max(where, version, attrs, inputs, node):
     positional = [_data(inputs, 0, "data"), _data(inputs, 1, "segment_ids")]
     if len(inputs) > 2:
         num = _static(where, inputs, 2, "num_segments", "the output shape")
-        positional.append(("num_segments", np.asarray(num).reshape(())))
+        positional.append(("num_segments", np.asarray(num).reshape(()), None))
     elif inputs[1][1] is _RUNTIME:
         shape = node.get_output_partial_shape(0)
         if shape.rank.is_dynamic or shape[0].is_dynamic:
@@ -201,7 +208,7 @@ def _segment_max(where, version, attrs, inputs, node):
                 f"{where}: without `num_segments` the output shape depends on the values of "
                 f"`segment_ids`, which are not constant, and the node's output shape is dynamic",
                 missing="constant input segment_ids or num_segments", input_name="segment_ids")
-        positional.append(("num_segments", np.asarray(shape[0].get_length())))
+        positional.append(("num_segments", np.asarray(shape[0].get_length()), None))
     return "segment_max", positional, {"fill_mode": attrs["fill_mode"]}
 
 
@@ -226,12 +233,12 @@ def _top_k(where, version, attrs, inputs, node):
     keywords = {name: attrs[name] for name in ("axis", "mode", "sort", "index_element_type",
                                                "stable") if name in attrs}
     keywords["opset"] = version
-    return "top_k", [_data(inputs, 0, "data"), ("k", k)], keywords
+    return "top_k", [_data(inputs, 0, "data"), ("k", k, None)], keywords
 
 
 def _adaptive_max_pool(where, version, attrs, inputs, node):
     output_shape = _static(where, inputs, 1, "output_shape", "the output shape")
-    return "adaptive_max_pool", [_data(inputs, 0, "data"), ("output_shape", output_shape)], {
+    return "adaptive_max_pool", [_data(inputs, 0, "data"), ("output_shape", output_shape, None)], {
         "index_element_type": attrs.get("index_element_type", "i64"), "opset": version}
 
 

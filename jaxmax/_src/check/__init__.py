@@ -1,0 +1,1 @@
+"""``python -m jaxmax check MODEL``: the model checker (see ``cli.py``)."""
