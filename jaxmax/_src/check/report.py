@@ -28,7 +28,7 @@ def differing(ours: np.ndarray, theirs: np.ndarray) -> np.ndarray:
 
 def _first(mask: np.ndarray, ours: np.ndarray, theirs: np.ndarray) -> str:
     index = tuple(int(i) for i in np.argwhere(mask)[0])
-    return f"first at {list(index)}: jaxmax {ours[index]!r}, runtime {theirs[index]!r}"
+    return f"first at {list(index)}: jaxmax {ours[index].item()}, runtime {theirs[index].item()}"
 
 
 def compare_output(ours: np.ndarray, theirs: np.ndarray) -> tuple[int, str]:

@@ -1,0 +1,250 @@
+"""``python -m jaxmax check MODEL`` on models built here (no downloads).
+
+* A small PyTorch CNN with a ceil-mode pool with ``return_indices``, a dilated pool, ``maximum``,
+  ``amax``, ``topk``, ``argmax`` and ``adaptive_max_pool2d``, exported with
+  ``torch.onnx.export(dynamo=False)`` (run by onnxruntime) and converted with
+  ``openvino.convert_model`` (run by the CPU plugin): every max-family node is exact, and the
+  counts are asserted.
+* An ONNX graph with a node jaxmax lacks (Relu): reported as not covered.
+* An ONNX graph with a dynamic batch dim: exit 2 without ``--shape``, exact with it.
+* Real data with ``--inputs``, a NaN that onnxruntime's MaxPool drops (a runtime-deviation row),
+  and the bad-input exits (one line on stderr, status 2, no traceback).
+
+The checks run in-process through ``cli.main`` (which enables x64 only inside its call), and
+``python -m jaxmax check`` itself once, as a subprocess, for ``--help`` and a bad input.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+openvino = pytest.importorskip("openvino")
+
+from onnx import TensorProto, helper  # noqa: E402 (after the importorskips)
+
+from jaxmax import onnx as jonnx  # noqa: E402
+from jaxmax import openvino as jov  # noqa: E402
+from jaxmax._src.check import cli, report  # noqa: E402
+
+HAS_ARG_TOP = hasattr(jonnx, "arg_max") and hasattr(jonnx, "top_k")
+HAS_OV_TOP = hasattr(jov, "top_k") and hasattr(jov, "adaptive_max_pool")
+
+
+def check(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    status = cli.main([str(a) for a in argv], out, err)
+    return status, out.getvalue(), err.getvalue()
+
+
+def closing(text: str) -> tuple[int, int, int, str]:
+    """(exact, total, not covered, the op-type list) from the closing line."""
+    m = re.search(r"^(\d+) of (\d+) max-family nodes exact.*?, (\d+) not covered(?: \((.*)\))?$",
+                  text, re.M)
+    assert m, text
+    return int(m[1]), int(m[2]), int(m[3]), m[4] or ""
+
+
+@pytest.fixture(scope="module")
+def cnn(tmp_path_factory):
+    torch = pytest.importorskip("torch")
+    root = tmp_path_factory.mktemp("cnn")
+
+    class CNN(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.pool1 = torch.nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True,
+                                            return_indices=True)
+            self.pool2 = torch.nn.MaxPool2d(2, stride=1, dilation=2)
+            self.conv2 = torch.nn.Conv2d(8, 8, 1)
+
+        def forward(self, x):
+            p1, indices = self.pool1(self.conv(x))
+            p2 = self.pool2(p1)
+            m = torch.maximum(p2, self.conv2(p2))
+            # ONNX export needs output sizes that divide the input (6, 7)
+            adaptive = torch.nn.functional.adaptive_max_pool2d(m, (3, 7))
+            amax = torch.amax(m, dim=(2, 3))
+            flat = m.flatten(1)
+            top_values, top_indices = torch.topk(flat, 5, dim=1)
+            return p1, indices, adaptive, amax, top_values, top_indices, flat.argmax(dim=1)
+
+    torch.manual_seed(0)
+    model = CNN().eval()
+    x = torch.randn(2, 3, 15, 17)
+    onnx_path = root / "cnn.onnx"
+    torch.onnx.export(model, (x,), str(onnx_path), dynamo=False, opset_version=17,
+                      input_names=["x"])
+    xml_path = root / "cnn.xml"
+    converted = openvino.convert_model(model, example_input=x, input=[(2, 3, 15, 17)])
+    openvino.save_model(converted, str(xml_path), compress_to_fp16=False)
+    return onnx_path, xml_path
+
+
+def test_cnn_onnx_every_max_family_node_exact(cnn):
+    status, out, err = check(cnn[0])
+    assert status == 0, out + err
+    exact, total, not_covered, types = closing(out)
+    # MaxPool x4 (ceil with indices; torch's indices trick, a 1x1 MaxPool with indices; the
+    # dilated pool; the adaptive pool exported as a MaxPool), Max, ReduceMax, TopK, ArgMax
+    if HAS_ARG_TOP:
+        assert (exact, total) == (8, 8), out
+        assert types == "Conv x2, Flatten, Slice, Sub", out
+    else:
+        assert (exact, total) == (6, 6), out
+    for op in ("MaxPool-12", "Max-13", "ReduceMax-13"):
+        assert re.search(rf"^\S+\s+{op}\s+onnx\.", out, re.M), out
+    assert "ceil_mode=1" in out and "dilations=[2, 2]" in out and "return_indices=True" in out
+    assert "not covered:" not in out or not HAS_ARG_TOP
+
+
+def test_cnn_openvino_every_max_family_node_exact(cnn):
+    status, out, err = check(cnn[1])
+    assert status == 0, out + err
+    exact, total, not_covered, types = closing(out)
+    # MaxPool-14 x2, Maximum-1, ReduceMax-1, TopK-11 x2 (topk and argmax), AdaptiveMaxPool-8
+    if HAS_OV_TOP:
+        assert (exact, total) == (7, 7), out
+        assert "AdaptiveMaxPool" not in types and "TopK" not in types, out
+    else:
+        assert (exact, total) == (4, 4), out
+    assert "rounding_type='ceil_torch'" in out and "dilations=[2, 2]" in out
+    assert re.search(r"MaxPool-14\s+ov\.max_pool", out)
+
+
+def _save(model, path):
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
+def _pool_graph(path, input_shape, relu=False, dtype=TensorProto.FLOAT):
+    nodes = [helper.make_node("MaxPool", ["h" if relu else "x"], ["y", "i"], name="pool",
+                              kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)]
+    if relu:
+        nodes.insert(0, helper.make_node("Relu", ["x"], ["h"], name="act"))
+    out_shape = [*input_shape[:2], *[-(-(d - 2) // 2) + 1 for d in input_shape[2:]]]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", dtype, input_shape)],
+        [helper.make_tensor_value_info("y", dtype, out_shape),
+         helper.make_tensor_value_info("i", TensorProto.INT64, out_shape)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10)
+    return _save(model, path)
+
+
+def test_relu_is_reported_not_covered(tmp_path):
+    path = _pool_graph(tmp_path / "relu.onnx", [1, 2, 5, 5], relu=True)
+    status, out, err = check(path)
+    assert status == 0, out + err
+    assert closing(out) == (1, 1, 1, "Relu")
+    assert re.search(r"^pool\s+MaxPool-12\s+onnx\.max_pool\(X, kernel_shape=\[2, 2\].*exact$",
+                     out, re.M), out
+
+
+def test_dynamic_batch_needs_shape(tmp_path):
+    path = _pool_graph(tmp_path / "dynamic.onnx", ["batch", 2, 5, 5])
+    status, out, err = check(path)
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and "--shape x=" in err and "dynamic" in err, err
+    status, out, err = check(path, "--shape", "x=3,2,5,5")
+    assert status == 0, out + err
+    assert "(3, 2, 5, 5)" in out and closing(out)[:2] == (1, 1)
+    # a wrong rank or a fixed dim changed
+    for bad in ("x=3,2,5", "x=3,4,5,5", "y=1,2,5,5", "x=a,b"):
+        status, out, err = check(path, "--shape", bad)
+        assert status == 2 and err.startswith("jaxmax check: --shape"), (bad, err)
+
+
+def test_real_inputs_and_a_runtime_deviation(tmp_path):
+    path = _pool_graph(tmp_path / "pool.onnx", [1, 1, 4, 4])
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    np.savez(tmp_path / "ok.npz", x=x)
+    status, out, err = check(path, "--inputs", tmp_path / "ok.npz")
+    assert status == 0 and closing(out)[:2] == (1, 1), out + err
+    # onnxruntime's MaxPool (MLAS, no Indices... here the index path) lets a later number beat
+    # a NaN; jaxmax propagates it: a documented runtime deviation, still counted
+    x[0, 0, 0, 1] = np.nan
+    np.savez(tmp_path / "nan.npz", x=x)
+    status, out, err = check(path, "--inputs", tmp_path / "nan.npz")
+    assert status == 0, out + err
+    assert re.search(r"runtime deviation: NaN .*; \d+ differ \(output 0: first at \[0, 0, 0, 0\]",
+                     out), out
+    assert "0 of 1 max-family nodes exact, 1 runtime deviation(s)" in out
+
+
+def test_a_mismatch_exits_1(tmp_path, monkeypatch):
+    path = _pool_graph(tmp_path / "pool.onnx", [1, 1, 4, 4])
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    x[0, 0, 0, 1] = np.nan
+    np.savez(tmp_path / "nan.npz", x=x)
+    monkeypatch.setattr(report, "deviation", lambda *args: None)  # pretend it is not known
+    status, out, err = check(path, "--inputs", tmp_path / "nan.npz")
+    assert status == 1
+    assert "0 of 1 max-family nodes exact, 1 differ or failed" in out
+
+
+def test_bad_inputs_exit_2_with_one_line(tmp_path, monkeypatch):
+    path = _pool_graph(tmp_path / "pool.onnx", [1, 1, 4, 4])
+    (tmp_path / "garbage.onnx").write_bytes(b"\x00not a model\xff" * 10)
+    (tmp_path / "garbage.xml").write_text("<net><layers></net>")
+    (tmp_path / "model.txt").write_text("hello")
+    np.savez(tmp_path / "wrong.npz", input=np.zeros((1, 1, 4, 4), np.float32))
+    np.savez(tmp_path / "dtype.npz", x=np.zeros((1, 1, 4, 4), np.float64))
+    np.save(tmp_path / "plain.npy", np.zeros(3))
+    cases = [
+        ((tmp_path / "missing.onnx",), "no such file"),
+        ((tmp_path / "garbage.onnx",), "cannot read"),
+        ((tmp_path / "garbage.xml",), "cannot read"),
+        ((tmp_path / "model.txt",), "cannot read a .txt file"),
+        ((path, "--inputs", tmp_path / "nope.npz"), "no such file"),
+        ((path, "--inputs", tmp_path / "wrong.npz"), "do not match the model's inputs"),
+        ((path, "--inputs", tmp_path / "dtype.npz"), "dtype float64"),
+        ((path, "--inputs", tmp_path / "plain.npy"), "not a .npz archive"),
+        ((path, "--inputs", tmp_path / "model.txt"), "not a readable .npz"),
+    ]
+    for argv, message in cases:
+        status, out, err = check(*argv)
+        assert status == 2 and out == "", (argv, out, err)
+        assert err.startswith("jaxmax check: ") and err.count("\n") == 1, (argv, err)
+        assert message in err, (argv, err)
+        assert "Traceback" not in err
+    # a runtime that is not installed names the extra
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    status, out, err = check(path)
+    assert status == 2 and 'pip install "jaxmax[runtimes]"' in err and err.count("\n") == 1
+
+
+def test_progress_bar_on_stderr(tmp_path):
+    nodes = [helper.make_node("Max", [f"t{k}", "x"], [f"t{k + 1}"], name=f"max{k}")
+             for k in range(12)]
+    graph = helper.make_graph(nodes, "chain",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+                               helper.make_tensor_value_info("t0", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("t12", TensorProto.FLOAT, [3])])
+    path = _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                                   ir_version=10), tmp_path / "chain.onnx")
+    status, out, err = check(path, "--progress", "always", "--seed", "3")
+    assert status == 0 and closing(out) == (12, 12, 0, ""), out
+    assert "12/12" in err and "[#" in err
+    status, out, err = check(path)  # auto: stderr is not a terminal here
+    assert status == 0 and err == ""
+
+
+def test_the_module_entry_point():
+    help_text = subprocess.run([sys.executable, "-m", "jaxmax", "check", "--help"],
+                               capture_output=True, text=True, check=True).stdout
+    for option in ("MODEL", "--inputs", "--seed", "--shape", "--progress", "Exit status",
+                   "runtime deviation"):
+        assert option in help_text
+    bad = subprocess.run([sys.executable, "-m", "jaxmax", "check", "nowhere.onnx"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr == "jaxmax check: nowhere.onnx: no such file\n"
