@@ -248,3 +248,20 @@ def test_the_module_entry_point():
                          capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr == "jaxmax check: nowhere.onnx: no such file\n"
+
+
+def test_shape_deciding_input_computed_in_the_graph(tmp_path):
+    # ReduceMax-18's axes comes from an Identity of an initializer: not a constant in the
+    # graph, so check reads its value from the run and says so
+    nodes = [helper.make_node("Identity", ["axes0"], ["axes"], name="id"),
+             helper.make_node("ReduceMax", ["x", "axes"], ["y"], name="rm", keepdims=0)]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        initializer=[onnx.numpy_helper.from_array(np.array([1], np.int64), "axes0")])
+    path = _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)],
+                                   ir_version=10), tmp_path / "computed.onnx")
+    status, out, err = check(path)
+    assert status == 0, out + err
+    assert closing(out) == (1, 1, 1, "Identity")
+    assert re.search(r"onnx\.reduce_max\(data, axes=\[1\].*\[axes taken from this run\]", out)

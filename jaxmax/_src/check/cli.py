@@ -169,7 +169,7 @@ def _load(path_text: str):
 
 
 def _shapes_text(arrays) -> str:
-    return ", ".join("(" + ", ".join(str(d) for d in a.shape) + ")" for a in arrays)
+    return ", ".join(str(tuple(int(d) for d in a.shape)) for a in arrays)
 
 
 def run(argv: list[str], out: TextIO, err: TextIO) -> int:
