@@ -209,6 +209,7 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path, monkeypatch):
         ((path, "--inputs", tmp_path / "dtype.npz"), "dtype float64"),
         ((path, "--inputs", tmp_path / "plain.npy"), "not a .npz archive"),
         ((path, "--inputs", tmp_path / "model.txt"), "not a readable .npz"),
+        ((path, "--inputs", tmp_path / "wrong.npz", "--shape", "x=1,1,4,4"), "do not combine"),
     ]
     for argv, message in cases:
         status, out, err = check(*argv)

@@ -187,6 +187,9 @@ def _check(args, out: TextIO, err: TextIO) -> int:
     from jaxmax._src.onnx.node import VERSIONS as ONNX_OPS
     from jaxmax._src.openvino.node import VERSIONS as OV_OPS
 
+    if args.inputs and args.shape:
+        raise CheckError("--shape and --inputs do not combine: with --inputs the arrays' shapes "
+                         "are the input shapes")
     model = _load(args.model)
     if args.inputs:
         feeds = _npz_inputs(args.inputs, model.inputs)

@@ -120,6 +120,8 @@ class OnnxModel:
                     entry.reason = str(err)
                 else:  # read it from this run, then bind
                     entry.pending.append(err.input_name)
+            except Exception as err:  # noqa: BLE001 (reported in the node's row)
+                entry.reason = f"binding failed: {type(err).__name__}: {err}"
             entries.append(entry)
         for entry in entries:
             if entry.binding is not None:
@@ -173,7 +175,7 @@ class OnnxModel:
                 try:
                     entry.binding = from_node(entry.node, opset=self.opset, constants=constants)
                     entry.note = f"{', '.join(entry.pending)} taken from this run"
-                except NodeBindingError as err:
+                except Exception as err:  # noqa: BLE001 (reported in the node's row)
                     entry.reason = str(err)
                     continue
             if entry.binding is None:
@@ -236,6 +238,8 @@ class OpenVinoModel:
                 entry.binding = from_node(node)
             except NodeBindingError as err:
                 entry.reason = str(err)
+            except Exception as err:  # noqa: BLE001 (reported in the node's row)
+                entry.reason = f"binding failed: {type(err).__name__}: {err}"
             entries.append(entry)
         return entries, others
 
