@@ -8,6 +8,7 @@ must never import them.
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
@@ -49,9 +50,27 @@ def format_value(value: Any) -> str:
     return repr(value)
 
 
-def format_call(function: str, positional: Sequence[str], keywords: dict[str, Any]) -> str:
-    """``onnx.max_pool(X, kernel_shape=[3, 3], opset=13)``."""
-    parts = list(positional) + [f"{k}={format_value(v)}" for k, v in keywords.items()]
+def _is_default(value: Any, default: Any) -> bool:
+    if default is inspect.Parameter.empty or isinstance(value, np.ndarray):
+        return False
+    try:
+        return type(value) is type(default) and bool(value == default)
+    except (TypeError, ValueError):
+        return False
+
+
+def format_call(function: str, positional: Sequence[str], keywords: dict[str, Any],
+                public: Callable | None = None) -> str:
+    """``onnx.max_pool(X, kernel_shape=[3, 3], opset=13)``: keywords equal to `public`'s
+    defaults are left out (the text is an equivalent call, shorter than what is passed)."""
+    defaults: dict[str, Any] = {}
+    if public is not None:
+        try:
+            defaults = {name: p.default for name, p in inspect.signature(public).parameters.items()}
+        except (TypeError, ValueError):
+            defaults = {}
+    parts = list(positional) + [f"{k}={format_value(v)}" for k, v in keywords.items()
+                                if not _is_default(v, defaults.get(k, inspect.Parameter.empty))]
     return f"{function}({', '.join(parts)})"
 
 

@@ -80,7 +80,7 @@ def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -
       A callable taking the node's runtime inputs in order (the inputs not named in
       `constants` and not empty optional ones) and returning a tuple with one array per
       non-empty node output, in the node's output order. It is jittable and vmappable; its
-      ``call`` attribute shows the jaxmax call, e.g.
+      ``call`` attribute shows the jaxmax call (arguments equal to its defaults left out), e.g.
       ``onnx.max_pool(X, kernel_shape=[2, 2], strides=[2, 2], opset=13)``.
 
     Raises:
@@ -97,7 +97,7 @@ def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -
     >>> node = helper.make_node("ReduceMax", ["x", "axes"], ["y"], keepdims=0)
     >>> f = onnx.from_node(node, opset=18, constants={"axes": np.array([1])})
     >>> f.call
-    'onnx.reduce_max(data, axes=[1], keepdims=0, noop_with_empty_axes=0, opset=18)'
+    'onnx.reduce_max(data, axes=[1], keepdims=0, opset=18)'
     >>> f(np.array([[1.0, 5.0], [3.0, 2.0]], np.float32))
     (Array([5., 3.], dtype=float32),)
     """
@@ -165,7 +165,7 @@ def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -
                                missing=f"function onnx.{function}") from None
     fn = node_binding.assemble(public, slots, keywords)
     runtime_names = [tensor for _, tensor, value in positional if value is _RUNTIME]
-    call = node_binding.format_call(f"onnx.{function}", shown, keywords)
+    call = node_binding.format_call(f"onnx.{function}", shown, keywords, public)
     return NodeFunction(fn, node_name=node.name, op_type=op_type, version=version, call=call,
                         input_names=runtime_names, output_names=outputs, face="onnx",
                         sources=runtime_names)

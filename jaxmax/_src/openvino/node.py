@@ -149,7 +149,7 @@ def from_node(node) -> NodeFunction:
         raise NodeBindingError(f"{where}: this jaxmax has no openvino.{function}",
                                missing=f"function openvino.{function}") from None
     fn = node_binding.assemble(public, slots, keywords)
-    call = node_binding.format_call(f"ov.{function}", shown, keywords)
+    call = node_binding.format_call(f"ov.{function}", shown, keywords, public)
     runtime_names = [name for name, value, _ in positional if value is _RUNTIME]
     output_names = [node.output(i).get_any_name() if node.output(i).get_names() else
                     f"{node.get_friendly_name()}:{i}" for i in range(node.get_output_size())]
