@@ -103,8 +103,9 @@ def deviation(runtime: str, op_type: str, binding, inputs, ours, theirs) -> str 
     §6.5, §7)."""
     nan = _has_nan(inputs)
     if runtime == "onnxruntime":
-        if op_type in ("MaxPool", "GlobalMaxPool", "ArgMax") and nan:
-            return "NaN in a window/slice (onnxruntime drops or seeds it, SEMANTICS.md 5.5, 6.5)"
+        if op_type in ("ReduceMax", "MaxPool", "GlobalMaxPool", "ArgMax") and nan:
+            return ("NaN order (onnxruntime drops NaN or lets the first element decide, "
+                    "SEMANTICS.md 4, 5.5, 6.5)")
         if op_type == "Max" and all(_zero_sign_only(a, b) for a, b in zip(ours, theirs,
                                                                            strict=True)
                                     if differing(a, b).any()):
