@@ -106,6 +106,8 @@ def test_constants_by_input_name_and_by_tensor_name():
         assert f.input_names == ("x",)
         np.testing.assert_array_equal(f(x)[0], np.array([3.0, 5.0], np.float32))
     assert "axes=[0]" in f.call and "opset=18" in f.call
+    with pytest.raises(ValueError, match=r"\(ReduceMax-18\).*`constants` keys \['axis'\]"):
+        jonnx.from_node(node, opset=18, constants={"axis": np.array([0])})
 
 
 # --- jit, vmap, grad on the same node kinds ------------------------------------------------

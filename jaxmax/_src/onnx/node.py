@@ -88,7 +88,8 @@ def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -
       TypeError: `node` is not a NodeProto, `opset` not an int.
       ValueError: (a ``NodeBindingError``) the node's operator or version is one jaxmax lacks, a
         shape-deciding input is not in `constants`, an attribute is not in the schema; the
-        message names the node, its operator and version, and what is missing. Bad attribute
+        message names the node, its operator and version, and what is missing. Also a
+        `constants` key that names no input of the node. Bad attribute
         values raise as the jaxmax operator does when the callable is first called.
 
     >>> import numpy as np
@@ -150,6 +151,11 @@ def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -
             inputs.append((name, tensor, np.asarray(constants[name])))
         else:
             inputs.append((name, tensor, _RUNTIME))
+    known = {tensor for tensor in node.input if tensor} | set(formal)
+    unknown = sorted(set(constants) - known)
+    if unknown:
+        raise ValueError(f"{where}: `constants` keys {unknown} name no input of the node (its "
+                         f"inputs: {[t for t in node.input if t]}; schema names: {formal})")
     outputs = [o for o in node.output if o]
     binder = _BINDERS[op_type]
     function, positional, keywords = binder(where, version, attrs, inputs, node)
