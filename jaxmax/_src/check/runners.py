@@ -107,7 +107,10 @@ class OnnxModel:
         for k, node in enumerate(self.model.graph.node):
             if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
                 continue
-            if node.op_type not in covered_types or node.domain not in ("", "ai.onnx"):
+            if node.domain not in ("", "ai.onnx"):
+                others[f"{node.domain}.{node.op_type}"] += 1
+                continue
+            if node.op_type not in covered_types:
                 others[node.op_type] += 1
                 continue
             name = node.name or f"{node.op_type}#{k}"
