@@ -1,0 +1,153 @@
+"""Arg max and top k over one axis, by an ordering key (:mod:`jaxmax._src.lowering.order`).
+
+Both faces use these two jitted functions; the face only decides the key's NaN placement.
+
+* ``arg_max``: the first (or last) index whose key is the largest. On an axis before the last
+  of at most ``FOLD_LIMIT`` elements, one fused pass over the slices keeps the running best key
+  and its index (a segmentation head's ``(N, classes, H, W)`` over the classes); otherwise two
+  integer reductions: the largest key, then the smallest (largest) index holding it.
+* ``top_k``: one ``lax.top_k`` of the key along the last axis (the axis is moved there), which is
+  index-stable, so ties go to the lower index; ``by_index`` re-sorts the selected indices. The
+  values are gathered at the returned indices from the data's bits, so zero signs and NaN
+  payloads survive on any sharding (a float ``take_along_axis`` over a sharded axis returned
+  ``+0.0`` for a selected ``-0.0`` on an ``Auto`` mesh). Their gradient sends each cotangent to
+  the element its index names (a ``custom_vjp``).
+
+Integer keys decide everything: XLA's floating ``max`` (which drops NaN on CPU) is never used.
+Inputs sharded over ``Explicit`` mesh axes are computed with those axes made ``Auto``
+(:mod:`jaxmax._src.explicit_axes`): ``lax.top_k`` has no sharding rule for a sharded axis there.
+The output keeps the sharding of every other axis; the arg-max/top-k axis is replicated.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxmax._src import dtypes, explicit_axes
+from jaxmax._src.lowering import order
+
+#: ArgMax over a non-last axis of at most this many elements runs as one fused fold.
+FOLD_LIMIT = 64
+
+
+def arg_max(x: jax.Array, *, axis: int, keepdims: bool, last: bool, face: str,
+            index_dtype: np.dtype) -> jax.Array:
+    """Index of the first (`last`: last) largest element along `axis` under `face`'s NaN rule.
+
+    `axis` is normalised; the axis has at least one element; `index_dtype` is as JAX stores it.
+    """
+    return _arg_max_jit(x, axis=axis, keepdims=keepdims, last=last, face=face,
+                        index_dtype=np.dtype(index_dtype))
+
+
+@partial(jax.jit, static_argnames=("axis", "keepdims", "last", "face", "index_dtype"),
+         inline=True)
+def _arg_max_jit(x, *, axis, keepdims, last, face, index_dtype):
+    def compute(x):
+        keys = order.key(x, descending=True, nan_is_first=order.nan_first(face, True))
+        n = x.shape[axis]
+        if axis != x.ndim - 1 and n <= FOLD_LIMIT:
+            out = _fold_arg_max(keys, axis, last, index_dtype)
+        else:
+            out = _reduce_arg_max(keys, axis, last, index_dtype)
+        return lax.expand_dims(out, (axis,)) if keepdims else out
+
+    return explicit_axes.run(
+        compute, (x,), lambda _: explicit_axes.reduced(explicit_axes.spec_of(x), (axis,),
+                                                       keepdims))
+
+
+def _fold_arg_max(keys, axis, last, index_dtype):
+    """One pass over the `axis` slices: the running best key and its index (one fusion)."""
+    slices = [lax.index_in_dim(keys, j, axis, keepdims=False) for j in range(keys.shape[axis])]
+    best = slices[0]
+    index = jnp.zeros(best.shape, index_dtype)
+    for j, current in enumerate(slices[1:], start=1):
+        better = current >= best if last else current > best
+        best = jnp.where(better, current, best)
+        index = jnp.where(better, np.array(j, index_dtype), index)
+    return index
+
+
+def _reduce_arg_max(keys, axis, last, index_dtype):
+    """Two integer reductions: the largest key, then the first (last) index holding it."""
+    n = keys.shape[axis]
+    top = lax.reduce_max(keys, (axis,))
+    hit = keys == lax.expand_dims(top, (axis,))
+    iota = lax.broadcasted_iota(index_dtype, keys.shape, axis)
+    if last:
+        return lax.reduce_max(jnp.where(hit, iota, np.array(-1, index_dtype)), (axis,))
+    return lax.reduce_min(jnp.where(hit, iota, np.array(n, index_dtype)), (axis,))
+
+
+def top_k(x: jax.Array, k: int, *, axis: int, descending: bool, face: str, by_index: bool,
+          index_dtype: np.dtype) -> tuple[jax.Array, jax.Array]:
+    """The `k` first elements along `axis` in key order (`by_index`: the same ones in index
+    order) and their indices. `axis` is normalised; ``0 <= k <= x.shape[axis]``."""
+    return _top_k_jit(x, k=k, axis=axis, descending=descending, face=face, by_index=by_index,
+                      index_dtype=np.dtype(index_dtype))
+
+
+@partial(jax.jit, static_argnames=("k", "axis", "descending", "face", "by_index", "index_dtype"),
+         inline=True)
+def _top_k_jit(x, *, k, axis, descending, face, by_index, index_dtype):
+    def compute(x):
+        moved = jnp.moveaxis(x, axis, -1)
+        n = moved.shape[-1]
+        if k == 0 or math.prod(moved.shape) == 0:
+            values = moved[..., :k]  # empty: no element to select
+            indices = jnp.zeros(values.shape, index_dtype)
+        else:
+            keys = order.top_k_key(moved, descending=descending,
+                             nan_is_first=order.nan_first(face, descending))
+            _, indices = lax.top_k(keys, k)
+            if by_index:
+                indices = lax.sort(indices, dimension=indices.ndim - 1)
+            values = _take(moved, indices, n)
+            indices = indices.astype(index_dtype)
+        return jnp.moveaxis(values, -1, axis), jnp.moveaxis(indices, -1, axis)
+
+    spec = explicit_axes.spec_of(x)
+    return explicit_axes.run(
+        compute, (x,), lambda _: tuple(None if i == axis else e for i, e in enumerate(spec)),
+        outputs=2)
+
+
+def _take(x, indices, n):
+    """``x[..., indices]`` along the last axis with every bit kept; the gradient scatters."""
+    if dtypes.is_floating(x.dtype):
+        return _take_exact(x, indices, n)
+    return jnp.take_along_axis(x, indices, axis=-1)
+
+
+def _gather_bits(x, indices):
+    return order.from_bits(jnp.take_along_axis(order.bits(x), indices, axis=-1), x.dtype)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(2,))
+def _take_exact(x, indices, n):
+    del n
+    return _gather_bits(x, indices)
+
+
+def _take_exact_fwd(x, indices, n):
+    del n
+    return _gather_bits(x, indices), indices
+
+
+def _take_exact_bwd(n, indices, cotangent):
+    """Each output's cotangent goes to the element its index names (indices are distinct)."""
+    batch = indices.shape[:-1]
+    grid = tuple(lax.broadcasted_iota(np.int32, indices.shape, d) for d in range(len(batch)))
+    grad = jnp.zeros(batch + (n,), cotangent.dtype).at[grid + (indices,)].add(
+        cotangent, unique_indices=True, indices_are_sorted=False)
+    return grad, None
+
+
+_take_exact.defvjp(_take_exact_fwd, _take_exact_bwd)
