@@ -10,8 +10,9 @@ Both faces use these two jitted functions; the face only decides the key's NaN p
   index-stable, so ties go to the lower index; ``by_index`` re-sorts the selected indices. The
   values are gathered at the returned indices from the data's bits, so zero signs and NaN
   payloads survive on any sharding (a float ``take_along_axis`` over a sharded axis returned
-  ``+0.0`` for a selected ``-0.0`` on an ``Auto`` mesh). Their gradient sends each cotangent to
-  the element its index names (a ``custom_vjp``).
+  ``+0.0`` for a selected ``-0.0`` on an ``Auto`` mesh). Their derivative is the gather of the
+  tangent at those indices (a ``custom_jvp``), whose transpose sends each cotangent to the element
+  its index names.
 
 Integer keys decide everything: XLA's floating ``max`` (which drops NaN on CPU) is never used.
 Inputs sharded over ``Explicit`` mesh axes are computed with those axes made ``Auto``
@@ -50,12 +51,13 @@ def arg_max(x: jax.Array, *, axis: int, keepdims: bool, last: bool, face: str,
          inline=True)
 def _arg_max_jit(x, *, axis, keepdims, last, face, index_dtype):
     def compute(x):
-        keys = order.key(x, descending=True, nan_is_first=order.nan_first(face, True))
-        n = x.shape[axis]
-        if axis != x.ndim - 1 and n <= FOLD_LIMIT:
-            out = _fold_arg_max(keys, axis, last, index_dtype)
+        def key(v):
+            return order.key(v, descending=True, nan_is_first=order.nan_first(face, True))
+
+        if axis != x.ndim - 1 and x.shape[axis] <= FOLD_LIMIT:
+            out = _fold_arg_max(x, key, axis, last, index_dtype)
         else:
-            out = _reduce_arg_max(keys, axis, last, index_dtype)
+            out = _reduce_arg_max(key(x), axis, last, index_dtype)
         return lax.expand_dims(out, (axis,)) if keepdims else out
 
     return explicit_axes.run(
@@ -63,12 +65,13 @@ def _arg_max_jit(x, *, axis, keepdims, last, face, index_dtype):
                                                        keepdims))
 
 
-def _fold_arg_max(keys, axis, last, index_dtype):
-    """One pass over the `axis` slices: the running best key and its index (one fusion)."""
-    slices = [lax.index_in_dim(keys, j, axis, keepdims=False) for j in range(keys.shape[axis])]
-    best = slices[0]
+def _fold_arg_max(x, key, axis, last, index_dtype):
+    """One pass over the `axis` slices: the running best key and its index. Each slice's key is
+    computed from the slice, so the whole fold is one loop fusion reading `x` once."""
+    best = key(lax.index_in_dim(x, 0, axis, keepdims=False))
     index = jnp.zeros(best.shape, index_dtype)
-    for j, current in enumerate(slices[1:], start=1):
+    for j in range(1, x.shape[axis]):
+        current = key(lax.index_in_dim(x, j, axis, keepdims=False))
         better = current >= best if last else current > best
         best = jnp.where(better, current, best)
         index = jnp.where(better, np.array(j, index_dtype), index)
@@ -99,7 +102,6 @@ def top_k(x: jax.Array, k: int, *, axis: int, descending: bool, face: str, by_in
 def _top_k_jit(x, *, k, axis, descending, face, by_index, index_dtype):
     def compute(x):
         moved = jnp.moveaxis(x, axis, -1)
-        n = moved.shape[-1]
         if k == 0 or math.prod(moved.shape) == 0:
             values = moved[..., :k]  # empty: no element to select
             indices = jnp.zeros(values.shape, index_dtype)
@@ -109,7 +111,7 @@ def _top_k_jit(x, *, k, axis, descending, face, by_index, index_dtype):
             _, indices = lax.top_k(keys, k)
             if by_index:
                 indices = lax.sort(indices, dimension=indices.ndim - 1)
-            values = _take(moved, indices, n)
+            values = _take(moved, indices)
             indices = indices.astype(index_dtype)
         return jnp.moveaxis(values, -1, axis), jnp.moveaxis(indices, -1, axis)
 
@@ -119,35 +121,21 @@ def _top_k_jit(x, *, k, axis, descending, face, by_index, index_dtype):
         outputs=2)
 
 
-def _take(x, indices, n):
-    """``x[..., indices]`` along the last axis with every bit kept; the gradient scatters."""
+def _take(x, indices):
+    """``x[..., indices]`` along the last axis with every bit kept (see `_take_exact`)."""
     if dtypes.is_floating(x.dtype):
-        return _take_exact(x, indices, n)
+        return _take_exact(x, indices)
     return jnp.take_along_axis(x, indices, axis=-1)
 
 
-def _gather_bits(x, indices):
+@jax.custom_jvp
+def _take_exact(x, indices):
+    """The gather done on the data's bits; its derivative is the float gather of the tangent at
+    the same indices, whose transpose scatters each cotangent to the element its index names."""
     return order.from_bits(jnp.take_along_axis(order.bits(x), indices, axis=-1), x.dtype)
 
 
-@partial(jax.custom_vjp, nondiff_argnums=(2,))
-def _take_exact(x, indices, n):
-    del n
-    return _gather_bits(x, indices)
-
-
-def _take_exact_fwd(x, indices, n):
-    del n
-    return _gather_bits(x, indices), indices
-
-
-def _take_exact_bwd(n, indices, cotangent):
-    """Each output's cotangent goes to the element its index names (indices are distinct)."""
-    batch = indices.shape[:-1]
-    grid = tuple(lax.broadcasted_iota(np.int32, indices.shape, d) for d in range(len(batch)))
-    grad = jnp.zeros(batch + (n,), cotangent.dtype).at[grid + (indices,)].add(
-        cotangent, unique_indices=True, indices_are_sorted=False)
-    return grad, None
-
-
-_take_exact.defvjp(_take_exact_fwd, _take_exact_bwd)
+@_take_exact.defjvp
+def _take_exact_jvp(primals, tangents):
+    x, indices = primals
+    return _take_exact(x, indices), jnp.take_along_axis(tangents[0], indices, axis=-1)
