@@ -222,3 +222,32 @@ def test_openvino_top_k_corner_rows():
     v, i = ov.top_k(x, 2, axis=0, mode="min", sort="index")
     assert_bits(v, np.array([-0.0, 0.0], f32))
     assert_bits(i, np.array([3, 4], np.int32))
+
+
+def test_top_k_float32_plain_path_and_its_exits():
+    """float32 in descending order first tries the plain ``lax.top_k`` (exact without NaN in the
+    data and without a selected zero): NaN-free data, data whose selection reaches the zeros
+    (``-0.0`` before ``+0.0`` by index), subnormals next to zeros, and one NaN, per face."""
+    rng = np.random.default_rng(11)
+    tiny = np.float32(ml_dtypes.finfo(np.float32).smallest_subnormal)
+    rows = {
+        "normals": rng.standard_normal((6, 40)).astype(np.float32),
+        "zeros reached": np.where(rng.random((6, 40)) < 0.5, np.float32(-0.0),
+                                  -np.abs(rng.standard_normal((6, 40))).astype(np.float32)),
+        "zero ties": np.tile(np.array([0.0, -0.0, -1.0, 0.0, -0.0, -2.0] * 5, np.float32), (3, 1)),
+        "subnormals": np.tile(np.array([-tiny, 0.0, tiny, -0.0, -1.0] * 4, np.float32), (2, 1)),
+    }
+    with_nan = rows["normals"].copy()
+    with_nan[2, 7] = np.nan
+    with_nan[4, 1] = -np.nan
+    rows["one NaN"] = with_nan
+    for name, x in rows.items():
+        for k in (1, 3, 12):
+            v, i = onnx.top_k(x, k)
+            want_v, want_i = top_k(x, k, -1, face="onnx", descending=True)
+            assert_bits(v, want_v, f"onnx {name} {k}")
+            assert_bits(i, want_i.astype(np.int32), f"onnx {name} {k}")
+            v, i = ov.top_k(x, k, axis=1, mode="max", sort="value")
+            want_v, want_i = top_k(x, k, -1, face="openvino", descending=True)
+            assert_bits(v, want_v, f"ov {name} {k}")
+            assert_bits(i, want_i.astype(np.int32), f"ov {name} {k}")

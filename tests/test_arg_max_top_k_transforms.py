@@ -108,9 +108,15 @@ def test_no_retrace():
                   lambda: ov.top_k(x, 2, axis=0, mode="min", sort="index"))
 
 
-def test_jaxpr_holds_one_top_k():
-    jaxpr = jax.make_jaxpr(lambda x: onnx.top_k(x, 3, axis=0))(data(4, (5, 6)))
-    assert str(jaxpr).count("top_k") == 1
+def test_jaxpr_holds_the_intended_top_k():
+    """Ascending order: one ``top_k`` of the key. float32 descending: the plain ``top_k`` and,
+    under a ``cond``, the key's (taken when the data hold NaN or a zero is selected)."""
+    x = data(4, (5, 6))
+    ascending = str(jax.make_jaxpr(lambda v: onnx.top_k(v, 3, axis=0, largest=0))(x))
+    assert ascending.count("top_k[") == 1 and "cond[" not in ascending
+    descending = str(jax.make_jaxpr(lambda v: onnx.top_k(v, 3, axis=0))(x))
+    assert descending.count("top_k[") == 2 and descending.count("cond[") == 1
+    assert "argmax" not in str(jax.make_jaxpr(lambda v: onnx.arg_max(v, axis=1))(x))
 
 
 # --------------------------------------------------------------------------------------------

@@ -106,9 +106,7 @@ def _top_k_jit(x, *, k, axis, descending, face, by_index, index_dtype):
             values = moved[..., :k]  # empty: no element to select
             indices = jnp.zeros(values.shape, index_dtype)
         else:
-            keys = order.top_k_key(moved, descending=descending,
-                             nan_is_first=order.nan_first(face, descending))
-            _, indices = lax.top_k(keys, k)
+            indices = _top_k_indices(moved, k, descending, face)
             if by_index:
                 indices = lax.sort(indices, dimension=indices.ndim - 1)
             values = _take(moved, indices)
@@ -119,6 +117,27 @@ def _top_k_jit(x, *, k, axis, descending, face, by_index, index_dtype):
     return explicit_axes.run(
         compute, (x,), lambda _: tuple(None if i == axis else e for i, e in enumerate(spec)),
         outputs=2)
+
+
+def _top_k_indices(x, k, descending, face):
+    """The indices of the top `k` along the last axis under `face`'s key (int32).
+
+    float32 in descending order first runs the plain ``lax.top_k`` of the data: with no NaN in
+    the data and no zero among the selected values, IEEE total order (``lax.top_k``'s) and the
+    key agree on every selected element and on the order, so its indices are the answer. A
+    NaN anywhere (found by the data's sum, exact in any summation order; an ``inf - inf`` only
+    costs the exact path) or a selected zero (``-0.0`` and ``+0.0`` must tie) takes the key.
+    """
+    def exact():
+        keys = order.top_k_key(x, descending=descending,
+                               nan_is_first=order.nan_first(face, descending))
+        return lax.top_k(keys, k)[1]
+
+    if not (descending and x.dtype == np.float32):
+        return exact()
+    values, indices = lax.top_k(x, k)
+    plain = ~jnp.isnan(jnp.sum(x)) & ~jnp.any(values == 0)
+    return lax.cond(plain, lambda: indices, exact)
 
 
 def _take(x, indices):
