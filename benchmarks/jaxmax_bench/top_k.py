@@ -139,3 +139,49 @@ def cases(sz: Sizes) -> list[Case]:
         _top_k_case(shapes, "cls", 5, 1),
         _top_k_case(shapes, "mid", 10, 1),
     ]
+
+
+def cpu_time_ratios(repeats: int = 5) -> None:
+    """Process CPU time per jitted call, best of `repeats` loops, jaxmax against the plain JAX
+    form on the full shapes: less sensitive to a loaded machine than wall time (a call waiting
+    for a core costs no CPU time). ``cd benchmarks && python -m jaxmax_bench.top_k``."""
+    import time
+    import warnings
+
+    import jax
+    from jax import lax
+
+    from jaxmax import onnx
+
+    warnings.simplefilter("ignore")  # int64 indices without x64
+
+    def cpu_ms(f, x, n):
+        f = jax.jit(f)
+        jax.block_until_ready(f(x))
+        best = float("inf")
+        for _ in range(repeats):
+            t = time.process_time()
+            for _ in range(n):
+                jax.block_until_ready(f(x))
+            best = min(best, (time.process_time() - t) / n * 1e3)
+        return best
+
+    rng = np.random.default_rng(0)
+    rows = [("ArgMax", FULL_SHAPES["seg"], 1, None), ("ArgMax", FULL_SHAPES["cls"], 1, None),
+            ("TopK", FULL_SHAPES["det"], 1, 100), ("TopK", FULL_SHAPES["cls"], 1, 5),
+            ("TopK", FULL_SHAPES["mid"], 1, 10)]
+    for op, shape, ax, k in rows:
+        x = jax.device_put(rng.standard_normal(shape, dtype=np.float32))
+        n = max(5, int(2e6 // x.size))
+        if op == "ArgMax":
+            ours = cpu_ms(lambda v, a=ax: onnx.arg_max(v, axis=a, keepdims=0), x, n)
+            plain = cpu_ms(lambda v, a=ax: jnp().argmax(v, axis=a), x, n)
+        else:
+            ours = cpu_ms(lambda v, a=ax, k=k: onnx.top_k(v, k, axis=a), x, n)
+            plain = cpu_ms(lambda v, a=ax, k=k: lax.top_k(jnp().moveaxis(v, a, -1), k), x, n)
+        print(f"{op} {shape_label(shape)} axis {ax}" + (f" k={k}" if k else "")
+              + f": jaxmax {ours:.3f} ms, plain {plain:.3f} ms, {ours / plain:.2f}x")
+
+
+if __name__ == "__main__":
+    cpu_time_ratios()

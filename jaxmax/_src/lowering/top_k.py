@@ -7,7 +7,9 @@ Both faces use these two jitted functions; the face only decides the key's NaN p
   and its index (a segmentation head's ``(N, classes, H, W)`` over the classes); otherwise two
   integer reductions: the largest key, then the smallest (largest) index holding it.
 * ``top_k``: one ``lax.top_k`` of the key along the last axis (the axis is moved there), which is
-  index-stable, so ties go to the lower index; ``by_index`` re-sorts the selected indices. The
+  index-stable, so ties go to the lower index; ``by_index`` re-sorts the selected indices.
+  float32 in descending order tries the plain ``lax.top_k`` of the data first and keeps it when
+  no NaN is in the data and no zero was selected (``_top_k_indices``). The
   values are gathered at the returned indices from the data's bits, so zero signs and NaN
   payloads survive on any sharding (a float ``take_along_axis`` over a sharded axis returned
   ``+0.0`` for a selected ``-0.0`` on an ``Auto`` mesh). Their derivative is the gather of the
