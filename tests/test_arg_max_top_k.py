@@ -251,3 +251,31 @@ def test_top_k_float32_plain_path_and_its_exits():
             want_v, want_i = top_k(x, k, -1, face="openvino", descending=True)
             assert_bits(v, want_v, f"ov {name} {k}")
             assert_bits(i, want_i.astype(np.int32), f"ov {name} {k}")
+
+
+def test_arg_max_float32_plain_path_and_its_exits():
+    """float32 over the last axis (or a long one) first tries three float reductions, exact
+    without NaN in the data and with every slice's maximum normal or infinite: NaN-free data,
+    -inf rows, maxima that are zeros (``-0.0``/``+0.0`` ties) or subnormals, and one NaN."""
+    rng = np.random.default_rng(12)
+    tiny = np.float32(ml_dtypes.finfo(np.float32).smallest_subnormal)
+    ties = rng.integers(-2, 3, (5, 90)).astype(np.float32)
+    rows = {
+        "normals": rng.standard_normal((5, 90)).astype(np.float32),
+        "ties": ties,
+        "-inf rows": np.where(rng.random((5, 90)) < 0.9, -np.inf, ties).astype(np.float32),
+        "zero maxima": -np.abs(ties) * np.where(rng.random((5, 90)) < 0.5, 1, -1).astype(
+            np.float32) * 0,
+        "subnormal maxima": np.where(rng.random((5, 90)) < 0.3, tiny, -np.abs(ties)).astype(
+            np.float32),
+    }
+    rows["zero maxima"][:, ::7] = -1.0
+    with_nan = rows["ties"].copy()
+    with_nan[3, 50] = np.nan
+    rows["one NaN"] = with_nan
+    for name, x in rows.items():
+        for axis, data in ((1, x), (0, x.T.copy()), (-1, x[:, :9])):
+            for last in (0, 1):
+                got = onnx.arg_max(data, axis=axis, keepdims=0, select_last_index=last)
+                want = onnx_arg_max(data, axis, False, bool(last)).astype(np.int32)
+                assert_bits(got, want, f"{name} axis {axis} last {last}")

@@ -58,6 +58,11 @@ def _arg_max_jit(x, *, axis, keepdims, last, face, index_dtype):
 
         if axis != x.ndim - 1 and x.shape[axis] <= FOLD_LIMIT:
             out = _fold_arg_max(x, key, axis, last, index_dtype)
+        elif x.dtype == np.float32 and x.shape[axis] <= 2**24:
+            top = lax.reduce_max(x, (axis,))
+            out = lax.cond(_plain_float_ok(x, top), partial(_float_arg_max, x, top, axis, last),
+                           lambda: _reduce_arg_max(key(x), axis, last, np.dtype(np.int32)))
+            out = out.astype(index_dtype)
         else:
             out = _reduce_arg_max(key(x), axis, last, index_dtype)
         return lax.expand_dims(out, (axis,)) if keepdims else out
@@ -78,6 +83,32 @@ def _fold_arg_max(x, key, axis, last, index_dtype):
         best = jnp.where(better, current, best)
         index = jnp.where(better, np.array(j, index_dtype), index)
     return index
+
+
+_F32_TINY = np.float32(np.finfo(np.float32).tiny)  # the smallest normal float32
+
+
+def _plain_float_ok(x, top):
+    """Whether the float reductions of `_float_arg_max` are exact for float32 `x` whose plain
+    maximum over the axis is `top`: no NaN in the
+    data (their sum is NaN otherwise; an ``inf - inf`` only costs the exact path) and every
+    slice's maximum a normal number or infinity. Then ``x == max`` is exact although XLA's CPU
+    float compare treats subnormals as zero, and ``-0.0``/``+0.0`` ties cannot arise."""
+    return ~jnp.isnan(jnp.sum(x)) & jnp.all(jnp.abs(top) >= _F32_TINY)
+
+
+def _float_arg_max(x, top, axis, last):
+    """Three float reductions (XLA's fast float kernels): the maximum, then the smallest
+    (largest) index holding it, as float32 (exact below 2**24). Exact only where
+    `_plain_float_ok` says so; `top` is the plain float maximum over `axis`."""
+    n = x.shape[axis]
+    top = lax.expand_dims(top, (axis,))
+    iota = lax.broadcasted_iota(np.float32, x.shape, axis)
+    if last:
+        index = lax.reduce_max(jnp.where(x == top, iota, np.float32(-1)), (axis,))
+    else:
+        index = lax.reduce_min(jnp.where(x == top, iota, np.float32(n)), (axis,))
+    return index.astype(np.int32)
 
 
 def _reduce_arg_max(keys, axis, last, index_dtype):
