@@ -105,7 +105,7 @@ def _quiet_index_warning():
 @pytest.mark.parametrize("opset", [1, 11, 12, 13])
 def test_onnx_arg_max_oracle(opset):
     version = max(v for v in ARG_MAX_DTYPES if v <= opset)
-    for rng, shape, dtype, axis in configs(opset, 50, ARG_MAX_DTYPES[version]):
+    for rng, shape, dtype, axis in configs(opset, 30, ARG_MAX_DTYPES[version]):
         x = draw(rng, shape, dtype)
         keepdims = int(rng.integers(2))
         last = int(rng.integers(2)) if version >= 12 else 0
@@ -158,7 +158,7 @@ def test_onnx_arg_max_empty_other_axes():
 @pytest.mark.parametrize("opset", [1, 10, 11, 24])
 def test_onnx_top_k_oracle(opset):
     version = max(v for v in TOP_K_DTYPES if v <= opset)
-    for rng, shape, dtype, axis in configs(100 + opset, 45, TOP_K_DTYPES[version]):
+    for rng, shape, dtype, axis in configs(100 + opset, 30, TOP_K_DTYPES[version]):
         x = draw(rng, shape, dtype)
         n = shape[axis]
         k = int(rng.integers(1 if version < 10 else 0, n + 1))
@@ -192,7 +192,7 @@ def test_onnx_top_k_corner_rows():
 
 @pytest.mark.parametrize("opset", [1, 3, 11])
 def test_openvino_top_k_oracle(opset):
-    for rng, shape, dtype, axis in configs(200 + opset, 55, OV_DTYPES):
+    for rng, shape, dtype, axis in configs(200 + opset, 34, OV_DTYPES):
         x = draw(rng, shape, dtype)
         n = shape[axis]
         k = int(rng.integers(1, n + 1))
