@@ -122,7 +122,7 @@ def configs(seed, count, dtypes):
 @pytest.mark.parametrize("opset", [11, 12, 13])
 def test_onnx_arg_max_against_runtimes(opset):
     dtypes = FLOATS + INTS + ([BF16] if opset >= 13 else [])
-    for rng, shape, dtype, axis in configs(opset, 30, dtypes):
+    for rng, shape, dtype, axis in configs(opset, 25, dtypes):
         x = draw(rng, shape, dtype)
         keepdims = int(rng.integers(2))
         last = int(rng.integers(2)) if opset >= 12 else 0
@@ -169,7 +169,7 @@ def _rows_as_sets(values, indices, axis):
 @pytest.mark.parametrize("opset", [1, 10, 11, 24])
 def test_onnx_top_k_against_runtimes(opset):
     dtypes = FLOATS + (INTS if opset >= 11 else []) + ([BF16] if opset >= 24 else [])
-    for rng, shape, dtype, axis in configs(50 + opset, 30, dtypes):
+    for rng, shape, dtype, axis in configs(50 + opset, 25, dtypes):
         x = draw(rng, shape, dtype)
         n = shape[axis]
         k = int(rng.integers(1 if opset < 10 else 0, n + 1))
@@ -247,7 +247,7 @@ def _ours(x, k, axis, mode, sort, itype, stable, opset):
 @pytest.mark.parametrize("opset", [1, 3, 11])
 def test_ov_top_k_against_evaluate(opset):
     compared = 0
-    for rng, x, axis, k, mode, sort, itype in ov_configs(80 + opset, 45, OV_DTYPES):
+    for rng, x, axis, k, mode, sort, itype in ov_configs(80 + opset, 36, OV_DTYPES):
         stable = bool(rng.integers(2)) if opset >= 11 and sort != "none" else False
         try:
             ref_v, ref_i = evaluate(_ov_node(opset, k, axis, mode, sort, itype, stable), x,
@@ -269,7 +269,7 @@ def test_ov_top_k_against_evaluate(opset):
             assert_bits(values[keep], ref_v[keep], context)
             np.testing.assert_array_equal(indices[keep], ref_i.astype(np.int64)[keep], context)
         compared += 1
-    assert compared >= 20
+    assert compared >= 15
 
 
 def _sorted_keys(values, axis):
@@ -282,7 +282,7 @@ def _sorted_keys(values, axis):
 def test_ov_top_k_against_cpu_plugin(opset):
     # the plugin computes 64 bits in 32 and uint32 as int32 (module docstring)
     dtypes = [d for d in OV_DTYPES if d.itemsize < 8 and d != np.uint32]
-    for rng, x, axis, k, mode, sort, itype in ov_configs(90 + opset, 24, dtypes):
+    for rng, x, axis, k, mode, sort, itype in ov_configs(90 + opset, 18, dtypes):
         stable = bool(rng.integers(2)) if opset >= 11 and sort != "none" else False
         ref_v, ref_i = compile_cpu(_ov_node(opset, k, axis, mode, sort, itype, stable), x,
                                    Const(np.array(k, np.int64)))
