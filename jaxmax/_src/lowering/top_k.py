@@ -9,7 +9,7 @@ Both faces use these two jitted functions; the face only decides the key's NaN p
 * ``top_k``: one ``lax.top_k`` of the key along the last axis (the axis is moved there), which is
   index-stable, so ties go to the lower index; ``by_index`` re-sorts the selected indices.
   float32 in descending order tries the plain ``lax.top_k`` of the data first and keeps it when
-  no NaN is in the data and no zero was selected (``_top_k_indices``). The
+  no NaN is in the data and no zero was selected (``_select``). The
   values are gathered at the returned indices from the data's bits, so zero signs and NaN
   payloads survive on any sharding (a float ``take_along_axis`` over a sharded axis returned
   ``+0.0`` for a selected ``-0.0`` on an ``Auto`` mesh). Their derivative is the gather of the
@@ -139,10 +139,7 @@ def _top_k_jit(x, *, k, axis, descending, face, by_index, index_dtype):
             values = moved[..., :k]  # empty: no element to select
             indices = jnp.zeros(values.shape, index_dtype)
         else:
-            indices = _top_k_indices(moved, k, descending, face)
-            if by_index:
-                indices = lax.sort(indices, dimension=indices.ndim - 1)
-            values = _take(moved, indices)
+            values, indices = _select(moved, k, descending, face, by_index)
             indices = indices.astype(index_dtype)
         return jnp.moveaxis(values, -1, axis), jnp.moveaxis(indices, -1, axis)
 
@@ -152,25 +149,33 @@ def _top_k_jit(x, *, k, axis, descending, face, by_index, index_dtype):
         outputs=2)
 
 
-def _top_k_indices(x, k, descending, face):
-    """The indices of the top `k` along the last axis under `face`'s key (int32).
+def _select(x, k, descending, face, by_index):
+    """The values and int32 indices of the top `k` along the last axis under `face`'s key
+    (`by_index`: the same elements in index order).
 
     float32 in descending order first runs the plain ``lax.top_k`` of the data: with no NaN in
     the data and no zero among the selected values, IEEE total order (``lax.top_k``'s) and the
-    key agree on every selected element and on the order, so its indices are the answer. A
-    NaN anywhere (found by the data's sum, exact in any summation order; an ``inf - inf`` only
-    costs the exact path) or a selected zero (``-0.0`` and ``+0.0`` must tie) takes the key.
+    key agree on every selected element and on the order, so its values (the input elements)
+    and indices are the answer. A NaN anywhere (found by the data's sum, exact in any summation
+    order; an ``inf - inf`` only costs the exact path) or a selected zero (``-0.0`` and
+    ``+0.0`` must tie) takes the key, under a ``cond``. Either way the derivative is the gather
+    of the tangent at the returned indices.
     """
+    def finish(indices):
+        if by_index:
+            indices = lax.sort(indices, dimension=indices.ndim - 1)
+        return _take(x, indices), indices
+
     def exact():
         keys = order.top_k_key(x, descending=descending,
                                nan_is_first=order.nan_first(face, descending))
-        return lax.top_k(keys, k)[1]
+        return finish(lax.top_k(keys, k)[1])
 
     if not (descending and x.dtype == np.float32):
         return exact()
     values, indices = lax.top_k(x, k)
     plain = ~jnp.isnan(jnp.sum(x)) & ~jnp.any(values == 0)
-    return lax.cond(plain, lambda: indices, exact)
+    return lax.cond(plain, lambda: finish(indices) if by_index else (values, indices), exact)
 
 
 def _take(x, indices):
