@@ -1,9 +1,11 @@
 """OpenVINO operators: ``ReduceMax-1``, ``ReduceLogicalOr-1``, ``MaxPool-1``, ``SegmentMax-16``,
-``Maximum-1``."""
+``Maximum-1``, ``AdaptiveMaxPool-8``."""
 
+from jaxmax._src.openvino.adaptive_pool import adaptive_max_pool
 from jaxmax._src.openvino.elementwise import maximum
 from jaxmax._src.openvino.pool import max_pool
 from jaxmax._src.openvino.reduce import reduce_logical_or, reduce_max
 from jaxmax._src.openvino.segment import segment_max
 
-__all__ = ["max_pool", "maximum", "reduce_logical_or", "reduce_max", "segment_max"]
+__all__ = ["adaptive_max_pool", "max_pool", "maximum", "reduce_logical_or", "reduce_max",
+           "segment_max"]

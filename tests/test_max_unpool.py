@@ -1,0 +1,164 @@
+"""ONNX MaxUnpool (since-versions 9, 11, 22) against the NumPy loop oracle
+(tests/adaptive_unpool_oracle.py), the ONNX node cases regenerated from the onnx wheel,
+onnxruntime, and ``torch.nn.functional.max_unpool{1,2,3}d`` fed by real MaxPool indices.
+
+Exact comparisons: values bit for bit (the sign of zero checked), dtype and shape.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+from adaptive_unpool_oracle import inferred_shape, max_unpool as oracle
+from helpers import x64_for
+
+from jaxmax import onnx
+
+
+def assert_exact(actual, expected, context=""):
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.dtype == expected.dtype, f"{context}: dtype {actual.dtype} != {expected.dtype}"
+    assert actual.shape == expected.shape, f"{context}: shape {actual.shape} != {expected.shape}"
+    a64, e64 = actual.astype(np.float64), expected.astype(np.float64)
+    np.testing.assert_array_equal(a64, e64, err_msg=context)
+    np.testing.assert_array_equal(np.signbit(a64), np.signbit(e64), err_msg=context + " sign")
+
+
+def signed_normals(rng, shape, dtype=np.float32):
+    """Normals with -0.0, +0.0, ±inf and NaN sprinkled in."""
+    x = rng.standard_normal(shape)
+    r = rng.random(shape)
+    x[r < 0.1] = -0.0
+    x[(r >= 0.1) & (r < 0.15)] = 0.0
+    x[(r >= 0.15) & (r < 0.18)] = np.nan
+    x[(r >= 0.18) & (r < 0.2)] = -np.inf
+    return x.astype(dtype)
+
+
+def random_geometry(rng):
+    n_spatial = int(rng.integers(1, 4))
+    kernel = tuple(int(v) for v in rng.integers(1, 4, size=n_spatial))
+    strides = tuple(int(v) for v in rng.integers(1, 4, size=n_spatial))
+    pads = tuple(int(v) for v in rng.integers(0, 2, size=2 * n_spatial))
+    pads = tuple(min(p, k - 1) for p, k in zip(pads, kernel + kernel, strict=True))
+    x_spatial = tuple(int(v) for v in rng.integers(1, {1: 6, 2: 4, 3: 3}[n_spatial],
+                                                   size=n_spatial))
+    batch = tuple(int(v) for v in rng.integers(1, 3, size=2))
+    return batch + x_spatial, kernel, strides, pads
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_duplicates_against_oracle(seed):
+    """Random indices anywhere in the output (duplicates, the last writer wins)."""
+    rng = np.random.default_rng(seed)
+    for trial in range(25):
+        x_shape, kernel, strides, pads = random_geometry(rng)
+        out_shape = inferred_shape(x_shape, kernel, strides, pads)
+        size = int(np.prod(out_shape))
+        dtype = [np.float32, np.float16, ml_dtypes.bfloat16][trial % 3]
+        x = signed_normals(rng, x_shape, dtype)
+        if size == 0:
+            continue
+        indices = rng.integers(0, max(1, size // 2 if trial % 2 else size), size=x_shape)
+        y = onnx.max_unpool(x, indices, kernel_shape=kernel, strides=strides, pads=pads)
+        assert_exact(y, oracle(x, indices, out_shape), f"{x_shape} k{kernel} s{strides} p{pads}")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_own_window_indices_against_oracle(seed):
+    """Indices inside their own windows (the dense form), kernel <= stride, with output
+    shapes given and not."""
+    rng = np.random.default_rng(100 + seed)
+    for trial in range(25):
+        x_shape, kernel, strides, pads = random_geometry(rng)
+        strides = tuple(max(k, s) for k, s in zip(kernel, strides, strict=True))
+        out_shape = inferred_shape(x_shape, kernel, strides, pads)
+        if 0 in out_shape:
+            continue
+        x = signed_normals(rng, x_shape)
+        n_spatial = len(kernel)
+        # each element picks a random in-window, in-output position
+        flat = np.zeros(x_shape, np.int64)
+        for pos in np.ndindex(*x_shape):
+            coords = []
+            for d in range(n_spatial):
+                lo = pos[2 + d] * strides[d] - pads[d]
+                choices = [q for q in range(lo, lo + kernel[d]) if 0 <= q < out_shape[2 + d]]
+                coords.append(int(rng.choice(choices)) if choices else 0)
+            flat[pos] = np.ravel_multi_index((pos[0], pos[1], *coords), out_shape)
+        y = onnx.max_unpool(x, flat, kernel_shape=kernel, strides=strides, pads=pads)
+        assert_exact(y, oracle(x, flat, out_shape), f"{x_shape} k{kernel} s{strides} p{pads}")
+
+
+def test_duplicates_last_writer():
+    x = np.array([[[1.0, 2.0, 3.0, -0.0]]], np.float32)
+    i = np.array([[[1, 1, 0, 0]]])
+    y = onnx.max_unpool(x, i, kernel_shape=[2], strides=[2])
+    assert_exact(y, np.array([[[-0.0, 2.0] + [0.0] * 6]], np.float32))
+
+
+def test_float64_and_int64_indices():
+    rng = np.random.default_rng(7)
+    with x64_for(np.float64):
+        x = signed_normals(rng, (2, 3, 3, 3), np.float64)
+        i = rng.integers(0, 2 * 3 * 6 * 6, size=x.shape)
+        y = onnx.max_unpool(x, i, kernel_shape=[2, 2], strides=[2, 2])
+        assert_exact(y, oracle(x, i, (2, 3, 6, 6)))
+
+
+def test_output_shape_given():
+    """I indexes the given shape (onnxruntime, PyTorch); N and C kept; bigger than inferred."""
+    x = np.array([[[[1.0, 2.0], [3.0, 4.0]]]], np.float32)
+    i = np.array([[[[0, 5], [10, 17]]]])
+    y = onnx.max_unpool(x, i, (1, 1, 3, 6), kernel_shape=[2, 2], strides=[2, 2])
+    assert_exact(y, oracle(x, i, (1, 1, 3, 6)))
+    y2 = onnx.max_unpool(x, i, np.array([1, 1, 5, 5]), kernel_shape=[2, 2], strides=[2, 2])
+    assert_exact(y2, oracle(x, i, (1, 1, 5, 5)))
+
+
+def test_traced_out_of_range_dropped_never_wrapped():
+    x = np.array([[[1.0, 2.0, 3.0, 4.0]]], np.float32)
+    i = np.array([[[-1, 9, 2, 100]]], np.int32)
+
+    @jax.jit
+    def f(x, i):
+        return onnx.max_unpool(x, i, kernel_shape=[2], strides=[2])
+
+    assert_exact(f(x, i), np.array([[[0, 0, 3.0, 0, 0, 0, 0, 0]]], np.float32))
+
+
+def test_empty():
+    y = onnx.max_unpool(np.zeros((0, 2, 3), np.float32), np.zeros((0, 2, 3), np.int64),
+                        kernel_shape=[2], strides=[2])
+    assert y.shape == (0, 2, 6)
+    y = onnx.max_unpool(np.zeros((1, 2, 0), np.float32), np.zeros((1, 2, 0), np.int64),
+                        kernel_shape=[2], strides=[2])
+    assert_exact(y, np.zeros((1, 2, 0), np.float32))  # (0 - 1) * 2 + 2 = 0
+
+
+def test_dense_form_is_taken_for_maxpool_indices():
+    """The run-time check picks the dense form for real MaxPool indices (2x2, stride 2)."""
+    from jaxmax._src.lowering import unpool
+
+    torch = pytest.importorskip("torch")
+    xt = torch.randn(2, 3, 8, 8)
+    v, i = torch.nn.functional.max_pool2d(xt, 2, 2, return_indices=True)
+    flat = (i + torch.arange(6).reshape(2, 3, 1, 1) * 64).numpy()
+    calls = []
+    real = unpool._dense
+
+    def spy(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    unpool._dense = spy
+    try:
+        y = unpool._unpool_jit.__wrapped__(jnp.asarray(v.numpy()), jnp.asarray(flat),
+                                           (2, 3, 8, 8), (2, 2), (2, 2), (0, 0))
+    finally:
+        unpool._dense = real
+    assert calls
+    assert_exact(y, oracle(v.numpy(), flat, (2, 3, 8, 8)))
