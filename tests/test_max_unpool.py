@@ -12,7 +12,8 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
-from adaptive_unpool_oracle import inferred_shape, max_unpool as oracle
+from adaptive_unpool_oracle import inferred_shape
+from adaptive_unpool_oracle import max_unpool as oracle
 from helpers import x64_for
 
 from jaxmax import onnx
@@ -72,7 +73,7 @@ def test_own_window_indices_against_oracle(seed):
     """Indices inside their own windows (the dense form), kernel <= stride, with output
     shapes given and not."""
     rng = np.random.default_rng(100 + seed)
-    for trial in range(25):
+    for _ in range(25):
         x_shape, kernel, strides, pads = random_geometry(rng)
         strides = tuple(max(k, s) for k, s in zip(kernel, strides, strict=True))
         out_shape = inferred_shape(x_shape, kernel, strides, pads)

@@ -15,7 +15,8 @@ Two forms, chosen at run time by a check on `I`:
   add up exactly. Out-of-range indices (only possible when `I` is traced) are dropped.
 
 The derivative with respect to `X` gathers the output cotangent at `I` and keeps it only for
-each index's last writer (0 for an overwritten duplicate or a dropped index).
+each index's last writer (0 for an overwritten duplicate or a dropped index): in the scatter
+form the transposed gather sends each output element's cotangent to its last writer.
 """
 
 from __future__ import annotations
@@ -140,23 +141,21 @@ def _exact_take(values: jax.Array, at: jax.Array) -> jax.Array:
     return lax.bitcast_convert_type(jnp.take(bits, at, mode="clip"), values.dtype)
 
 
-@jax.custom_vjp
+@jax.custom_jvp
 def _place(flat_x, winner, at, valid):
+    """``flat_x[winner]`` where ``winner >= 0``, else ``+0``; exact on any sharding. Its
+    derivative is the same selection by a plain gather (linear, so reverse mode transposes it
+    into the scatter of the cotangent to each last writer)."""
     written = winner >= 0
     taken = _exact_take(flat_x, jnp.where(written, winner, 0))
     return jnp.where(written, taken, jnp.zeros((), flat_x.dtype))
 
 
-def _place_fwd(flat_x, winner, at, valid):
-    return _place(flat_x, winner, at, valid), (winner, at, valid)
-
-
-def _place_bwd(res, g):
-    winner, at, valid = res
-    positions = lax.iota(winner.dtype, at.shape[0])
-    kept = valid & (jnp.take(winner, at, mode="clip") == positions)
-    grad = jnp.where(kept, _exact_take(g, at), jnp.zeros((), g.dtype))
-    return grad, None, None, None
-
-
-_place.defvjp(_place_fwd, _place_bwd)
+@_place.defjvp
+def _place_jvp(primals, tangents):
+    flat_x, winner, at, valid = primals
+    written = winner >= 0
+    t = tangents[0]
+    tangent = jnp.where(written, jnp.take(t, jnp.where(written, winner, 0), mode="clip"),
+                        jnp.zeros((), t.dtype))
+    return _place(flat_x, winner, at, valid), tangent
