@@ -18,8 +18,10 @@ transposes add up the contributions of overlapping windows).
 
 from __future__ import annotations
 
+import itertools
 import math
 from functools import partial
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -78,6 +80,16 @@ def tap_positions(length: int, outputs: int) -> list[list[int]]:
 # Up to this many taps (the product over the axes of the largest window) the fold is unrolled
 # over every tap combination in one fusion; beyond it, one axis at a time (see `_staged`).
 _UNROLLED_TAPS = 64
+# Up to this many element reads per (n, c) plane, windows that do not tile the input are each
+# folded from single-element slices (see `_per_window`).
+_WINDOW_READS = 1024
+
+
+def _window_reads(spatial: tuple[int, ...], output_shape: tuple[int, ...]) -> int:
+    """Elements the per-window form reads per plane: the product over the axes of the summed
+    window lengths."""
+    return math.prod(sum(e - s for s, e in windows(n, o))
+                     for n, o in zip(spatial, output_shape, strict=True))
 
 
 def adaptive_max_pool(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
@@ -93,7 +105,13 @@ def _adaptive_jit(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.d
         return jnp.zeros(out_shape, x.dtype), jnp.zeros(out_shape, index_dtype)
 
     def compute(x):
-        if tap_count(tuple(x.shape[2:]), output_shape) <= _UNROLLED_TAPS:
+        spatial = tuple(x.shape[2:])
+        divisible = all(n % o == 0 for n, o in zip(spatial, output_shape, strict=True))
+        if divisible and tap_count(spatial, output_shape) <= _UNROLLED_TAPS:
+            return _fold(x, output_shape, index_dtype)
+        if _window_reads(spatial, output_shape) <= _WINDOW_READS:
+            return _per_window(x, output_shape, index_dtype)
+        if tap_count(spatial, output_shape) <= _UNROLLED_TAPS:
             return _fold(x, output_shape, index_dtype)
         return _staged(x, output_shape, index_dtype)
 
@@ -122,7 +140,8 @@ def _fold(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
             for tap, rest in taps(along, d + 1):
                 yield tap, offset + rest
 
-    acc = index = None
+    acc: Any = None
+    index: Any = None
     for tap, flat in taps(x, 0):
         flat_ = jnp.asarray(np.broadcast_to(flat, output_shape).astype(index_dtype))
         if acc is None:
@@ -167,7 +186,8 @@ def _staged(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
         axis = 2 + d
         shape = [1] * len(spatial)
         shape[d] = output_shape[d]
-        acc = acc_idx = None
+        acc: Any = None
+        acc_idx: Any = None
         for t, pos in enumerate(positions):
             offset = jnp.asarray(
                 (np.asarray(pos, np.int64).reshape(shape) * plane_strides[d]).astype(index_dtype))
@@ -191,3 +211,33 @@ def _staged(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
         val = jnp.where(nan_first, first, val)
         idx = jnp.where(nan_first, jnp.asarray(first_idx.astype(index_dtype)), idx)
     return val, idx
+
+
+def _per_window(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
+    """The seeded fold of each window over its own elements, single-element slices visited in
+    row-major order, the windows' results concatenated: one loop fusion in which every output
+    element reads only its window (the tap form's tap arrays of concatenated runs each become a
+    fusion of their own when the windows do not tile the input)."""
+    spatial = tuple(x.shape[2:])
+    wins = [windows(n, o) for n, o in zip(spatial, output_shape, strict=True)]
+    itype = np.dtype(index_dtype).type
+
+    def build(d: int, ranges: list[tuple[int, int]]):
+        if d == len(spatial):
+            acc: Any = None
+            index: Any = None
+            for elem in itertools.product(*(range(s, e) for s, e in ranges)):
+                tap = lax.slice(x, (0, 0) + elem, tuple(x.shape[:2]) + tuple(p + 1 for p in elem))
+                flat = itype(np.ravel_multi_index(elem, spatial))
+                if acc is None:
+                    acc, index = tap, jnp.full(tap.shape, flat, index_dtype)
+                    continue
+                take = acc < tap
+                acc = jnp.where(take, tap, acc)
+                index = jnp.where(take, flat, index)
+            return acc, index
+        parts = [build(d + 1, ranges + [w]) for w in wins[d]]
+        return (lax.concatenate([p[0] for p in parts], 2 + d),
+                lax.concatenate([p[1] for p in parts], 2 + d))
+
+    return build(0, [])

@@ -92,26 +92,40 @@ def _targets(x_shape, out_shape, kernel, strides, pads_begin, dtype):
     return result
 
 
-def _dense(x, indices, *, out_shape, strides, pads_begin, targets):
-    """Each output element from the one window that holds it: ``X`` where `I` names it."""
+def _dense(x, indices, *, out_shape, strides, pads_begin, targets=None):
+    """Each output element from the one window that holds it: ``X`` where `I` names it.
+
+    ``X`` and ``I`` are repeated `strides` times along each spatial axis (a broadcast and a
+    reshape, which XLA fuses into the output's loop), so element ``j`` of an axis belongs to
+    window ``j // s`` and is output coordinate ``j - pads_begin``; it takes ``X`` where ``I``
+    equals its own flat output index. Once every index is known to lie in its own window, that
+    equality holds exactly at the element ``I`` names. The result is cropped or extended to
+    the output (elements no window reaches stay ``+0``)."""
+    del targets
     n_spatial = len(strides)
+    dtype = np.dtype(indices.dtype).type
+    spread_shape = tuple(x.shape[:2]) + tuple(x.shape[2 + d] * strides[d]
+                                               for d in range(n_spatial))
+
+    def spread(a):
+        expanded = a.reshape(tuple(a.shape[:2]) + tuple(
+            v for d in range(n_spatial) for v in (a.shape[2 + d], 1)))
+        wide = jnp.broadcast_to(expanded, tuple(a.shape[:2]) + tuple(
+            v for d in range(n_spatial) for v in (a.shape[2 + d], strides[d])))
+        return wide.reshape(spread_shape)
+
+    plane = math.prod(out_shape[2:])
+    flat = (lax.broadcasted_iota(dtype, spread_shape, 0) * dtype(out_shape[1])
+            + lax.broadcasted_iota(dtype, spread_shape, 1)) * dtype(plane)
+    for d in range(n_spatial):
+        coord = lax.broadcasted_iota(dtype, spread_shape, 2 + d) - dtype(pads_begin[d])
+        flat = flat + coord * dtype(math.prod(out_shape[3 + d:]))
     zero = jnp.zeros((), x.dtype)
-    pieces = []
-    for offset in itertools.product(*(range(s) for s in strides)):
-        if offset in targets:
-            target, valid = targets[offset]
-            pieces.append(jnp.where((indices == target) & valid, x, zero))
-        else:  # between windows (stride > kernel): never written
-            pieces.append(jnp.zeros(x.shape, x.dtype))
-    stacked = jnp.stack(pieces, axis=-1).reshape(x.shape + tuple(strides))
-    order = [0, 1] + [a for d in range(n_spatial) for a in (2 + d, 2 + n_spatial + d)]
-    spread = stacked.transpose(order).reshape(
-        x.shape[:2] + tuple(x.shape[2 + d] * strides[d] for d in range(n_spatial)))
-    # element j of an axis is output coordinate j - pads_begin: crop or extend to the output
+    spread_y = jnp.where(spread(indices) == flat, spread(x), zero)
     config = [(0, 0, 0), (0, 0, 0)] + [
-        (-pads_begin[d], out_shape[2 + d] - (spread.shape[2 + d] - pads_begin[d]), 0)
+        (-pads_begin[d], out_shape[2 + d] - (spread_shape[2 + d] - pads_begin[d]), 0)
         for d in range(n_spatial)]
-    return lax.pad(spread, zero, config)
+    return lax.pad(spread_y, zero, config)
 
 
 def _scatter(x, indices, *, out_shape):
