@@ -68,12 +68,12 @@ def random_config(rng):
 DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.int32, np.int8, np.uint8]
 
 
-@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("seed", range(4))
 def test_against_oracle_random(seed):
     rng = np.random.default_rng(seed)
-    for trial in range(20):
+    for trial in range(15):
         shape, out = random_config(rng)
-        dtype = DTYPES[(seed * 20 + trial) % len(DTYPES)]
+        dtype = DTYPES[(seed * 15 + trial) % len(DTYPES)]
         x = tricky(rng, shape, dtype)
         values, indices = ov.adaptive_max_pool(x, out, index_element_type="i32")
         want_v, want_i = oracle(x, out, np.int32)
@@ -161,9 +161,9 @@ def test_i64_without_x64_is_int32_with_warning():
 
 
 def test_every_small_geometry_1d_2d():
-    """Every (L, O) with L, O <= 7 in 1-D, against the oracle, with ties and NaN."""
+    """Every (L, O) with L, O <= 6 in 1-D, against the oracle, with ties and NaN."""
     rng = np.random.default_rng(11)
-    for length, outputs in itertools.product(range(1, 8), range(1, 8)):
+    for length, outputs in itertools.product(range(1, 7), range(1, 7)):
         x = tricky(rng, (1, 2, length), np.float32)
         v, i = ov.adaptive_max_pool(x, [outputs], index_element_type="i32")
         wv, wi = oracle(x, [outputs], np.int32)
@@ -189,7 +189,7 @@ def _openvino(x, out):
     return result[compiled.output(0)], result[compiled.output(1)]
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", range(2))
 def test_against_openvino_cpu_plugin(seed):
     """Ties, ±0, ±inf, NaN (at any position), O dividing L or not, O > L: equal bit for bit.
     Integer data: only values that float32 holds exactly (the plugin computes integers in f32;
@@ -221,7 +221,7 @@ def test_against_torch(rank):
     fn = {3: torch.nn.functional.adaptive_max_pool1d, 4: torch.nn.functional.adaptive_max_pool2d,
           5: torch.nn.functional.adaptive_max_pool3d}[rank]
     rng = np.random.default_rng(400 + rank)
-    for _ in range(12):
+    for _ in range(8):
         shape, out = random_config(rng)
         while len(shape) != rank:
             shape, out = random_config(rng)
