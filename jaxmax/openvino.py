@@ -1,10 +1,12 @@
-"""OpenVINO operators: ``ReduceMax-1``, ``ReduceLogicalOr-1``, ``MaxPool-1``, ``SegmentMax-16``,
-``Maximum-1``, ``TopK-1``/``-3``/``-11``."""
+"""OpenVINO operators: ``ReduceMax-1``, ``ReduceLogicalOr-1``, ``MaxPool-1``/``-8``/``-14``,
+``SegmentMax-16``, ``Maximum-1``, ``TopK-1``/``-3``/``-11``, ``AdaptiveMaxPool-8``."""
 
+from jaxmax._src.openvino.adaptive_pool import adaptive_max_pool
 from jaxmax._src.openvino.elementwise import maximum
 from jaxmax._src.openvino.pool import max_pool
 from jaxmax._src.openvino.reduce import reduce_logical_or, reduce_max
 from jaxmax._src.openvino.segment import segment_max
 from jaxmax._src.openvino.top_k import top_k
 
-__all__ = ["max_pool", "maximum", "reduce_logical_or", "reduce_max", "segment_max", "top_k"]
+__all__ = ["adaptive_max_pool", "max_pool", "maximum", "reduce_logical_or", "reduce_max",
+           "segment_max", "top_k"]

@@ -647,3 +647,90 @@ def test_arg_max_top_k_odd_but_valid_spellings():
     v, i = ov.top_k(F32_2D, np.array(2), axis=0, mode="MIN", sort="Index",
                     index_element_type=np.int32, stable=1)
     assert v.shape == (2, 3) and i.dtype == np.int32
+
+
+# --------------------------------------------------------------------------------------------
+# AdaptiveMaxPool-8 and ONNX MaxUnpool
+# --------------------------------------------------------------------------------------------
+
+_AMP = "^AdaptiveMaxPool-8: "
+_UNPOOL = "^ONNX MaxUnpool: "
+_X4 = np.zeros((1, 2, 4, 4), np.float32)
+_X2 = np.ones((1, 2, 2, 2), np.float32)
+_I2 = np.array([[[[0, 1], [2, 3]], [[16, 17], [18, 19]]]])
+
+
+@pytest.mark.parametrize("call,error,words", [
+    (lambda: ov.adaptive_max_pool(_X4, [2, 2], opset=7), ValueError, "opset"),
+    (lambda: ov.adaptive_max_pool(np.zeros((2, 4), np.float32), [2]), ValueError, "`data`"),
+    (lambda: ov.adaptive_max_pool(np.zeros((1,) * 6, np.float32), [1] * 4), ValueError,
+     "`data`"),
+    (lambda: ov.adaptive_max_pool(_X4, [2, 2, 2]), ValueError, "`output_shape`"),
+    (lambda: ov.adaptive_max_pool(_X4, [2, -1]), ValueError, "`output_shape`"),
+    (lambda: ov.adaptive_max_pool(_X4, [2.0, 2.0]), TypeError, "`output_shape`"),
+    (lambda: ov.adaptive_max_pool(_X4, [[2, 2]]), ValueError, "`output_shape`"),
+    (lambda: ov.adaptive_max_pool(_X4, [2, 2], index_element_type="i16"), ValueError,
+     "`index_element_type`"),
+    (lambda: ov.adaptive_max_pool(_X4, [2, 2], index_element_type=3), TypeError,
+     "`index_element_type`"),
+    (lambda: ov.adaptive_max_pool(_X4 > 0, [2, 2]), TypeError, "bool"),
+    (lambda: ov.adaptive_max_pool(_X4.astype(np.complex64), [2, 2]), TypeError, "`data`"),
+    (lambda: ov.adaptive_max_pool(np.zeros((1, 1, 0, 3), np.float32), [2, 1]), ValueError,
+     "length 0"),
+    (lambda: ov.adaptive_max_pool(_X4, [2**62, 2**3]), ValueError, "2\\*\\*60"),
+    (lambda: jax.jit(lambda o: ov.adaptive_max_pool(_X4, o))(np.array([2, 2])), TypeError,
+     "static"),
+])
+def test_adaptive_max_pool_bad_arguments(call, error, words):
+    with pytest.raises(error, match=_AMP + ".*" + words):
+        call()
+
+
+@pytest.mark.parametrize("call,error,words", [
+    (lambda: onnx.max_unpool(_X2, _I2, kernel_shape=[2, 2], strides=[2, 2], opset=8),
+     ValueError, "opset"),
+    (lambda: onnx.max_unpool(_X2[0, 0], _I2[0, 0], kernel_shape=[2], strides=[2]), ValueError,
+     "rank"),
+    (lambda: onnx.max_unpool(_X2, _I2, kernel_shape=[2], strides=[2, 2]), ValueError,
+     "`kernel_shape`"),
+    (lambda: onnx.max_unpool(_X2, _I2, kernel_shape=[0, 2], strides=[2, 2]), ValueError,
+     "`kernel_shape`"),
+    (lambda: onnx.max_unpool(_X2, _I2, kernel_shape=[2, 2], strides=[0, 2]), ValueError,
+     "`strides`"),
+    (lambda: onnx.max_unpool(_X2, _I2, kernel_shape=[2, 2], pads=[-1, 0, 0, 0]), ValueError,
+     "`pads`"),
+    (lambda: onnx.max_unpool(_X2, _I2, kernel_shape=[2, 2], pads=[9, 0, 9, 0]), ValueError,
+     "`pads`"),
+    (lambda: onnx.max_unpool(_X2, _I2, [1, 2, 4], kernel_shape=[2, 2], strides=[2, 2]),
+     ValueError, "`output_shape`"),
+    (lambda: onnx.max_unpool(_X2, _I2, [1, 2, 4, -4], kernel_shape=[2, 2], strides=[2, 2]),
+     ValueError, "`output_shape`"),
+    (lambda: onnx.max_unpool(_X2, _I2, [2, 2, 4, 4], kernel_shape=[2, 2], strides=[2, 2]),
+     ValueError, "batch and channel"),
+    (lambda: onnx.max_unpool(_X2, _I2, [1, 3, 4, 4], kernel_shape=[2, 2], strides=[2, 2]),
+     ValueError, "batch and channel"),
+    (lambda: onnx.max_unpool(_X2, _I2, [1, 2, 3, 3], kernel_shape=[2, 2], strides=[2, 2]),
+     ValueError, "fewer elements"),
+    (lambda: onnx.max_unpool(_X2, _I2 + 30, kernel_shape=[2, 2], strides=[2, 2]), ValueError,
+     "`I`.*outside"),
+    (lambda: onnx.max_unpool(_X2, -_I2 - 1, kernel_shape=[2, 2], strides=[2, 2]), ValueError,
+     "`I`.*outside"),
+    (lambda: onnx.max_unpool(_X2, _I2.astype(np.float32), kernel_shape=[2, 2], strides=[2, 2]),
+     TypeError, "`I`"),
+    (lambda: onnx.max_unpool(_X2, _I2[..., :1], kernel_shape=[2, 2], strides=[2, 2]),
+     ValueError, "`I`"),
+    (lambda: onnx.max_unpool(_X2.astype(np.int32), _I2, kernel_shape=[2, 2], strides=[2, 2]),
+     TypeError, "`X` dtype"),
+    (lambda: onnx.max_unpool(_X2 > 0, _I2, kernel_shape=[2, 2], strides=[2, 2]), TypeError,
+     "`X` dtype"),
+    (lambda: onnx.max_unpool(_X2.astype(jax.numpy.bfloat16), _I2, kernel_shape=[2, 2],
+                             strides=[2, 2], opset=11), TypeError, "`X` dtype"),
+    (lambda: onnx.max_unpool(_X2, _I2, [1, 2, 2**40, 2**40], kernel_shape=[2, 2],
+                             strides=[2, 2]), ValueError, "`I` can name|2\\*\\*60"),
+    (lambda: jax.jit(lambda s: onnx.max_unpool(_X2, _I2, s, kernel_shape=[2, 2],
+                                               strides=[2, 2]))(np.array([1, 2, 4, 4])),
+     TypeError, "static"),
+])
+def test_max_unpool_bad_arguments(call, error, words):
+    with pytest.raises(error, match=_UNPOOL + ".*" + words):
+        call()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import (
+    adaptive_unpool,
     eager,
     elementwise,
     logical_or,
@@ -18,7 +19,7 @@ from .cases import Case, Sizes
 
 CASE_BUILDERS: dict[str, Callable[[Sizes], list[Case]]] = {
     m.GROUP: m.cases for m in (reduce, logical_or, max_pool, segment_max, eager, pool_family,
-                               elementwise, top_k)}
+                               elementwise, top_k, adaptive_unpool)}
 GROUPS = tuple(CASE_BUILDERS)
 
 
