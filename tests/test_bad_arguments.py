@@ -152,6 +152,40 @@ CALLS = {
         "noop_with_empty_axes": ANY_FLAG_BAD + [None, 2, "0"],
         "opset": ANY_INT_BAD + [None, 0, -1, "18"],
     }),
+    "onnx.arg_max": ("ONNX ArgMax", onnx.arg_max,
+                     dict(data=F32_2D, axis=1, keepdims=0, select_last_index=1, opset=13), {
+        "data": EVERYWHERE + [None, np.float32(1.0), BOOL_2D, F32_2D.astype(np.complex64),
+                              np.array([[2**40, 1]]), np.zeros((4, 0), np.float32),
+                              np.full((2, 2), 1e300)],
+        "axis": ANY_INT_BAD + [2, -3, 2**40, None, "0", [1]],
+        "keepdims": ANY_FLAG_BAD + [None, 2, -1, "1"],
+        "select_last_index": ANY_FLAG_BAD + [None, 2, "0"],
+        "opset": ANY_INT_BAD + [None, 0, -1, 11, "13"],  # 11: no select_last_index
+    }),
+    "onnx.top_k": ("ONNX TopK", onnx.top_k,
+                   dict(X=F32_2D, K=2, axis=1, largest=0, sorted=1, opset=24), {
+        "X": EVERYWHERE + [None, np.float32(1.0), BOOL_2D, F32_2D.astype(np.complex64),
+                           np.full((2, 3), 1e300), np.ones((4, 3), np.float16).astype(object)],
+        "K": ANY_INT_BAD + [None, -1, 4, [2, 2], np.array([[2]]), np.array(2), [2.0], 2**40,
+                            np.array([1.5])],
+        "axis": ANY_INT_BAD + [2, -3, None, "1"],
+        "largest": ANY_FLAG_BAD + [None, 2, "1"],
+        "sorted": ANY_FLAG_BAD + [None, 2, -1],
+        "opset": ANY_INT_BAD + [None, 0, -1, 10, "24"],  # 10: no largest
+    }),
+    "ov.top_k": (("TopK-11", "TopK-3", "TopK-1", "TopK"), ov.top_k,
+                 dict(data=F32_2D, k=2, axis=1, mode="max", sort="value",
+                      index_element_type="i32", stable=True, opset=11), {
+        "data": EVERYWHERE + [None, np.float32(1.0), BOOL_2D, F32_2D.astype(np.complex64),
+                              np.array([[2**40, 1]])],
+        "k": ANY_INT_BAD + [None, 0, -1, 4, [2], [[2]], 2**40, "2"],
+        "axis": ANY_INT_BAD + [2, -3, None],
+        "mode": EVERYWHERE[:5] + [None, 1, "maximum", "", ["max"]],
+        "sort": EVERYWHERE[:5] + [None, 1, "values", "none", ""],  # none: stable=True
+        "index_element_type": EVERYWHERE[:5] + ["u8", "i16", "", np.int8, np.float32, None, 5],
+        "stable": ANY_FLAG_BAD + [None, 2, "yes"],
+        "opset": ANY_INT_BAD + [None, 0, -1, 3, "11"],  # 3: no stable
+    }),
 }
 
 
@@ -537,3 +571,166 @@ def test_ragged_or_foreign_data_is_a_type_error():
             with pytest.raises(TypeError, match=r"^(ReduceMax-1|ONNX ReduceMax|MaxPool-1|"
                                                 r"SegmentMax-16): `data`"):
                 call()
+
+
+# --------------------------------------------------------------------------------------------
+# ONNX ArgMax / TopK and OpenVINO TopK: version and dtype gates (SEMANTICS.md 6.1)
+# --------------------------------------------------------------------------------------------
+
+def test_arg_max_top_k_fuzz_covers_every_argument():
+    for face, fn in {"onnx.arg_max": onnx.arg_max, "onnx.top_k": onnx.top_k,
+                     "ov.top_k": ov.top_k}.items():
+        bad = CALLS[face][3]
+        for name in inspect.signature(fn).parameters:
+            assert name in bad, (face, name)
+
+
+@pytest.mark.parametrize("call,error,match", [
+    # a dtype the version forbids
+    (lambda: onnx.arg_max(F32_2D.astype(jax.numpy.bfloat16), opset=12), TypeError, "ArgMax-12"),
+    (lambda: onnx.top_k(F32_2D.astype(np.int32), 1, opset=10), TypeError, "TopK-10"),
+    (lambda: onnx.top_k(F32_2D.astype(jax.numpy.bfloat16), 1, opset=23), TypeError, "TopK-11"),
+    (lambda: onnx.arg_max(BOOL_2D), TypeError, "bool"),
+    (lambda: onnx.top_k(BOOL_2D, 1), TypeError, "bool"),
+    (lambda: ov.top_k(BOOL_2D, 1, axis=0, mode="max", sort="value"), TypeError, "bool"),
+    # an attribute the version lacks
+    (lambda: onnx.arg_max(F32_2D, select_last_index=1, opset=11), ValueError, "opset 12"),
+    (lambda: onnx.top_k(F32_2D, 1, largest=0, opset=10), ValueError, "opset 11"),
+    (lambda: onnx.top_k(F32_2D, 1, sorted=0, opset=1), ValueError, "opset 11"),
+    (lambda: ov.top_k(F32_2D, 1, axis=0, mode="max", sort="value", stable=True, opset=3),
+     ValueError, "TopK-11"),
+    # K / k shape and range
+    (lambda: onnx.top_k(F32_2D, np.array([1]), opset=1), ValueError, "rank"),
+    (lambda: onnx.top_k(F32_2D, 0, opset=1), ValueError, r"\[1, 3\]"),
+    (lambda: onnx.top_k(F32_2D, 4), ValueError, r"\[0, 3\]"),
+    (lambda: onnx.top_k(F32_2D, -1), ValueError, r"\[0, 3\]"),
+    (lambda: onnx.top_k(F32_2D, np.array([[1]])), ValueError, "rank"),
+    (lambda: onnx.top_k(F32_2D, np.array([1, 1])), ValueError, "1-D"),
+    (lambda: ov.top_k(F32_2D, 0, axis=1, mode="max", sort="value"), ValueError, r"\[1, 3\]"),
+    (lambda: ov.top_k(F32_2D, 4, axis=1, mode="max", sort="value"), ValueError, r"\[1, 3\]"),
+    # axis, rank 0, empty reduced axis
+    (lambda: onnx.arg_max(F32_2D, axis=2), ValueError, "axis"),
+    (lambda: onnx.top_k(F32_2D, 1, axis=-3), ValueError, "axis"),
+    (lambda: ov.top_k(F32_2D, 1, axis=2, mode="max", sort="value"), ValueError, "axis"),
+    (lambda: onnx.arg_max(np.float32(1.0)), ValueError, "rank"),
+    (lambda: onnx.top_k(np.float32(1.0), 1), ValueError, "rank"),
+    (lambda: ov.top_k(np.float32(1.0), 1, axis=0, mode="max", sort="value"), ValueError, "rank"),
+    (lambda: onnx.arg_max(np.zeros((0, 3), np.float32)), ValueError, "empty"),
+    # flags outside 0/1, string attributes
+    (lambda: onnx.arg_max(F32_2D, keepdims=2), ValueError, "keepdims"),
+    (lambda: onnx.arg_max(F32_2D, select_last_index=2), ValueError, "select_last_index"),
+    (lambda: onnx.top_k(F32_2D, 1, largest=2), ValueError, "largest"),
+    (lambda: onnx.top_k(F32_2D, 1, sorted=-1), ValueError, "sorted"),
+    (lambda: ov.top_k(F32_2D, 1, axis=0, mode="max", sort="none", stable=True), ValueError,
+     "stable"),
+    (lambda: ov.top_k(F32_2D, 1, axis=0, mode="max", sort="value", index_element_type="u32"),
+     ValueError, "index_element_type"),
+    (lambda: ov.top_k(F32_2D, 1, axis=0, mode="largest", sort="value"), ValueError, "mode"),
+    (lambda: ov.top_k(F32_2D, 1, axis=0, mode="max", sort="ascending"), ValueError, "sort"),
+    # traced static arguments
+    (lambda: jax.jit(lambda k: onnx.top_k(F32_2D, k))(1), TypeError, "static"),
+    (lambda: jax.jit(lambda k: ov.top_k(F32_2D, k, axis=0, mode="max", sort="value"))(1),
+     TypeError, "static"),
+])
+def test_arg_max_top_k_gates(call, error, match):
+    with pytest.raises(error, match=match) as info:
+        call()
+    assert str(info.value).startswith(("ONNX ArgMax: ", "ONNX TopK: ", "TopK-1: ", "TopK-3: ",
+                                       "TopK-11: ", "TopK: ")), str(info.value)
+
+
+def test_arg_max_top_k_odd_but_valid_spellings():
+    with jax.enable_x64(True):
+        v, i = onnx.top_k(F32_2D, np.array([2], np.int32), axis=np.int64(-1))
+        assert v.shape == (4, 2) and i.dtype == np.int64
+        assert onnx.arg_max(F32_2D, axis=np.array(1), keepdims=True).shape == (4, 1)
+    v, i = ov.top_k(F32_2D, np.array(2), axis=0, mode="MIN", sort="Index",
+                    index_element_type=np.int32, stable=1)
+    assert v.shape == (2, 3) and i.dtype == np.int32
+
+
+# --------------------------------------------------------------------------------------------
+# AdaptiveMaxPool-8 and ONNX MaxUnpool
+# --------------------------------------------------------------------------------------------
+
+_AMP = "^AdaptiveMaxPool-8: "
+_UNPOOL = "^ONNX MaxUnpool: "
+_X4 = np.zeros((1, 2, 4, 4), np.float32)
+_X2 = np.ones((1, 2, 2, 2), np.float32)
+_I2 = np.array([[[[0, 1], [2, 3]], [[16, 17], [18, 19]]]])
+
+
+@pytest.mark.parametrize("call,error,words", [
+    (lambda: ov.adaptive_max_pool(_X4, [2, 2], opset=7), ValueError, "opset"),
+    (lambda: ov.adaptive_max_pool(np.zeros((2, 4), np.float32), [2]), ValueError, "`data`"),
+    (lambda: ov.adaptive_max_pool(np.zeros((1,) * 6, np.float32), [1] * 4), ValueError,
+     "`data`"),
+    (lambda: ov.adaptive_max_pool(_X4, [2, 2, 2]), ValueError, "`output_shape`"),
+    (lambda: ov.adaptive_max_pool(_X4, [2, -1]), ValueError, "`output_shape`"),
+    (lambda: ov.adaptive_max_pool(_X4, [2.0, 2.0]), TypeError, "`output_shape`"),
+    (lambda: ov.adaptive_max_pool(_X4, [[2, 2]]), ValueError, "`output_shape`"),
+    (lambda: ov.adaptive_max_pool(_X4, [2, 2], index_element_type="i16"), ValueError,
+     "`index_element_type`"),
+    (lambda: ov.adaptive_max_pool(_X4, [2, 2], index_element_type=3), TypeError,
+     "`index_element_type`"),
+    (lambda: ov.adaptive_max_pool(_X4 > 0, [2, 2]), TypeError, "bool"),
+    (lambda: ov.adaptive_max_pool(_X4.astype(np.complex64), [2, 2]), TypeError, "`data`"),
+    (lambda: ov.adaptive_max_pool(np.zeros((1, 1, 0, 3), np.float32), [2, 1]), ValueError,
+     "length 0"),
+    (lambda: ov.adaptive_max_pool(_X4, [2**62, 2**3]), ValueError, "2\\*\\*60"),
+    (lambda: jax.jit(lambda o: ov.adaptive_max_pool(_X4, o))(np.array([2, 2])), TypeError,
+     "static"),
+])
+def test_adaptive_max_pool_bad_arguments(call, error, words):
+    with pytest.raises(error, match=_AMP + ".*" + words):
+        call()
+
+
+@pytest.mark.parametrize("call,error,words", [
+    (lambda: onnx.max_unpool(_X2, _I2, kernel_shape=[2, 2], strides=[2, 2], opset=8),
+     ValueError, "opset"),
+    (lambda: onnx.max_unpool(_X2[0, 0], _I2[0, 0], kernel_shape=[2], strides=[2]), ValueError,
+     "rank"),
+    (lambda: onnx.max_unpool(_X2, _I2, kernel_shape=[2], strides=[2, 2]), ValueError,
+     "`kernel_shape`"),
+    (lambda: onnx.max_unpool(_X2, _I2, kernel_shape=[0, 2], strides=[2, 2]), ValueError,
+     "`kernel_shape`"),
+    (lambda: onnx.max_unpool(_X2, _I2, kernel_shape=[2, 2], strides=[0, 2]), ValueError,
+     "`strides`"),
+    (lambda: onnx.max_unpool(_X2, _I2, kernel_shape=[2, 2], pads=[-1, 0, 0, 0]), ValueError,
+     "`pads`"),
+    (lambda: onnx.max_unpool(_X2, _I2, kernel_shape=[2, 2], pads=[9, 0, 9, 0]), ValueError,
+     "`pads`"),
+    (lambda: onnx.max_unpool(_X2, _I2, [1, 2, 4], kernel_shape=[2, 2], strides=[2, 2]),
+     ValueError, "`output_shape`"),
+    (lambda: onnx.max_unpool(_X2, _I2, [1, 2, 4, -4], kernel_shape=[2, 2], strides=[2, 2]),
+     ValueError, "`output_shape`"),
+    (lambda: onnx.max_unpool(_X2, _I2, [2, 2, 4, 4], kernel_shape=[2, 2], strides=[2, 2]),
+     ValueError, "batch and channel"),
+    (lambda: onnx.max_unpool(_X2, _I2, [1, 3, 4, 4], kernel_shape=[2, 2], strides=[2, 2]),
+     ValueError, "batch and channel"),
+    (lambda: onnx.max_unpool(_X2, _I2, [1, 2, 3, 3], kernel_shape=[2, 2], strides=[2, 2]),
+     ValueError, "fewer elements"),
+    (lambda: onnx.max_unpool(_X2, _I2 + 30, kernel_shape=[2, 2], strides=[2, 2]), ValueError,
+     "`I`.*outside"),
+    (lambda: onnx.max_unpool(_X2, -_I2 - 1, kernel_shape=[2, 2], strides=[2, 2]), ValueError,
+     "`I`.*outside"),
+    (lambda: onnx.max_unpool(_X2, _I2.astype(np.float32), kernel_shape=[2, 2], strides=[2, 2]),
+     TypeError, "`I`"),
+    (lambda: onnx.max_unpool(_X2, _I2[..., :1], kernel_shape=[2, 2], strides=[2, 2]),
+     ValueError, "`I`"),
+    (lambda: onnx.max_unpool(_X2.astype(np.int32), _I2, kernel_shape=[2, 2], strides=[2, 2]),
+     TypeError, "`X` dtype"),
+    (lambda: onnx.max_unpool(_X2 > 0, _I2, kernel_shape=[2, 2], strides=[2, 2]), TypeError,
+     "`X` dtype"),
+    (lambda: onnx.max_unpool(_X2.astype(jax.numpy.bfloat16), _I2, kernel_shape=[2, 2],
+                             strides=[2, 2], opset=11), TypeError, "`X` dtype"),
+    (lambda: onnx.max_unpool(_X2, _I2, [1, 2, 2**40, 2**40], kernel_shape=[2, 2],
+                             strides=[2, 2]), ValueError, "`I` can name|2\\*\\*60"),
+    (lambda: jax.jit(lambda s: onnx.max_unpool(_X2, _I2, s, kernel_shape=[2, 2],
+                                               strides=[2, 2]))(np.array([1, 2, 4, 4])),
+     TypeError, "static"),
+])
+def test_max_unpool_bad_arguments(call, error, words):
+    with pytest.raises(error, match=_UNPOOL + ".*" + words):
+        call()

@@ -31,11 +31,28 @@ ROWS = {
     ("openvino.reduce_max", "ReduceMax-1"),
     ("openvino.reduce_logical_or", "ReduceLogicalOr-1"),
     ("openvino.max_pool", "MaxPool-1"),
+    ("openvino.max_pool", "MaxPool-8"),
+    ("openvino.max_pool", "MaxPool-14"),
     ("openvino.segment_max", "SegmentMax-16"),
+    ("openvino.top_k", "TopK-1"),
+    ("openvino.top_k", "TopK-3"),
+    ("openvino.top_k", "TopK-11"),
+    ("openvino.adaptive_max_pool", "AdaptiveMaxPool-8"),
+    ("openvino.maximum", "Maximum-1"),
     ("onnx.reduce_max", "ReduceMax-13"),
     ("onnx.reduce_max", "ReduceMax-18"),
     ("onnx.reduce_max", "ReduceMax-20"),
+    ("onnx.max_pool", "MaxPool-22"),
+    ("onnx.global_max_pool", "GlobalMaxPool-22"),
+    ("onnx.arg_max", "ArgMax-13"),
+    ("onnx.top_k", "TopK-1"),
+    ("onnx.top_k", "TopK-24"),
+    ("onnx.max_unpool", "MaxUnpool-22"),
+    ("onnx.max", "Max-8"),
+    ("onnx.max", "Max-13"),
 }
+# rows without a gradient: boolean data, integer outputs
+NO_GRAD = {"openvino.reduce_logical_or", "onnx.arg_max"}
 COLUMNS = ["operator", "spec version", "cases", "backend", "checked", "agree", "jit median"]
 
 
@@ -78,8 +95,8 @@ def test_tour_runs_every_operator_and_all_agree():
         assert row["backend"] in ("cpu", "gpu", "tpu"), row
         checked = row["checked"].split()
         assert checked[:3] == ["values", "jit", "vmap"], row
-        # every row but the bool-only ReduceLogicalOr holds a floating case with a gradient
-        assert ("grad" in checked) == (row["operator"] != "openvino.reduce_logical_or"), row
+        # every row but ReduceLogicalOr (bool) and ArgMax (integer output) checks a gradient
+        assert ("grad" in checked) == (row["operator"] not in NO_GRAD), row
         assert re.fullmatch(r"\d+(\.\d+)? (us|ms)", row["jit median"]), row
         assert int(row["cases"]) >= 1
     assert sum(int(r["cases"]) for r in rows) == len(tour.default_cases())
@@ -92,8 +109,9 @@ def test_help_explains_the_tour():
     assert result.returncode == 0, result.stderr
     text = " ".join(result.stdout.split())
     assert text.startswith("usage: python -m jaxmax")
-    for word in ("reduce_max", "reduce_logical_or", "max_pool", "segment_max", "onnx.reduce_max",
-                 "jax.jit", "jax.vmap", "jax.grad", "NumPy", "Exit status", "--verbose"):
+    for word in ("reduce_max", "reduce_logical_or", "max_pool", "segment_max", "top_k",
+                 "adaptive_max_pool", "maximum", "global_max_pool", "arg_max", "max_unpool",
+                 "jax.jit", "jax.vmap", "jax.grad", "NumPy", "Exit status", "--verbose", "check"):
         assert word in text, word
 
 
@@ -169,17 +187,27 @@ def test_a_crash_is_reported_not_raised():
     assert "raised ValueError: SegmentMax-16" in text
 
 
+def test_every_public_operator_is_in_the_tour():
+    from jaxmax import onnx as jonnx
+
+    public = {f"openvino.{name}" for name in ov.__all__ if name != "from_node"}
+    public |= {f"onnx.{name}" for name in jonnx.__all__ if name != "from_node"}
+    assert public == {operator for operator, _ in ROWS}
+
+
 def test_the_numpy_references_reproduce_the_spec_examples():
     # The loops in tour_references.py are the oracle: on every case with values copied from a
-    # spec text
-    # they must give those values (independently of jaxmax).
+    # spec text they must give those values, every output (independently of jaxmax).
     checked = 0
     for case in tour.default_cases():
         if case.expected is not None:
-            np.testing.assert_array_equal(case.reference(case.data).value, case.expected,
-                                          strict=True, err_msg=case.name)
+            expected = case.expected if isinstance(case.expected, tuple) else (case.expected,)
+            outputs = case.reference(case.data).outputs
+            assert len(outputs) == len(expected), case.name
+            for got, want in zip(outputs, expected, strict=True):
+                np.testing.assert_array_equal(got, want, strict=True, err_msg=case.name)
             checked += 1
-    assert checked >= 12
+    assert checked >= 40
 
 
 def test_reference_gradient_routing():
@@ -193,3 +221,28 @@ def test_reference_gradient_routing():
     cotangent = np.array([4, 6]).reshape(1, 1, 2, 1)
     np.testing.assert_array_equal(pooled.vjp(data[None, None], cotangent),
                                   [[[[4, 0, 0], [6, 0, 0]]]])
+
+
+def test_reference_gradient_routing_by_winners():
+    # TopK: each output's cotangent to the element its index names (ties by index, -0 == +0);
+    # ONNX Max: a tie gives each side half; Maximum-1: a tie keeps a.
+    data = np.array([[0.0, 2, -0.0, 2]], np.float32)
+    top = tour_references.top_k_reference(data, k=3, axis=1, largest=True, nan="top")
+    np.testing.assert_array_equal(top.extra[0], [[1, 3, 0]])
+    np.testing.assert_array_equal(top.vjp(data, np.array([[1, 10, 100]])), [[100, 1, 0, 10]])
+    a, b = np.array([1, 2, 3], np.float32), np.array([1, 5, 0], np.float32)
+    ieee = tour_references.maximum_reference(a, b, rule="ieee")
+    np.testing.assert_array_equal(ieee.vjp(a, np.array([2, 2, 2])), [1, 0, 2])
+    openvino = tour_references.maximum_reference(a, b, rule="openvino")
+    np.testing.assert_array_equal(openvino.vjp(a, np.array([2, 2, 2])), [2, 0, 2])
+    # MaxUnpool: the overwritten duplicate gets nothing back
+    unpool = tour_references.unpool_reference(np.array([[[1.0, 2.0]]]), np.array([[[3, 3]]]),
+                                              (1, 1, 4))
+    np.testing.assert_array_equal(unpool.value, [[[0, 0, 0, 2]]])
+    np.testing.assert_array_equal(unpool.vjp(np.array([[[1.0, 2.0]]]),
+                                             np.array([[[5, 6, 7, 8]]])), [[[0, 8]]])
+    # AdaptiveMaxPool: overlapping windows (3 -> 2: [0, 2) and [1, 3)) both route to the 9
+    pooled = tour_references.adaptive_reference(np.array([[[1.0, 9.0, 4.0]]]), [2])
+    np.testing.assert_array_equal(pooled.extra[0], [[[1, 1]]])
+    np.testing.assert_array_equal(pooled.vjp(np.array([[[1.0, 9.0, 4.0]]]),
+                                             np.array([[[3, 4]]])), [[[0, 7, 0]]])

@@ -68,16 +68,14 @@ def _nodes():
         np.float32(3.5))), (X2,))
     add("Maximum-1-pdpd", lambda p: ops1.maximum(p[0], p[1], auto_broadcast="pdpd"),
         (X4, X4[:1, :, :1, :].copy() + 0.5))
-    if hasattr(ov, "top_k"):
-        add("TopK-1", lambda p: ops1.topk(p[0], ops1.constant(np.int64(3)), 2, "max", "value"),
-            (X4,))
-        add("TopK-3", lambda p: ops3.topk(p[0], 2, -1, "min", "index",
-                                          index_element_type="i64"), (X4,))
-        add("TopK-11", lambda p: ops11.topk(p[0], 4, 1, "max", "value", stable=True), (X2,))
-    if hasattr(ov, "adaptive_max_pool"):
-        add("AdaptiveMaxPool-8", lambda p: ops8.adaptive_max_pool(p[0], [3, 4],
-                                                                  index_element_type="i32"),
-            (X4,))
+    add("TopK-1", lambda p: ops1.topk(p[0], ops1.constant(np.int64(3)), 2, "max", "value"),
+        (X4,))
+    add("TopK-3", lambda p: ops3.topk(p[0], 2, -1, "min", "index", index_element_type="i64"),
+        (X4,))
+    add("TopK-11", lambda p: ops11.topk(p[0], 4, 1, "max", "value", stable=True), (X2,))
+    # the CPU plugin compiles AdaptiveMaxPool only with i32 indices ("does not support i64")
+    add("AdaptiveMaxPool-8", lambda p: ops8.adaptive_max_pool(p[0], [3, 4],
+                                                              index_element_type="i32"), (X4,))
     return out
 
 

@@ -4,12 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import eager, elementwise, logical_or, max_pool, pool_family, reduce, segment_max
+from . import (
+    adaptive_unpool,
+    eager,
+    elementwise,
+    logical_or,
+    max_pool,
+    pool_family,
+    reduce,
+    segment_max,
+    top_k,
+)
 from .cases import Case, Sizes
 
 CASE_BUILDERS: dict[str, Callable[[Sizes], list[Case]]] = {
     m.GROUP: m.cases for m in (reduce, logical_or, max_pool, segment_max, eager, pool_family,
-                               elementwise)}
+                               elementwise, top_k, adaptive_unpool)}
 GROUPS = tuple(CASE_BUILDERS)
 
 

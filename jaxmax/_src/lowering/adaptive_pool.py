@@ -1,0 +1,243 @@
+"""Adaptive max pooling (OpenVINO AdaptiveMaxPool-8): the seeded fold over static windows.
+
+Each spatial axis of length ``L`` pooled to ``O`` outputs has the windows
+``[floor(i*L/O), ceil((i+1)*L/O))``: static, possibly of different sizes, overlapping when ``O``
+does not divide ``L`` and repeating elements when ``O > L``. Window ``i`` is read as ``kmax``
+*taps* (``kmax`` the largest window on the axis): tap ``t`` reads position
+``min(start_i + t, end_i - 1)``, so a short window repeats its last element. Every tap array is
+made of static slices of the input (one strided slice per run of outputs whose positions step
+evenly: a single one when ``O`` divides ``L``), never a gather, so sharded inputs stay exact.
+
+The fold visits the taps of all axes in row-major order and keeps ``acc`` (and its flat index)
+unless ``acc < x``: the window's first element seeds it, ties and ``±0`` keep the earlier one,
+and NaN wins only as the first element (``acc < NaN`` and ``NaN < x`` are false). A repeated
+element changes nothing: it was already folded, so ``acc`` is not below it. The whole fold is
+one XLA fusion; its derivative sends each window's cotangent to the winning element (the slices'
+transposes add up the contributions of overlapping windows).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxmax._src import explicit_axes
+
+
+def windows(length: int, outputs: int) -> tuple[tuple[int, int], ...]:
+    """The ``(start, end)`` of each of `outputs` windows over `length`, exact integers."""
+    return tuple(((i * length) // outputs, -((-(i + 1) * length) // outputs))
+                 for i in range(outputs))
+
+
+def _runs(positions: list[int]) -> list[tuple[int, int, int]]:
+    """`positions` cut into maximal runs of one step: ``(first, count, step)``."""
+    runs: list[tuple[int, int, int]] = []
+    i = 0
+    while i < len(positions):
+        if i + 1 == len(positions):
+            runs.append((positions[i], 1, 1))
+            break
+        step = positions[i + 1] - positions[i]
+        j = i + 1
+        while j + 1 < len(positions) and positions[j + 1] - positions[j] == step:
+            j += 1
+        runs.append((positions[i], j - i + 1, step))
+        i = j + 1
+    return runs
+
+
+def _take_static(x: jax.Array, axis: int, positions: list[int]) -> jax.Array:
+    """``x`` at the static `positions` along `axis`, built from slices (no gather)."""
+    pieces = []
+    for first, count, step in _runs(positions):
+        if step > 0:
+            pieces.append(lax.slice_in_dim(x, first, first + (count - 1) * step + 1, step, axis))
+        else:  # a repeated position (step 0) or a step back: one slice, broadcast
+            piece = lax.slice_in_dim(x, first, first + 1, 1, axis)
+            if step == 0:
+                pieces.append(jnp.repeat(piece, count, axis=axis) if count > 1 else piece)
+            else:
+                pieces.extend(lax.slice_in_dim(x, p, p + 1, 1, axis)
+                              for p in (first + k * step for k in range(count)))
+    return pieces[0] if len(pieces) == 1 else lax.concatenate(pieces, axis)
+
+
+def tap_positions(length: int, outputs: int) -> list[list[int]]:
+    """Per tap ``t`` the position each output's window reads: ``min(start + t, end - 1)``."""
+    wins = windows(length, outputs)
+    kmax = max(end - start for start, end in wins)
+    return [[min(start + t, end - 1) for start, end in wins] for t in range(kmax)]
+
+
+# Up to this many taps (the product over the axes of the largest window) the fold is unrolled
+# over every tap combination in one fusion; beyond it, one axis at a time (see `_staged`).
+_UNROLLED_TAPS = 64
+# Up to this many element reads per (n, c) plane, windows that do not tile the input are each
+# folded from single-element slices (see `_per_window`).
+_WINDOW_READS = 1024
+
+
+def _window_reads(spatial: tuple[int, ...], output_shape: tuple[int, ...]) -> int:
+    """Elements the per-window form reads per plane: the product over the axes of the summed
+    window lengths."""
+    return math.prod(sum(e - s for s, e in windows(n, o))
+                     for n, o in zip(spatial, output_shape, strict=True))
+
+
+def adaptive_max_pool(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
+    """``(values, indices)`` of AdaptiveMaxPool-8 over ``(N, C, *spatial)`` `x`; every spatial
+    length is > 0 where its output length is > 0 (the adapter checks it)."""
+    return _adaptive_jit(x, output_shape, np.dtype(index_dtype))
+
+
+@partial(jax.jit, static_argnames=("output_shape", "index_dtype"), inline=True)
+def _adaptive_jit(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
+    out_shape = tuple(x.shape[:2]) + output_shape
+    if math.prod(out_shape) == 0:
+        return jnp.zeros(out_shape, x.dtype), jnp.zeros(out_shape, index_dtype)
+
+    def compute(x):
+        spatial = tuple(x.shape[2:])
+        divisible = all(n % o == 0 for n, o in zip(spatial, output_shape, strict=True))
+        if divisible and tap_count(spatial, output_shape) <= _UNROLLED_TAPS:
+            return _fold(x, output_shape, index_dtype)
+        if _window_reads(spatial, output_shape) <= _WINDOW_READS:
+            return _per_window(x, output_shape, index_dtype)
+        if tap_count(spatial, output_shape) <= _UNROLLED_TAPS:
+            return _fold(x, output_shape, index_dtype)
+        return _staged(x, output_shape, index_dtype)
+
+    def out_spec(mesh):
+        return explicit_axes.divisible(mesh, explicit_axes.spec_of(x), out_shape)
+
+    return explicit_axes.run(compute, (x,), out_spec, outputs=2)
+
+
+def _fold(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
+    spatial = tuple(x.shape[2:])
+    plane_strides = [math.prod(spatial[d + 1:]) for d in range(len(spatial))]
+    per_axis = [tap_positions(n, o) for n, o in zip(spatial, output_shape, strict=True)]
+
+    def taps(v, d):
+        """Every combination of the taps of axes d.. of `v`, in row-major order, with the
+        flat-index contribution of those axes (a NumPy array over the output axes)."""
+        if d == len(spatial):
+            yield v, np.zeros((1,) * len(spatial), np.int64)
+            return
+        for positions in per_axis[d]:
+            along = _take_static(v, 2 + d, positions)
+            shape = [1] * len(spatial)
+            shape[d] = len(positions)
+            offset = np.asarray(positions, np.int64).reshape(shape) * plane_strides[d]
+            for tap, rest in taps(along, d + 1):
+                yield tap, offset + rest
+
+    acc: Any = None
+    index: Any = None
+    for tap, flat in taps(x, 0):
+        flat_ = jnp.asarray(np.broadcast_to(flat, output_shape).astype(index_dtype))
+        if acc is None:
+            acc, index = tap, jnp.broadcast_to(flat_, tap.shape)
+            continue
+        take = acc < tap
+        acc = jnp.where(take, tap, acc)
+        index = jnp.where(take, flat_, index)
+    return acc, index
+
+
+def tap_count(spatial: tuple[int, ...], output_shape: tuple[int, ...]) -> int:
+    """How many taps the fold reads (the product of the largest windows)."""
+    return math.prod(max(e - s for s, e in windows(n, o))
+                     for n, o in zip(spatial, output_shape, strict=True))
+
+
+
+
+def _staged(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
+    """The fold one spatial axis at a time, the last first (large windows: the taps add up
+    instead of multiplying).
+
+    Folding axis by axis equals the seeded fold when NaN is skipped along the way: the seeded
+    fold gives the window's first element when that is NaN, and otherwise the first (in
+    row-major order) of the largest non-NaN elements. That second part is a maximum over a
+    total order (NaN lowest, then the earlier position), which can be taken in any grouping: per
+    axis, a later tap replaces the accumulator where ``acc < x`` or where ``acc`` is NaN and
+    ``x`` is not; ties keep the earlier tap, which is the earlier position because the axes
+    folded before are later in row-major order. The window's first element then overrides
+    where it is NaN.
+    """
+    spatial = tuple(x.shape[2:])
+    plane_strides = [math.prod(spatial[d + 1:]) for d in range(len(spatial))]
+    floating = jnp.issubdtype(x.dtype, jnp.floating)
+    val = x
+    idx = jnp.zeros((), index_dtype)
+    first = x
+    first_idx = np.zeros((1,) * len(spatial), np.int64)
+    for d in reversed(range(len(spatial))):
+        positions = tap_positions(spatial[d], output_shape[d])
+        axis = 2 + d
+        shape = [1] * len(spatial)
+        shape[d] = output_shape[d]
+        acc: Any = None
+        acc_idx: Any = None
+        for t, pos in enumerate(positions):
+            offset = jnp.asarray(
+                (np.asarray(pos, np.int64).reshape(shape) * plane_strides[d]).astype(index_dtype))
+            cand = _take_static(val, axis, pos)
+            cand_idx = (_take_static(idx, axis, pos) if idx.ndim else idx) + offset
+            if t == 0:
+                acc, acc_idx = cand, jnp.broadcast_to(cand_idx, cand.shape)
+                if floating:
+                    first = _take_static(first, axis, pos)
+                    first_idx = first_idx + np.asarray(pos, np.int64).reshape(shape) * \
+                        plane_strides[d]
+                continue
+            take = acc < cand
+            if floating:
+                take = take | (jnp.isnan(acc) & ~jnp.isnan(cand))
+            acc = jnp.where(take, cand, acc)
+            acc_idx = jnp.where(take, cand_idx, acc_idx)
+        val, idx = acc, acc_idx
+    if floating:
+        nan_first = jnp.isnan(first)
+        val = jnp.where(nan_first, first, val)
+        idx = jnp.where(nan_first, jnp.asarray(first_idx.astype(index_dtype)), idx)
+    return val, idx
+
+
+def _per_window(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
+    """The seeded fold of each window over its own elements, single-element slices visited in
+    row-major order, the windows' results concatenated: one loop fusion in which every output
+    element reads only its window (the tap form's tap arrays of concatenated runs each become a
+    fusion of their own when the windows do not tile the input)."""
+    spatial = tuple(x.shape[2:])
+    wins = [windows(n, o) for n, o in zip(spatial, output_shape, strict=True)]
+    itype = np.dtype(index_dtype).type
+
+    def build(d: int, ranges: list[tuple[int, int]]):
+        if d == len(spatial):
+            acc: Any = None
+            index: Any = None
+            for elem in itertools.product(*(range(s, e) for s, e in ranges)):
+                tap = lax.slice(x, (0, 0) + elem, tuple(x.shape[:2]) + tuple(p + 1 for p in elem))
+                flat = itype(np.ravel_multi_index(elem, spatial))
+                if acc is None:
+                    acc, index = tap, jnp.full(tap.shape, flat, index_dtype)
+                    continue
+                take = acc < tap
+                acc = jnp.where(take, tap, acc)
+                index = jnp.where(take, flat, index)
+            return acc, index
+        parts = [build(d + 1, ranges + [w]) for w in wins[d]]
+        return (lax.concatenate([p[0] for p in parts], 2 + d),
+                lax.concatenate([p[1] for p in parts], 2 + d))
+
+    return build(0, [])

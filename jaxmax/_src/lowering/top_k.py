@@ -1,0 +1,198 @@
+"""Arg max and top k over one axis, by an ordering key (:mod:`jaxmax._src.lowering.order`).
+
+Both faces use these two jitted functions; the face only decides the key's NaN placement.
+
+* ``arg_max``: the first (or last) index whose key is the largest. On an axis before the last
+  of at most ``FOLD_LIMIT`` elements, one fused pass over the slices keeps the running best key
+  and its index (a segmentation head's ``(N, classes, H, W)`` over the classes); otherwise two
+  integer reductions: the largest key, then the smallest (largest) index holding it.
+* ``top_k``: one ``lax.top_k`` of the key along the last axis (the axis is moved there), which is
+  index-stable, so ties go to the lower index; ``by_index`` re-sorts the selected indices.
+  float32 in descending order tries the plain ``lax.top_k`` of the data first and keeps it when
+  no NaN is in the data and no zero was selected (``_select``). The
+  values are gathered at the returned indices from the data's bits, so zero signs and NaN
+  payloads survive on any sharding (a float ``take_along_axis`` over a sharded axis returned
+  ``+0.0`` for a selected ``-0.0`` on an ``Auto`` mesh). Their derivative is the gather of the
+  tangent at those indices (a ``custom_jvp``), whose transpose sends each cotangent to the element
+  its index names.
+
+Integer keys decide everything: XLA's floating ``max`` (which drops NaN on CPU) is never used.
+Inputs sharded over ``Explicit`` mesh axes are computed with those axes made ``Auto``
+(:mod:`jaxmax._src.explicit_axes`): ``lax.top_k`` has no sharding rule for a sharded axis there.
+The output keeps the sharding of every other axis; the arg-max/top-k axis is replicated.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxmax._src import dtypes, explicit_axes
+from jaxmax._src.lowering import order
+
+#: ArgMax over a non-last axis of at most this many elements runs as one fused fold.
+FOLD_LIMIT = 64
+
+
+def arg_max(x: jax.Array, *, axis: int, keepdims: bool, last: bool, face: str,
+            index_dtype: np.dtype) -> jax.Array:
+    """Index of the first (`last`: last) largest element along `axis` under `face`'s NaN rule.
+
+    `axis` is normalised; the axis has at least one element; `index_dtype` is as JAX stores it.
+    """
+    return _arg_max_jit(x, axis=axis, keepdims=keepdims, last=last, face=face,
+                        index_dtype=np.dtype(index_dtype))
+
+
+@partial(jax.jit, static_argnames=("axis", "keepdims", "last", "face", "index_dtype"),
+         inline=True)
+def _arg_max_jit(x, *, axis, keepdims, last, face, index_dtype):
+    def compute(x):
+        def key(v):
+            return order.key(v, descending=True, nan_is_first=order.nan_first(face, True))
+
+        if axis != x.ndim - 1 and x.shape[axis] <= FOLD_LIMIT:
+            out = _fold_arg_max(x, key, axis, last, index_dtype)
+        elif x.dtype == np.float32 and x.shape[axis] <= 2**24:
+            top = lax.reduce_max(x, (axis,))
+            out = lax.cond(_plain_float_ok(x, top), partial(_float_arg_max, x, top, axis, last),
+                           lambda: _reduce_arg_max(key(x), axis, last, np.dtype(np.int32)))
+            out = out.astype(index_dtype)
+        else:
+            out = _reduce_arg_max(key(x), axis, last, index_dtype)
+        return lax.expand_dims(out, (axis,)) if keepdims else out
+
+    return explicit_axes.run(
+        compute, (x,), lambda _: explicit_axes.reduced(explicit_axes.spec_of(x), (axis,),
+                                                       keepdims))
+
+
+def _fold_arg_max(x, key, axis, last, index_dtype):
+    """One pass over the `axis` slices: the running best key and its index. Each slice's key is
+    computed from the slice, so the whole fold is one loop fusion reading `x` once."""
+    best = key(lax.index_in_dim(x, 0, axis, keepdims=False))
+    index = jnp.zeros(best.shape, index_dtype)
+    for j in range(1, x.shape[axis]):
+        current = key(lax.index_in_dim(x, j, axis, keepdims=False))
+        better = current >= best if last else current > best
+        best = jnp.where(better, current, best)
+        index = jnp.where(better, np.array(j, index_dtype), index)
+    return index
+
+
+_F32_TINY = np.float32(np.finfo(np.float32).tiny)  # the smallest normal float32
+
+
+def _plain_float_ok(x, top):
+    """Whether the float reductions of `_float_arg_max` are exact for float32 `x` whose plain
+    maximum over the axis is `top`: no NaN in the
+    data (their sum is NaN otherwise; an ``inf - inf`` only costs the exact path) and every
+    slice's maximum a normal number or infinity. Then ``x == max`` is exact although XLA's CPU
+    float compare treats subnormals as zero, and ``-0.0``/``+0.0`` ties cannot arise."""
+    return ~jnp.isnan(jnp.sum(x)) & jnp.all(jnp.abs(top) >= _F32_TINY)
+
+
+def _float_arg_max(x, top, axis, last):
+    """Three float reductions (XLA's fast float kernels): the maximum, then the smallest
+    (largest) index holding it, as float32 (exact below 2**24). Exact only where
+    `_plain_float_ok` says so; `top` is the plain float maximum over `axis`."""
+    n = x.shape[axis]
+    top = lax.expand_dims(top, (axis,))
+    iota = lax.broadcasted_iota(np.float32, x.shape, axis)
+    if last:
+        index = lax.reduce_max(jnp.where(x == top, iota, np.float32(-1)), (axis,))
+    else:
+        index = lax.reduce_min(jnp.where(x == top, iota, np.float32(n)), (axis,))
+    return index.astype(np.int32)
+
+
+def _reduce_arg_max(keys, axis, last, index_dtype):
+    """Two integer reductions: the largest key, then the first (last) index holding it."""
+    n = keys.shape[axis]
+    top = lax.reduce_max(keys, (axis,))
+    hit = keys == lax.expand_dims(top, (axis,))
+    iota = lax.broadcasted_iota(index_dtype, keys.shape, axis)
+    if last:
+        return lax.reduce_max(jnp.where(hit, iota, np.array(-1, index_dtype)), (axis,))
+    return lax.reduce_min(jnp.where(hit, iota, np.array(n, index_dtype)), (axis,))
+
+
+def top_k(x: jax.Array, k: int, *, axis: int, descending: bool, face: str, by_index: bool,
+          index_dtype: np.dtype) -> tuple[jax.Array, jax.Array]:
+    """The `k` first elements along `axis` in key order (`by_index`: the same ones in index
+    order) and their indices. `axis` is normalised; ``0 <= k <= x.shape[axis]``."""
+    return _top_k_jit(x, k=k, axis=axis, descending=descending, face=face, by_index=by_index,
+                      index_dtype=np.dtype(index_dtype))
+
+
+@partial(jax.jit, static_argnames=("k", "axis", "descending", "face", "by_index", "index_dtype"),
+         inline=True)
+def _top_k_jit(x, *, k, axis, descending, face, by_index, index_dtype):
+    def compute(x):
+        moved = jnp.moveaxis(x, axis, -1)
+        if k == 0 or math.prod(moved.shape) == 0:
+            values = moved[..., :k]  # empty: no element to select
+            indices = jnp.zeros(values.shape, index_dtype)
+        else:
+            values, indices = _select(moved, k, descending, face, by_index)
+            indices = indices.astype(index_dtype)
+        return jnp.moveaxis(values, -1, axis), jnp.moveaxis(indices, -1, axis)
+
+    spec = explicit_axes.spec_of(x)
+    return explicit_axes.run(
+        compute, (x,), lambda _: tuple(None if i == axis else e for i, e in enumerate(spec)),
+        outputs=2)
+
+
+def _select(x, k, descending, face, by_index):
+    """The values and int32 indices of the top `k` along the last axis under `face`'s key
+    (`by_index`: the same elements in index order).
+
+    float32 in descending order first runs the plain ``lax.top_k`` of the data: with no NaN in
+    the data and no zero among the selected values, IEEE total order (``lax.top_k``'s) and the
+    key agree on every selected element and on the order, so its values (the input elements)
+    and indices are the answer. A NaN anywhere (found by the data's sum, exact in any summation
+    order; an ``inf - inf`` only costs the exact path) or a selected zero (``-0.0`` and
+    ``+0.0`` must tie) takes the key, under a ``cond``. Either way the derivative is the gather
+    of the tangent at the returned indices.
+    """
+    def finish(indices):
+        if by_index:
+            indices = lax.sort(indices, dimension=indices.ndim - 1)
+        return _take(x, indices), indices
+
+    def exact():
+        keys = order.top_k_key(x, descending=descending,
+                               nan_is_first=order.nan_first(face, descending))
+        return finish(lax.top_k(keys, k)[1])
+
+    if not (descending and x.dtype == np.float32):
+        return exact()
+    values, indices = lax.top_k(x, k)
+    plain = ~jnp.isnan(jnp.sum(x)) & ~jnp.any(values == 0)
+    return lax.cond(plain, lambda: finish(indices) if by_index else (values, indices), exact)
+
+
+def _take(x, indices):
+    """``x[..., indices]`` along the last axis with every bit kept (see `_take_exact`)."""
+    if dtypes.is_floating(x.dtype):
+        return _take_exact(x, indices)
+    return jnp.take_along_axis(x, indices, axis=-1)
+
+
+@jax.custom_jvp
+def _take_exact(x, indices):
+    """The gather done on the data's bits; its derivative is the float gather of the tangent at
+    the same indices, whose transpose scatters each cotangent to the element its index names."""
+    return order.from_bits(jnp.take_along_axis(order.bits(x), indices, axis=-1), x.dtype)
+
+
+@_take_exact.defjvp
+def _take_exact_jvp(primals, tangents):
+    x, indices = primals
+    return _take_exact(x, indices), jnp.take_along_axis(tangents[0], indices, axis=-1)

@@ -1,0 +1,175 @@
+"""Max unpooling (ONNX MaxUnpool): ``out.flat[I] = X`` over zeros, the last writer winning.
+
+Two forms, chosen at run time by a check on `I`:
+
+* *dense*, when the kernel does not exceed the stride on any axis and every index lies in its
+  own window (``I[n, c, p]`` names an element of window ``p`` of plane ``(n, c)``, which is how
+  MaxPool's indices are made): the windows are disjoint, so no index repeats and each output
+  element is written by the one ``X`` element whose window holds it. The output is assembled
+  as ``where(I == target_a, X, 0)`` for every window offset ``a``, interleaved by a reshape: one
+  pass, no scatter.
+* *scatter*, in general: ``winner = full(-1).at[I].max(position in X)`` names the last writer of
+  each output element (``max`` is order-free, so the answer is deterministic), and the output
+  gathers ``X`` there. The gather reads ``X`` bitcast to unsigned integers: XLA may split a
+  gather over devices and add up the pieces, which would turn ``-0.0`` into ``+0.0``; integers
+  add up exactly. Out-of-range indices (only possible when `I` is traced) are dropped.
+
+The derivative with respect to `X` gathers the output cotangent at `I` and keeps it only for
+each index's last writer (0 for an overwritten duplicate or a dropped index): in the scatter
+form the transposed gather sends each output element's cotangent to its last writer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxmax._src import explicit_axes
+
+
+def max_unpool(x: jax.Array, indices: jax.Array, out_shape: tuple[int, ...],
+               kernel: tuple[int, ...], strides: tuple[int, ...],
+               pads_begin: tuple[int, ...]) -> jax.Array:
+    """MaxUnpool of ``(N, C, *spatial)`` `x` with flat `indices` (of `x`'s shape) into
+    `out_shape`; `kernel`, `strides` and `pads_begin` describe the pooling windows used by the
+    dense form's check."""
+    return _unpool_jit(x, indices, out_shape, kernel, strides, pads_begin)
+
+
+@partial(jax.jit, static_argnames=("out_shape", "kernel", "strides", "pads_begin"), inline=True)
+def _unpool_jit(x, indices, out_shape, kernel, strides, pads_begin):
+    if x.size == 0 or math.prod(out_shape) == 0:
+        return jnp.zeros(out_shape, x.dtype)
+
+    def compute(x, indices):
+        scatter = partial(_scatter, out_shape=out_shape)
+        if not all(k <= s for k, s in zip(kernel, strides, strict=True)):
+            return scatter(x, indices)
+        targets = _targets(x.shape, out_shape, kernel, strides, pads_begin, indices.dtype)
+        own = jnp.zeros(indices.shape, bool)
+        for target, valid in targets.values():
+            own = own | ((indices == target) & valid)
+        dense = partial(_dense, out_shape=out_shape, strides=strides, pads_begin=pads_begin,
+                        targets=targets)
+        return lax.cond(jnp.all(own), dense, scatter, x, indices)
+
+    def out_spec(mesh):
+        return explicit_axes.divisible(mesh, explicit_axes.spec_of(x), out_shape)
+
+    return explicit_axes.run(compute, (x, indices), out_spec)
+
+
+def _targets(x_shape, out_shape, kernel, strides, pads_begin, dtype):
+    """For every window offset ``a`` (``a_d < k_d``): the flat output index that offset names
+    for each element of `x` (computed from iotas inside the trace), and whether that element
+    lies inside the output (a small constant over the spatial axes)."""
+    n_spatial = len(kernel)
+    plane = math.prod(out_shape[2:])
+    out_strides = [math.prod(out_shape[3 + d:]) for d in range(n_spatial)]
+    dtype = np.dtype(dtype).type
+    base = ((lax.broadcasted_iota(dtype, x_shape, 0) * dtype(out_shape[1])
+             + lax.broadcasted_iota(dtype, x_shape, 1)) * dtype(plane))
+    for d in range(n_spatial):
+        coord = lax.broadcasted_iota(dtype, x_shape, 2 + d) * dtype(strides[d])
+        base = base + (coord - dtype(pads_begin[d])) * dtype(out_strides[d])
+    result = {}
+    for offset in itertools.product(*(range(k) for k in kernel)):
+        valid = np.ones((1, 1) + (1,) * n_spatial, bool)
+        shift = 0
+        for d in range(n_spatial):
+            shape = [1] * (2 + n_spatial)
+            shape[2 + d] = x_shape[2 + d]
+            q = (np.arange(x_shape[2 + d]) * strides[d] - pads_begin[d] + offset[d]).reshape(shape)
+            valid = valid & (q >= 0) & (q < out_shape[2 + d])
+            shift += offset[d] * out_strides[d]
+        result[offset] = (base + dtype(shift), jnp.asarray(valid))
+    return result
+
+
+def _dense(x, indices, *, out_shape, strides, pads_begin, targets=None):
+    """Each output element from the one window that holds it: ``X`` where `I` names it.
+
+    ``X`` and ``I`` are repeated `strides` times along each spatial axis (a broadcast and a
+    reshape, which XLA fuses into the output's loop), so element ``j`` of an axis belongs to
+    window ``j // s`` and is output coordinate ``j - pads_begin``; it takes ``X`` where ``I``
+    equals its own flat output index. Once every index is known to lie in its own window, that
+    equality holds exactly at the element ``I`` names. The result is cropped or extended to
+    the output (elements no window reaches stay ``+0``)."""
+    del targets
+    n_spatial = len(strides)
+    dtype = np.dtype(indices.dtype).type
+    spread_shape = tuple(x.shape[:2]) + tuple(x.shape[2 + d] * strides[d]
+                                               for d in range(n_spatial))
+
+    def spread(a):
+        expanded = a.reshape(tuple(a.shape[:2]) + tuple(
+            v for d in range(n_spatial) for v in (a.shape[2 + d], 1)))
+        wide = jnp.broadcast_to(expanded, tuple(a.shape[:2]) + tuple(
+            v for d in range(n_spatial) for v in (a.shape[2 + d], strides[d])))
+        return wide.reshape(spread_shape)
+
+    plane = math.prod(out_shape[2:])
+    flat = (lax.broadcasted_iota(dtype, spread_shape, 0) * dtype(out_shape[1])
+            + lax.broadcasted_iota(dtype, spread_shape, 1)) * dtype(plane)
+    for d in range(n_spatial):
+        coord = lax.broadcasted_iota(dtype, spread_shape, 2 + d) - dtype(pads_begin[d])
+        flat = flat + coord * dtype(math.prod(out_shape[3 + d:]))
+    zero = jnp.zeros((), x.dtype)
+    spread_y = jnp.where(spread(indices) == flat, spread(x), zero)
+    config = [(0, 0, 0), (0, 0, 0)] + [
+        (-pads_begin[d], out_shape[2 + d] - (spread_shape[2 + d] - pads_begin[d]), 0)
+        for d in range(n_spatial)]
+    return lax.pad(spread_y, zero, config)
+
+
+def _scatter(x, indices, *, out_shape):
+    size = math.prod(out_shape)
+    flat_i = indices.reshape(-1)
+    count = flat_i.shape[0]
+    pos_dtype = jnp.int32 if count < 2**31 else jnp.int64
+    valid = flat_i >= 0
+    if size - 1 < jnp.iinfo(flat_i.dtype).max:
+        valid = valid & (flat_i < size)
+    at = jnp.where(valid, flat_i, 0)
+    positions = lax.iota(pos_dtype, count)
+    winner = jnp.full((size,), -1, pos_dtype).at[at].max(
+        jnp.where(valid, positions, pos_dtype(-1)), indices_are_sorted=False,
+        unique_indices=False)
+    return _place(x.reshape(-1), winner, at, valid).reshape(out_shape)
+
+
+def _bits(dtype) -> np.dtype:
+    return np.dtype(f"uint{np.dtype(dtype).itemsize * 8}")
+
+
+def _exact_take(values: jax.Array, at: jax.Array) -> jax.Array:
+    """``values[at]`` (`at` in range), gathered as unsigned integers so that a gather split over
+    devices cannot change a zero's sign."""
+    bits = lax.bitcast_convert_type(values, _bits(values.dtype))
+    return lax.bitcast_convert_type(jnp.take(bits, at, mode="clip"), values.dtype)
+
+
+@jax.custom_jvp
+def _place(flat_x, winner, at, valid):
+    """``flat_x[winner]`` where ``winner >= 0``, else ``+0``; exact on any sharding. Its
+    derivative is the same selection by a plain gather (linear, so reverse mode transposes it
+    into the scatter of the cotangent to each last writer)."""
+    written = winner >= 0
+    taken = _exact_take(flat_x, jnp.where(written, winner, 0))
+    return jnp.where(written, taken, jnp.zeros((), flat_x.dtype))
+
+
+@_place.defjvp
+def _place_jvp(primals, tangents):
+    flat_x, winner, at, valid = primals
+    written = winner >= 0
+    t = tangents[0]
+    tangent = jnp.where(written, jnp.take(t, jnp.where(written, winner, 0), mode="clip"),
+                        jnp.zeros((), t.dtype))
+    return _place(flat_x, winner, at, valid), tangent

@@ -1,0 +1,235 @@
+"""OpenVINO AdaptiveMaxPool-8 against the NumPy loop oracle (tests/adaptive_unpool_oracle.py),
+the OpenVINO CPU plugin (i32 indices, f32 inference precision) and PyTorch's
+``adaptive_max_pool{1,2,3}d(return_indices=True)``.
+
+Exact comparisons: values bit for bit (NaN equal, the sign of zero checked), indices equal,
+dtypes equal. Several hundred seeded configurations: ranks 3-5, output lengths that divide the
+input or not, larger than it, zero; NaN, ±inf, ±0 and ties; every dtype.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import jax
+import ml_dtypes
+import numpy as np
+import pytest
+from adaptive_unpool_oracle import adaptive_max_pool as oracle
+from helpers import x64_for
+
+from jaxmax import openvino as ov
+
+
+def assert_exact(actual, expected, context=""):
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.dtype == expected.dtype, f"{context}: dtype {actual.dtype} != {expected.dtype}"
+    assert actual.shape == expected.shape, f"{context}: shape {actual.shape} != {expected.shape}"
+    if actual.dtype.kind == "f" or actual.dtype == ml_dtypes.bfloat16:
+        a64, e64 = actual.astype(np.float64), expected.astype(np.float64)
+        np.testing.assert_array_equal(a64, e64, err_msg=context)
+        np.testing.assert_array_equal(np.signbit(a64), np.signbit(e64), err_msg=context + " sign")
+    else:
+        np.testing.assert_array_equal(actual, expected, err_msg=context)
+
+
+def tricky(rng, shape, dtype):
+    """Small integers (many ties) with NaN, ±inf and ±0 sprinkled in (floats)."""
+    x = rng.integers(-4, 5, size=shape).astype(np.float64)
+    if np.dtype(dtype).kind == "f" or dtype == ml_dtypes.bfloat16:
+        r = rng.random(shape)
+        x[r < 0.08] = np.nan
+        x[(r >= 0.08) & (r < 0.12)] = -np.inf
+        x[(r >= 0.12) & (r < 0.15)] = np.inf
+        x[(r >= 0.15) & (r < 0.25)] = -0.0
+        return x.astype(dtype)
+    if np.dtype(dtype).kind == "u":
+        x = np.abs(x)
+    return x.astype(dtype)
+
+
+def random_config(rng):
+    rank = int(rng.integers(3, 6))
+    spatial = tuple(int(v) for v in rng.integers(1, {3: 12, 4: 8, 5: 5}[rank], size=rank - 2))
+    kind = rng.integers(0, 4)
+    out = []
+    for n in spatial:
+        if kind == 0:  # divides
+            divisors = [d for d in range(1, n + 1) if n % d == 0]
+            out.append(int(rng.choice(divisors)))
+        elif kind == 1:  # larger than the input
+            out.append(int(rng.integers(n, n + 4)))
+        else:
+            out.append(int(rng.integers(1, n + 2)))
+    batch = tuple(int(v) for v in rng.integers(1, 3, size=2))
+    return batch + spatial, tuple(out)
+
+
+DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.int32, np.int8, np.uint8]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_against_oracle_random(seed):
+    rng = np.random.default_rng(seed)
+    for trial in range(15):
+        shape, out = random_config(rng)
+        dtype = DTYPES[(seed * 15 + trial) % len(DTYPES)]
+        x = tricky(rng, shape, dtype)
+        values, indices = ov.adaptive_max_pool(x, out, index_element_type="i32")
+        want_v, want_i = oracle(x, out, np.int32)
+        assert_exact(values, want_v, f"{shape}->{out} {np.dtype(dtype)}")
+        assert_exact(indices, want_i, f"{shape}->{out} {np.dtype(dtype)} indices")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.uint64, np.int16, np.uint32])
+def test_64_bit_and_other_dtypes(dtype):
+    rng = np.random.default_rng(3)
+    with x64_for(dtype, np.int64):
+        for shape, out in [((2, 3, 7, 5), (3, 2)), ((1, 2, 9), (4,)), ((1, 1, 3, 4, 5), (2, 3, 4))]:
+            x = tricky(rng, shape, dtype)
+            values, indices = ov.adaptive_max_pool(x, out)
+            want_v, want_i = oracle(x, out, np.int64)
+            assert_exact(values, want_v)
+            assert_exact(indices, want_i.astype(indices.dtype))
+
+
+def test_integers_beyond_float32_are_exact():
+    """16777217 and 16777216 are one float32: integers are compared as integers here."""
+    x = np.array([[[16777216, 16777217, 16777216]]], np.int32)
+    values, indices = ov.adaptive_max_pool(x, [1], index_element_type="i32")
+    assert values.tolist() == [[[16777217]]] and indices.tolist() == [[[1]]]
+
+
+def test_nan_wins_only_first():
+    nan = np.nan
+    x = np.array([[[[1, 2], [nan, 9]]]], np.float32)  # the reference kernel would give 2
+    v, i = ov.adaptive_max_pool(x, [1, 1], index_element_type="i32")
+    assert v.tolist() == [[[[9.0]]]] and i.tolist() == [[[[3]]]]
+    x = np.array([[[nan, 5, 7]]], np.float32)
+    v, i = ov.adaptive_max_pool(x, [1], index_element_type="i32")
+    assert np.isnan(v[0, 0, 0]) and int(i[0, 0, 0]) == 0
+    x = np.array([[[-0.0, 0.0, -0.0, 0.0]]], np.float32)
+    v, i = ov.adaptive_max_pool(x, [2], index_element_type="i32")
+    assert np.signbit(np.asarray(v)).tolist() == [[[True, True]]] and i.tolist() == [[[0, 2]]]
+
+
+def test_windows_exact_integer_arithmetic():
+    """Large lengths where float window bounds would round: windows straight from integers."""
+    x = np.arange(1000, dtype=np.float32)[None, None, ::-1].copy()
+    values, indices = ov.adaptive_max_pool(x, [7], index_element_type="i32")
+    starts = [(i * 1000) // 7 for i in range(7)]
+    assert indices.tolist() == [[starts]]
+
+
+def test_large_window_staged_path():
+    """Windows large enough that the fold runs axis by axis."""
+    rng = np.random.default_rng(5)
+    for shape, out in [((2, 2, 20, 17), (1, 1)), ((1, 2, 30, 9), (4, 2)), ((1, 1, 9, 10, 11),
+                                                                          (1, 2, 1))]:
+        x = tricky(rng, shape, np.float32)
+        values, indices = ov.adaptive_max_pool(x, out, index_element_type="i32")
+        want_v, want_i = oracle(x, out, np.int32)
+        assert_exact(values, want_v)
+        assert_exact(indices, want_i)
+
+
+@pytest.mark.parametrize("shape,out", [((0, 3, 4, 4), (2, 2)), ((2, 0, 4), (3,)),
+                                       ((1, 2, 4, 4), (0, 2)), ((1, 1, 0, 3), (0, 1))])
+def test_empty(shape, out):
+    values, indices = ov.adaptive_max_pool(np.zeros(shape, np.float32), out,
+                                           index_element_type="i32")
+    assert values.shape == indices.shape == shape[:2] + out
+    assert values.dtype == np.float32 and indices.dtype == np.int32
+
+
+def test_output_shape_forms():
+    x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    a = ov.adaptive_max_pool(x, (2, 3), index_element_type="i32")
+    for form in ([2, 3], np.array([2, 3]), jax.numpy.array([2, 3], np.int32)):
+        b = ov.adaptive_max_pool(x, form, index_element_type="i32")
+        assert_exact(a[0], b[0])
+        assert_exact(a[1], b[1])
+
+
+def test_i64_without_x64_is_int32_with_warning():
+    x = np.ones((1, 1, 4), np.float32)
+    if jax.config.jax_enable_x64:
+        pytest.skip("64-bit mode on")  # pragma: no cover
+    with pytest.warns(UserWarning, match="AdaptiveMaxPool-8"):
+        _, indices = ov.adaptive_max_pool(x, [2])
+    assert indices.dtype == np.int32
+
+
+def test_every_small_geometry_1d_2d():
+    """Every (L, O) with L, O <= 6 in 1-D, against the oracle, with ties and NaN."""
+    rng = np.random.default_rng(11)
+    for length, outputs in itertools.product(range(1, 7), range(1, 7)):
+        x = tricky(rng, (1, 2, length), np.float32)
+        v, i = ov.adaptive_max_pool(x, [outputs], index_element_type="i32")
+        wv, wi = oracle(x, [outputs], np.int32)
+        assert_exact(v, wv, f"{length}->{outputs}")
+        assert_exact(i, wi, f"{length}->{outputs}")
+
+
+# --------------------------------------------------------------------------------------------
+# The OpenVINO CPU plugin (Node.evaluate does not run AdaptiveMaxPool-8; the plugin cannot
+# compile i64 indices) and PyTorch
+# --------------------------------------------------------------------------------------------
+
+
+def _openvino(x, out):
+    openvino = pytest.importorskip("openvino")
+    from openvino import opset8
+
+    param = opset8.parameter(list(x.shape), x.dtype)
+    node = opset8.adaptive_max_pool(param, np.array(out, np.int64), index_element_type="i32")
+    model = openvino.Model(node.outputs(), [param])
+    compiled = openvino.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    result = compiled([x])
+    return result[compiled.output(0)], result[compiled.output(1)]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_against_openvino_cpu_plugin(seed):
+    """Ties, ±0, ±inf, NaN (at any position), O dividing L or not, O > L: equal bit for bit.
+    Integer data: only values that float32 holds exactly (the plugin computes integers in f32;
+    beyond 2**24 its answer differs, see test_integers_beyond_float32_are_exact)."""
+    rng = np.random.default_rng(300 + seed)
+    for trial in range(12):
+        shape, out = random_config(rng)
+        dtype = [np.float32, np.int32, np.float16, np.uint8][trial % 4]
+        x = tricky(rng, shape, dtype)
+        values, indices = ov.adaptive_max_pool(x, out, index_element_type="i32")
+        want_v, want_i = _openvino(x, out)
+        ctx = f"{shape}->{out} {np.dtype(dtype)}"
+        assert_exact(values, want_v.astype(x.dtype), ctx)
+        assert_exact(indices, want_i, ctx + " indices")
+
+
+def test_openvino_integer_f32_deviation_excluded():
+    """The documented deviation: the plugin's f32 computation of integers ties 2**24 and
+    2**24 + 1 (its answer names the first); jaxmax compares the integers."""
+    x = np.array([[[16777216, 16777217]]], np.int32)
+    _, want_i = _openvino(x, [1])
+    assert want_i.tolist() == [[[0]]]
+    assert ov.adaptive_max_pool(x, [1], index_element_type="i32")[1].tolist() == [[[1]]]
+
+
+@pytest.mark.parametrize("rank", [3, 4, 5])
+def test_against_torch(rank):
+    torch = pytest.importorskip("torch")
+    fn = {3: torch.nn.functional.adaptive_max_pool1d, 4: torch.nn.functional.adaptive_max_pool2d,
+          5: torch.nn.functional.adaptive_max_pool3d}[rank]
+    rng = np.random.default_rng(400 + rank)
+    for _ in range(8):
+        shape, out = random_config(rng)
+        while len(shape) != rank:
+            shape, out = random_config(rng)
+        x = rng.permutation(int(np.prod(shape))).reshape(shape).astype(np.float32)  # NaN-free
+        x[rng.random(shape) < 0.3] = 1.0  # ties: torch keeps the first too
+        values, indices = ov.adaptive_max_pool(x, out, index_element_type="i64") \
+            if jax.config.jax_enable_x64 else ov.adaptive_max_pool(x, out,
+                                                                  index_element_type="i32")
+        tv, ti = fn(torch.from_numpy(x), list(out), return_indices=True)
+        assert_exact(values, tv.numpy(), f"{shape}->{out}")
+        np.testing.assert_array_equal(np.asarray(indices), ti.numpy(), f"{shape}->{out}")

@@ -1,0 +1,281 @@
+"""ONNX ArgMax (1, 11, 12, 13), ONNX TopK (1, 10, 11, 24) and OpenVINO TopK-1/-3/-11 against the
+NumPy loop oracles of arg_max_oracle.py (SEMANTICS.md section 6).
+
+Several hundred seeded configurations per operator: ranks 1-4, every axis (positive and negative
+spellings), every dtype the version allows, data drawn with heavy ties and, for floats, NaN of
+both signs (with payloads), +-inf, +-0 and the extreme finite values. Values are compared bit for
+bit (zero signs and NaN payloads), indices exactly with their dtype.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import ml_dtypes
+import numpy as np
+import pytest
+from arg_max_oracle import onnx_arg_max, top_k
+from helpers import is_float, x64_for
+
+from jaxmax import onnx
+from jaxmax import openvino as ov
+
+FLOATS = ["float16", "float32", "float64"]
+INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+BF16 = ["bfloat16"]
+ARG_MAX_DTYPES = {1: FLOATS + INTS, 11: FLOATS + INTS, 12: FLOATS + INTS,
+                  13: FLOATS + INTS + BF16}
+TOP_K_DTYPES = {1: FLOATS, 10: FLOATS, 11: FLOATS + INTS, 24: FLOATS + INTS + BF16}
+OV_DTYPES = FLOATS + INTS + BF16
+SHAPES = [(7,), (1,), (6, 5), (9, 1), (4, 3, 6), (5, 1, 7), (3, 4, 3, 5), (1, 6, 2, 4)]
+
+
+def dtype_of(name: str) -> np.dtype:
+    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
+
+
+def bits(a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a)
+    if is_float(a.dtype):
+        return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
+    return a
+
+
+def assert_bits(actual, expected, context=""):
+    """Same dtype, shape and bits (zero signs and NaN payloads included)."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.dtype == expected.dtype, f"{context}: dtype {actual.dtype} != {expected.dtype}"
+    assert actual.shape == expected.shape, f"{context}: shape {actual.shape} != {expected.shape}"
+    np.testing.assert_array_equal(bits(actual), bits(expected), err_msg=context)
+
+
+def index_dtype(requested) -> np.dtype:
+    return np.dtype(requested) if jax.config.jax_enable_x64 else np.dtype(np.int32)
+
+
+def special_values(dtype: np.dtype) -> list:
+    """The values that decide order rules: NaN of both signs (one with a payload), +-inf, +-0,
+    the extreme finite values, small ties."""
+    if is_float(dtype):
+        info = ml_dtypes.finfo(dtype)
+        width = {2: np.uint16, 4: np.uint32, 8: np.uint64}[dtype.itemsize]
+        nan = np.array(np.nan, dtype)
+        payload = np.array(int(nan.view(width)) | 1, width).view(dtype)
+        neg_nan = np.array(int(nan.view(width)) | (1 << (8 * dtype.itemsize - 1)),
+                           width).view(dtype)
+        return [nan, payload, neg_nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.5,
+                info.max, info.min, info.smallest_subnormal, -info.smallest_subnormal]
+    info = np.iinfo(dtype)
+    return [info.min, info.max, 0, 1, 2, info.max - 1, info.min + 1]
+
+
+def draw(rng, shape, dtype: np.dtype) -> np.ndarray:
+    """Data with heavy ties: about 45% of the elements from the special values, the rest small
+    integers 0-3 (many equal) or, for floats, some normals."""
+    specials = np.array([np.asarray(v).astype(dtype) for v in special_values(dtype)], dtype)
+    u = rng.random(shape)
+    out = rng.integers(0, 4, shape).astype(dtype)
+    if is_float(dtype):
+        normal = (rng.standard_normal(shape) * 10).astype(dtype)
+        out = np.where(u >= 0.8, normal, out)
+    return np.where(u < 0.45, specials[rng.integers(len(specials), size=shape)], out)
+
+
+def configs(seed: int, count: int, dtypes: list[str]):
+    rng = np.random.default_rng(seed)
+    for i in range(count):
+        shape = SHAPES[rng.integers(len(SHAPES))]
+        dtype = dtype_of(dtypes[i % len(dtypes)])
+        axis = int(rng.integers(-len(shape), len(shape)))
+        yield rng, shape, dtype, axis
+
+
+@pytest.fixture(autouse=True)
+def _quiet_index_warning():
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*indices, which JAX stores as int32")
+        yield
+
+
+# --------------------------------------------------------------------------------------------
+# ONNX ArgMax
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("opset", [1, 11, 12, 13])
+def test_onnx_arg_max_oracle(opset):
+    version = max(v for v in ARG_MAX_DTYPES if v <= opset)
+    for rng, shape, dtype, axis in configs(opset, 30, ARG_MAX_DTYPES[version]):
+        x = draw(rng, shape, dtype)
+        keepdims = int(rng.integers(2))
+        last = int(rng.integers(2)) if version >= 12 else 0
+        context = f"opset {opset} {dtype} {shape} axis {axis} keepdims {keepdims} last {last}"
+        with x64_for(dtype):
+            got = onnx.arg_max(x, axis=axis, keepdims=keepdims, select_last_index=last,
+                               opset=opset)
+            want = onnx_arg_max(x, axis, bool(keepdims), bool(last)).astype(index_dtype(np.int64))
+            assert_bits(got, want, context)
+
+
+def test_onnx_arg_max_corner_rows():
+    """SEMANTICS 6.2 and 6.5 rows, one by one."""
+    f32 = np.float32
+    cases = [
+        ([1, np.nan, 3], 0, 1), ([1, np.nan, 3], 1, 1), ([np.nan, np.nan, np.nan], 0, 0),
+        ([np.nan, np.nan, np.nan], 1, 2), ([-np.nan, 5, np.nan], 0, 0),
+        ([-np.nan, 5, np.nan], 1, 2), ([-0.0, 0.0], 0, 0), ([-0.0, 0.0], 1, 1),
+        ([0.0, -0.0], 1, 1), ([-np.inf, -np.inf], 1, 1), ([-np.inf, np.inf, np.inf], 0, 1),
+    ]
+    for row, last, expected in cases:
+        got = onnx.arg_max(np.array(row, f32), keepdims=0, select_last_index=last)
+        assert int(got) == expected, (row, last)
+
+
+def test_onnx_arg_max_long_and_folded_axes():
+    """Both lowerings: a long last axis (reductions) and short non-last axes (fold), and a long
+    non-last axis (reductions)."""
+    rng = np.random.default_rng(7)
+    for shape, axis in [((3, 700), 1), ((2, 21, 6, 5), 1), ((80, 3, 2), 0), ((64, 4), 0),
+                        ((65, 4), 0), ((2, 300, 3), 1)]:
+        x = draw(rng, shape, np.dtype(np.float32))
+        for last in (0, 1):
+            got = onnx.arg_max(x, axis=axis, select_last_index=last)
+            assert_bits(got, onnx_arg_max(x, axis, True, bool(last)).astype(np.int32),
+                        f"{shape} {axis} {last}")
+
+
+def test_onnx_arg_max_empty_other_axes():
+    got = onnx.arg_max(np.zeros((0, 3), np.float32), axis=1, keepdims=0)
+    assert got.shape == (0,)
+    got = onnx.arg_max(np.zeros((2, 0, 3), np.float32), axis=2)
+    assert got.shape == (2, 0, 1)
+
+
+# --------------------------------------------------------------------------------------------
+# ONNX TopK
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("opset", [1, 10, 11, 24])
+def test_onnx_top_k_oracle(opset):
+    version = max(v for v in TOP_K_DTYPES if v <= opset)
+    for rng, shape, dtype, axis in configs(100 + opset, 30, TOP_K_DTYPES[version]):
+        x = draw(rng, shape, dtype)
+        n = shape[axis]
+        k = int(rng.integers(1 if version < 10 else 0, n + 1))
+        largest = int(rng.integers(2)) if version >= 11 else 1
+        sort = int(rng.integers(2)) if version >= 11 else 1
+        K = np.array([k], np.int64) if version >= 10 and rng.random() < 0.5 else k
+        context = f"opset {opset} {dtype} {shape} axis {axis} k {k} largest {largest}"
+        with x64_for(dtype):
+            values, indices = onnx.top_k(x, K, axis=axis, largest=largest, sorted=sort,
+                                         opset=opset)
+            want_v, want_i = top_k(x, k, axis, face="onnx", descending=bool(largest))
+            assert_bits(values, want_v, context)
+            assert_bits(indices, want_i.astype(index_dtype(np.int64)), context)
+
+
+def test_onnx_top_k_corner_rows():
+    f32 = np.float32
+    v, i = onnx.top_k(np.array([-0.0, 0.0], f32), 1)
+    assert_bits(v, np.array([-0.0], f32)); assert int(i[0]) == 0  # noqa: E702
+    v, i = onnx.top_k(np.array([1, -np.nan, 3], f32), 1)
+    assert np.isnan(v[0]) and np.signbit(v[0]) and int(i[0]) == 1
+    v, i = onnx.top_k(np.array([np.nan, 1, 2], f32), 3, largest=0)
+    assert_bits(i, np.array([1, 2, 0], np.int32))
+    v, i = onnx.top_k(np.array([[1, 2]], f32), 0)
+    assert v.shape == (1, 0) and i.shape == (1, 0)
+
+
+# --------------------------------------------------------------------------------------------
+# OpenVINO TopK
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("opset", [1, 3, 11])
+def test_openvino_top_k_oracle(opset):
+    for rng, shape, dtype, axis in configs(200 + opset, 34, OV_DTYPES):
+        x = draw(rng, shape, dtype)
+        n = shape[axis]
+        k = int(rng.integers(1, n + 1))
+        mode = ["max", "min", "MAX", "Min"][rng.integers(4)]
+        sort = ["value", "index", "none", "Index"][rng.integers(4)]
+        itype = ["i32", "i64"][rng.integers(2)]
+        stable = bool(rng.integers(2)) if opset >= 11 and sort.lower() != "none" else False
+        context = f"opset {opset} {dtype} {shape} axis {axis} k {k} {mode} {sort} {itype}"
+        with x64_for(dtype):
+            values, indices = ov.top_k(x, k, axis=axis, mode=mode, sort=sort,
+                                       index_element_type=itype, stable=stable, opset=opset)
+            want_v, want_i = top_k(x, k, axis, face="openvino",
+                                   descending=mode.lower() == "max",
+                                   by_index=sort.lower() == "index")
+            assert_bits(values, want_v, context)
+            want_type = np.int32 if itype == "i32" else index_dtype(np.int64)
+            assert_bits(indices, want_i.astype(want_type), context)
+
+
+def test_openvino_top_k_corner_rows():
+    f32 = np.float32
+    x = np.array([1, np.nan, 3, -0.0, 0.0], f32)
+    v, i = ov.top_k(x, 5, axis=0, mode="max", sort="value")
+    assert_bits(i, np.array([2, 0, 3, 4, 1], np.int32))
+    v, i = ov.top_k(x, 5, axis=0, mode="min", sort="value")
+    assert_bits(i, np.array([3, 4, 0, 2, 1], np.int32))
+    v, i = ov.top_k(x, 2, axis=0, mode="min", sort="index")
+    assert_bits(v, np.array([-0.0, 0.0], f32))
+    assert_bits(i, np.array([3, 4], np.int32))
+
+
+def test_top_k_float32_plain_path_and_its_exits():
+    """float32 in descending order first tries the plain ``lax.top_k`` (exact without NaN in the
+    data and without a selected zero): NaN-free data, data whose selection reaches the zeros
+    (``-0.0`` before ``+0.0`` by index), subnormals next to zeros, and one NaN, per face."""
+    rng = np.random.default_rng(11)
+    tiny = np.float32(ml_dtypes.finfo(np.float32).smallest_subnormal)
+    rows = {
+        "normals": rng.standard_normal((6, 40)).astype(np.float32),
+        "zeros reached": np.where(rng.random((6, 40)) < 0.5, np.float32(-0.0),
+                                  -np.abs(rng.standard_normal((6, 40))).astype(np.float32)),
+        "zero ties": np.tile(np.array([0.0, -0.0, -1.0, 0.0, -0.0, -2.0] * 5, np.float32), (3, 1)),
+        "subnormals": np.tile(np.array([-tiny, 0.0, tiny, -0.0, -1.0] * 4, np.float32), (2, 1)),
+    }
+    with_nan = rows["normals"].copy()
+    with_nan[2, 7] = np.nan
+    with_nan[4, 1] = -np.nan
+    rows["one NaN"] = with_nan
+    for name, x in rows.items():
+        for k in (1, 3, 12):
+            v, i = onnx.top_k(x, k)
+            want_v, want_i = top_k(x, k, -1, face="onnx", descending=True)
+            assert_bits(v, want_v, f"onnx {name} {k}")
+            assert_bits(i, want_i.astype(np.int32), f"onnx {name} {k}")
+            v, i = ov.top_k(x, k, axis=1, mode="max", sort="value")
+            want_v, want_i = top_k(x, k, -1, face="openvino", descending=True)
+            assert_bits(v, want_v, f"ov {name} {k}")
+            assert_bits(i, want_i.astype(np.int32), f"ov {name} {k}")
+
+
+def test_arg_max_float32_plain_path_and_its_exits():
+    """float32 over the last axis (or a long one) first tries three float reductions, exact
+    without NaN in the data and with every slice's maximum normal or infinite: NaN-free data,
+    -inf rows, maxima that are zeros (``-0.0``/``+0.0`` ties) or subnormals, and one NaN."""
+    rng = np.random.default_rng(12)
+    tiny = np.float32(ml_dtypes.finfo(np.float32).smallest_subnormal)
+    ties = rng.integers(-2, 3, (5, 90)).astype(np.float32)
+    rows = {
+        "normals": rng.standard_normal((5, 90)).astype(np.float32),
+        "ties": ties,
+        "-inf rows": np.where(rng.random((5, 90)) < 0.9, -np.inf, ties).astype(np.float32),
+        "zero maxima": -np.abs(ties) * np.where(rng.random((5, 90)) < 0.5, 1, -1).astype(
+            np.float32) * 0,
+        "subnormal maxima": np.where(rng.random((5, 90)) < 0.3, tiny, -np.abs(ties)).astype(
+            np.float32),
+    }
+    rows["zero maxima"][:, ::7] = -1.0
+    with_nan = rows["ties"].copy()
+    with_nan[3, 50] = np.nan
+    rows["one NaN"] = with_nan
+    for name, x in rows.items():
+        for axis, data in ((1, x), (0, x.T.copy()), (-1, x[:, :9])):
+            for last in (0, 1):
+                got = onnx.arg_max(data, axis=axis, keepdims=0, select_last_index=last)
+                want = onnx_arg_max(data, axis, False, bool(last)).astype(np.int32)
+                assert_bits(got, want, f"{name} axis {axis} last {last}")

@@ -1,0 +1,267 @@
+"""The JAX transformation contract of ONNX ArgMax / TopK and OpenVINO TopK (SEMANTICS.md 6.6):
+jit equals eager, vmap equals a loop (batch axis first and in the middle), ``check_grads`` on the
+TopK values, the TopK gradient is the scatter of the cotangent at the returned indices (ties and
+signed zeros follow the index rule), no retrace on a second call, and sharded inputs (Explicit and
+Auto meshes, 8 CPU devices, the arg-max/top-k axis itself sharded too) give the unsharded answer
+bit for bit.
+
+Oracles: tests/arg_max_oracle.py (NumPy loops) and cotangents scattered by hand.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from arg_max_oracle import onnx_arg_max, top_k
+from helpers import special_floats, unique_values
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+from jax.test_util import check_grads
+from test_arg_max_top_k import assert_bits, draw
+from transform_helpers import loop, retrace_check
+
+from jaxmax import onnx
+from jaxmax import openvino as ov
+from jaxmax._src.lowering import top_k as lowering
+
+
+@pytest.fixture(autouse=True)
+def _quiet_index_warning():
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*indices, which JAX stores as int32")
+        yield
+
+
+def data(seed, shape, dtype=np.float32):
+    return draw(np.random.default_rng(seed), shape, np.dtype(dtype))
+
+
+OPS = {
+    "onnx_arg_max": lambda x: onnx.arg_max(x, axis=1, keepdims=0),
+    "onnx_arg_max_last": lambda x: onnx.arg_max(x, axis=-1, select_last_index=1),
+    "onnx_top_k": lambda x: onnx.top_k(x, 3, axis=1),
+    "onnx_top_k_smallest": lambda x: onnx.top_k(x, 2, axis=0, largest=0),
+    "ov_top_k_max": lambda x: ov.top_k(x, 3, axis=1, mode="max", sort="value"),
+    "ov_top_k_min_index": lambda x: ov.top_k(x, 2, axis=-1, mode="min", sort="index"),
+}
+
+ORACLES = {
+    "onnx_arg_max": lambda x: onnx_arg_max(x, 1, False).astype(np.int32),
+    "onnx_arg_max_last": lambda x: onnx_arg_max(x, -1, True, True).astype(np.int32),
+    "onnx_top_k": lambda x: _i32(top_k(x, 3, 1, face="onnx", descending=True)),
+    "onnx_top_k_smallest": lambda x: _i32(top_k(x, 2, 0, face="onnx", descending=False)),
+    "ov_top_k_max": lambda x: _i32(top_k(x, 3, 1, face="openvino", descending=True)),
+    "ov_top_k_min_index": lambda x: _i32(top_k(x, 2, -1, face="openvino", descending=False,
+                                               by_index=True)),
+}
+
+
+def _i32(pair):
+    return pair[0], pair[1].astype(np.int32)
+
+
+def assert_tree_bits(actual, expected, context=""):
+    actual, expected = jax.tree.leaves(actual), jax.tree.leaves(expected)
+    assert len(actual) == len(expected), context
+    for a, e in zip(actual, expected, strict=True):
+        assert_bits(a, e, context)
+
+
+# --------------------------------------------------------------------------------------------
+# jit, vmap, retrace
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(OPS))
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_jit_equals_eager_and_oracle(name, dtype):
+    x = data(1, (4, 5, 6), dtype)
+    expected = ORACLES[name](x)
+    assert_tree_bits(OPS[name](x), expected, f"{name} eager")
+    assert_tree_bits(jax.jit(OPS[name])(x), expected, f"{name} jit")
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+@pytest.mark.parametrize("batch_axis", [0, 1])
+def test_vmap_equals_loop(name, batch_axis):
+    xs = data(2, (3, 4, 5, 6) if batch_axis == 0 else (4, 3, 5, 6))
+    got = jax.vmap(OPS[name], in_axes=batch_axis)(xs)
+    expected = jax.tree.map(lambda *leaves: np.stack(leaves),
+                            *[OPS[name](np.take(xs, i, axis=batch_axis))
+                              for i in range(xs.shape[batch_axis])])
+    assert_tree_bits(got, expected, name)
+    if name == "onnx_arg_max":  # loop() on a single-array op, as the other transform tests do
+        assert_bits(got, loop(OPS[name], xs, batch_axis).astype(np.int32))
+
+
+def test_no_retrace():
+    x = data(3, (4, 5, 6))
+    retrace_check(lambda: onnx.top_k(x, 3, axis=1), lambda: onnx.top_k(x + 1, 3, axis=1),
+                  lambda: onnx.top_k(x, 2, axis=1))
+    retrace_check(lambda: onnx.arg_max(x, axis=1), lambda: onnx.arg_max(-x, axis=1),
+                  lambda: onnx.arg_max(x, axis=2))
+    retrace_check(lambda: ov.top_k(x, 2, axis=0, mode="max", sort="index"),
+                  lambda: ov.top_k(x - 1, 2, axis=0, mode="MAX", sort="INDEX"),
+                  lambda: ov.top_k(x, 2, axis=0, mode="min", sort="index"))
+
+
+def test_jaxpr_holds_the_intended_top_k():
+    """Ascending order: one ``top_k`` of the key. float32 descending: the plain ``top_k`` and,
+    under a ``cond``, the key's (taken when the data hold NaN or a zero is selected)."""
+    x = data(4, (5, 6))
+    ascending = str(jax.make_jaxpr(lambda v: onnx.top_k(v, 3, axis=0, largest=0))(x))
+    assert ascending.count("top_k[") == 1 and "cond[" not in ascending
+    descending = str(jax.make_jaxpr(lambda v: onnx.top_k(v, 3, axis=0))(x))
+    assert descending.count("top_k[") == 2 and descending.count("cond[") == 1
+    assert "argmax" not in str(jax.make_jaxpr(lambda v: onnx.arg_max(v, axis=1))(x))
+
+
+# --------------------------------------------------------------------------------------------
+# Gradients of the TopK values
+# --------------------------------------------------------------------------------------------
+
+GRAD_OPS = {
+    "onnx": lambda x: onnx.top_k(x, 3, axis=1)[0],
+    "onnx_smallest": lambda x: onnx.top_k(x, 2, axis=0, largest=0)[0],
+    "ov_value": lambda x: ov.top_k(x, 3, axis=-1, mode="max", sort="value")[0],
+    "ov_index": lambda x: ov.top_k(x, 2, axis=1, mode="min", sort="index")[0],
+}
+
+
+@pytest.mark.parametrize("name", sorted(GRAD_OPS))
+def test_check_grads(name):
+    x = unique_values(np.random.default_rng(5), (3, 4, 5)).astype(np.float32)
+    check_grads(GRAD_OPS[name], (x,), order=1, modes=("fwd", "rev"), atol=1e-2, rtol=1e-2)
+
+
+def scatter_at(shape, axis, indices, ct):
+    """The cotangent `ct` sent to the elements `indices` names along `axis` (a NumPy loop)."""
+    out = np.zeros(shape, ct.dtype)
+    moved_out = np.moveaxis(out, axis, -1)
+    moved_i = np.moveaxis(indices, axis, -1)
+    moved_ct = np.moveaxis(ct, axis, -1)
+    for pos in np.ndindex(moved_i.shape[:-1]):
+        for j, i in enumerate(moved_i[pos]):
+            moved_out[pos + (int(i),)] += moved_ct[pos + (j,)]
+    return out
+
+
+@pytest.mark.parametrize("face", ["onnx", "onnx_smallest", "ov_max", "ov_min_index"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, jnp.bfloat16])
+def test_gradient_is_scatter_at_indices(face, dtype):
+    """Heavy ties, +-0, NaN and +-inf: the cotangent goes exactly where the indices say."""
+    x = data(6, (3, 7, 4), dtype)
+    x[0, :, 0] = [0.0, -0.0, 0.0, -0.0, 1.0, 1.0, -0.0]  # zero ties
+    fn = {
+        "onnx": lambda v: onnx.top_k(v, 3, axis=1),
+        "onnx_smallest": lambda v: onnx.top_k(v, 4, axis=1, largest=0),
+        "ov_max": lambda v: ov.top_k(v, 3, axis=1, mode="max", sort="value"),
+        "ov_min_index": lambda v: ov.top_k(v, 4, axis=1, mode="min", sort="index"),
+    }[face]
+    values, indices = fn(x)
+    ct = np.random.default_rng(7).standard_normal(values.shape).astype(dtype)
+    _, pullback = jax.vjp(lambda v: fn(v)[0], jnp.asarray(x))
+    (grad,) = pullback(jnp.asarray(ct))
+    expected = scatter_at(x.shape, 1, np.asarray(indices), ct)
+    assert_bits(grad, expected, face)
+
+
+def test_grad_through_jit_and_vmap():
+    x = unique_values(np.random.default_rng(8), (2, 3, 6)).astype(np.float32)
+
+    def loss(v):
+        return jnp.sum(onnx.top_k(v, 2, axis=-1)[0] ** 2)
+
+    expected = jax.grad(loss)(x)
+    np.testing.assert_array_equal(jax.jit(jax.grad(loss))(x), expected)
+    np.testing.assert_array_equal(jax.vmap(jax.grad(loss))(x[None])[0], expected)
+
+
+def test_arg_max_is_integer():
+    with pytest.raises(TypeError):
+        jax.grad(lambda v: onnx.arg_max(v, axis=0, keepdims=0).sum())(np.ones(3, np.float32))
+
+
+# --------------------------------------------------------------------------------------------
+# Sharding: 8 CPU devices, Explicit and Auto meshes, the arg-max/top-k axis sharded too
+# --------------------------------------------------------------------------------------------
+
+@pytest.fixture(params=[AxisType.Explicit, AxisType.Auto], ids=["explicit", "auto"])
+def axis_type(request):
+    return request.param
+
+
+def sharded_data():
+    """(8, 16, 8) float32 with NaN of both signs, +-inf, many ties and selected -0.0s."""
+    rng = np.random.default_rng(9)
+    x = special_floats(rng, (8, 16, 8), p_nan=0.1, p_ninf=0.1, p_inf=0.05)
+    x[np.abs(x) > 5] = np.round(x[np.abs(x) > 5] / 10)  # ties
+    x[:, ::3, :] = -0.0  # -0.0 ties with +0.0 and gets selected
+    x[:, 1::5, :] = 0.0
+    x[1, :, :] = -0.0
+    x[2, 4, :] = -np.nan
+    return x
+
+
+LAYOUTS = [  # (mesh shape, names, spec): the op axis is 1 below
+    ((8,), ("x",), P(None, "x")),  # the op axis sharded
+    ((2, 4), ("a", "b"), P("a", "b")),  # both
+    ((2, 4), ("a", "b"), P(None, "a", "b")),  # op axis and the last
+]
+
+SHARDED_OPS = {  # name: (function, oracle, op axis, keepdims)
+    "onnx_arg_max": (lambda x: onnx.arg_max(x, axis=1),
+                     lambda x: onnx_arg_max(x, 1, True).astype(np.int32), 1, True),
+    "onnx_arg_max_last_axis": (
+        lambda x: onnx.arg_max(x, axis=2, keepdims=0, select_last_index=1),
+        lambda x: onnx_arg_max(x, 2, False, True).astype(np.int32), 2, False),
+    "onnx_top_k": (lambda x: onnx.top_k(x, 5, axis=1),
+                   lambda x: _i32(top_k(x, 5, 1, face="onnx", descending=True)), 1, True),
+    "ov_top_k": (lambda x: ov.top_k(x, 6, axis=1, mode="min", sort="index"),
+                 lambda x: _i32(top_k(x, 6, 1, face="openvino", descending=False,
+                                      by_index=True)), 1, True),
+}
+
+
+def _check_sharded(name, spec, mesh, x, axis_type):
+    xs = jax.device_put(x, NamedSharding(mesh, spec))
+    assert len({s.device for s in xs.addressable_shards}) == 8
+    fn, oracle, op_axis, keep = SHARDED_OPS[name]
+    expected = oracle(x)
+    assert_tree_bits(fn(x), expected, f"{name} unsharded")
+    for run in (fn, jax.jit(fn)):
+        out = run(xs)
+        assert_tree_bits(out, expected, f"{name} {spec} {axis_type}")
+        if axis_type == AxisType.Explicit:  # the op axis is replicated, the others kept
+            want = tuple(None if i == op_axis else e for i, e in
+                         enumerate(tuple(spec) + (None,) * (3 - len(spec))))
+            if not keep:
+                want = want[:op_axis] + want[op_axis + 1:]
+            for leaf in jax.tree.leaves(out):
+                got = tuple(leaf.sharding.spec) + (None,) * (leaf.ndim - len(leaf.sharding.spec))
+                assert got == want, (got, want)
+
+
+@pytest.mark.parametrize("layout", range(len(LAYOUTS)))
+@pytest.mark.parametrize("name", sorted(SHARDED_OPS))
+def test_sharded_equals_unsharded(name, layout, axis_type):
+    """Data with NaN, ties and selected -0.0 (the exact key paths)."""
+    mesh_shape, names, spec = LAYOUTS[layout]
+    mesh = jax.make_mesh(mesh_shape, names, axis_types=(axis_type,) * len(names))
+    _check_sharded(name, spec, mesh, sharded_data(), axis_type)
+
+
+@pytest.mark.parametrize("name", ["onnx_arg_max_last_axis", "onnx_top_k"])
+def test_sharded_plain_float_paths(name, axis_type):
+    """NaN-free normals: the plain float paths (float reductions, plain lax.top_k), with the
+    op axis and the last axis sharded, give the unsharded answer too."""
+    mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(axis_type,) * 2)
+    x = np.random.default_rng(10).standard_normal((8, 16, 8)).astype(np.float32)
+    _check_sharded(name, P(None, "a", "b"), mesh, x, axis_type)
+
+
+def test_lowering_fold_limit_is_exercised():
+    assert lowering.FOLD_LIMIT >= 16  # the (8, 16, 8) arg max above takes the fold
