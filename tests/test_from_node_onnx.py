@@ -101,8 +101,9 @@ def test_constants_by_input_name_and_by_tensor_name():
         assert f.input_names == ("x",)
         np.testing.assert_array_equal(f(x)[0], np.array([3.0, 5.0], np.float32))
     assert "axes=[0]" in f.call and "opset=18" in f.call
-    with pytest.raises(ValueError, match=r"\(ReduceMax-18\).*`constants` keys \['axis'\]"):
-        jonnx.from_node(node, opset=18, constants={"axis": np.array([0])})
+    # a graph-wide dict: keys of other nodes' inputs are ignored
+    f = jonnx.from_node(node, opset=18, constants={"the_axes": np.array([1]), "w": np.ones(3)})
+    np.testing.assert_array_equal(f(x)[0], np.array([5.0, 3.0], np.float32))
 
 
 # --- jit, vmap, grad on the same node kinds ------------------------------------------------

@@ -74,7 +74,8 @@ def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -
         ``Constant`` outputs), keyed by the input's tensor name or by the schema's input name
         (``"axes"``, ``"K"``, ``"output_shape"``). The inputs that decide the output shape
         (ReduceMax-18+ ``axes``, TopK-10+ ``K``, MaxUnpool ``output_shape``) must be here when
-        the node has them. Other constant inputs are fixed in the callable.
+        the node has them. Other constant inputs are fixed in the callable. Keys that name no
+        input of the node are ignored, so one dict of a graph's initializers serves every node.
 
     Returns:
       A callable taking the node's runtime inputs in order (the inputs not named in
@@ -88,8 +89,7 @@ def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -
       TypeError: `node` is not a NodeProto, `opset` not an int.
       ValueError: (a ``NodeBindingError``) the node's operator or version is one jaxmax lacks, a
         shape-deciding input is not in `constants`, an attribute is not in the schema; the
-        message names the node, its operator and version, and what is missing. Also a
-        `constants` key that names no input of the node. Bad attribute
+        message names the node, its operator and version, and what is missing. Bad attribute
         values raise as the jaxmax operator does when the callable is first called.
 
     >>> import numpy as np
@@ -151,11 +151,6 @@ def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -
             inputs.append((name, tensor, np.asarray(constants[name])))
         else:
             inputs.append((name, tensor, _RUNTIME))
-    known = {tensor for tensor in node.input if tensor} | set(formal)
-    unknown = sorted(set(constants) - known)
-    if unknown:
-        raise ValueError(f"{where}: `constants` keys {unknown} name no input of the node (its "
-                         f"inputs: {[t for t in node.input if t]}; schema names: {formal})")
     outputs = [o for o in node.output if o]
     binder = _BINDERS[op_type]
     function, positional, keywords = binder(where, version, attrs, inputs, node)
