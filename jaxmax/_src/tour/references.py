@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 
@@ -85,7 +86,7 @@ def index_type(x64: bool | None = None) -> type:
     if x64 is None:
         import jax
 
-        x64 = bool(jax.config.jax_enable_x64)
+        x64 = bool(jax.config.read("jax_enable_x64"))
     return np.int64 if x64 else np.int32
 
 
@@ -237,7 +238,7 @@ def windowed_reference(data: np.ndarray, kernel: Sequence[int], strides: Sequenc
     dilations = [1] * len(spatial) if dilations is None else list(dilations)
     begins, ends = _pool_pads(spatial, kernel, strides, dilations, pads_begin, pads_end,
                               auto_pad)
-    lengths = [_pool_length(*args, rounding) for args
+    lengths = [_pool_length(size, k, s, d, lo, hi, rounding) for size, k, s, d, lo, hi
                in zip(spatial, kernel, strides, dilations, begins, ends, strict=True)]
     flat = data.reshape(-1)
     index = np.arange(data.size).reshape(data.shape)
@@ -275,7 +276,8 @@ def windowed_reference(data: np.ndarray, kernel: Sequence[int], strides: Sequenc
     found = np.array(indices, np.int64)
     if rule == "openvino":
         found = found % int(np.prod(data.shape[axis:]))
-    extra = (found.astype(index_type()).reshape(shape),) if outputs == 2 else ()
+    extra: tuple[np.ndarray, ...] = (
+        (found.astype(index_type()).reshape(shape),) if outputs == 2 else ())
     return Reference(value, extra=extra, winners=np.array(winners, np.int64))
 
 
@@ -324,7 +326,7 @@ def top_k_reference(data: np.ndarray, k: int, axis: int, largest: bool, nan: str
     rows, flat_index = _rows(data, axis)
     floating = np.issubdtype(data.dtype, np.floating)
 
-    def key(row, i):
+    def key(row: np.ndarray, i: int) -> tuple:
         x = row[i]
         if floating and np.isnan(x):
             return (0 if (nan == "top" and largest) else 2, 0, i)
@@ -333,7 +335,7 @@ def top_k_reference(data: np.ndarray, k: int, axis: int, largest: bool, nan: str
 
     chosen, receivers = [], []
     for row, where in zip(rows, flat_index, strict=True):
-        top = sorted(range(len(row)), key=lambda i, row=row: key(row, i))[:k]
+        top = sorted(range(len(row)), key=partial(key, row))[:k]
         if by_index:
             top = sorted(top)
         chosen.append(top)

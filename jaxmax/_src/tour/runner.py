@@ -311,16 +311,16 @@ def _pool_cases() -> list[Case]:
          None),
         ("maxpool_2d_uint8", ramp.astype(np.uint8), dict(kernel_shape=[5, 5], pads=[2, 2, 2, 2]),
          [[13, 14, 15, 15, 15], [18, 19, 20, 20, 20]] + [[23, 24, 25, 25, 25]] * 3, None)]
-    for name, data, attrs, values, indices in onnx_pages:
+    for name, data, attrs, values, doc_indices in onnx_pages:
         want = np.array(values, data.dtype).reshape(1, 1, *np.shape(values))
-        with_indices = indices is not None
+        with_doc_indices = doc_indices is not None
         cases.append(Case(
             "onnx.max_pool", "MaxPool-22", f"doc: {name}", data,
-            partial(onnx.max_pool, **attrs, return_indices=with_indices),
+            partial(onnx.max_pool, **attrs, return_indices=with_doc_indices),
             partial(windowed_reference, **_onnx_pool_geometry(attrs), rule="onnx",
-                    outputs=2 if with_indices else 1),
-            expected=(want, np.array(indices).astype(index_type()).reshape(want.shape))
-            if with_indices else want))
+                    outputs=2 if with_doc_indices else 1),
+            expected=(want, np.array(doc_indices).astype(index_type()).reshape(want.shape))
+            if with_doc_indices else want))
     nan = np.nan
     cases.append(Case(
         "onnx.max_pool", "MaxPool-22", "NaN wins (first NaN's index); -inf stays -inf",
