@@ -110,7 +110,8 @@ def _adaptive_jit(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.d
         if divisible and tap_count(spatial, output_shape) <= _UNROLLED_TAPS:
             return _fold(x, output_shape, index_dtype)
         if _window_reads(spatial, output_shape) <= _WINDOW_READS:
-            return _per_window(x, output_shape, index_dtype)
+            return _routed(partial(_per_window, output_shape=output_shape,
+                                   index_dtype=index_dtype), x)
         if tap_count(spatial, output_shape) <= _UNROLLED_TAPS:
             return _fold(x, output_shape, index_dtype)
         return _staged(x, output_shape, index_dtype)
@@ -213,7 +214,7 @@ def _staged(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
     return val, idx
 
 
-def _per_window(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
+def _per_window(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dtype):
     """The seeded fold of each window over its own elements, single-element slices visited in
     row-major order, the windows' results concatenated: one loop fusion in which every output
     element reads only its window (the tap form's tap arrays of concatenated runs each become a
@@ -241,3 +242,26 @@ def _per_window(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dty
                 lax.concatenate([p[1] for p in parts], 2 + d))
 
     return build(0, [])
+
+
+def _routed(forward, x: jax.Array):
+    """``forward(x)`` -> ``(values, indices)``, differentiated through the indices: the tangent
+    of the values is the input tangent at each index (a gather within each plane), so the
+    cotangent of each window goes to the element its index names and overlapping windows add
+    up there (the transposed gather). The per-window form's own derivative would be one padded
+    full-size array per element slice (minutes to compile on a 14x14 map)."""
+    @jax.custom_jvp
+    def routed(x):
+        return forward(x)
+
+    @routed.defjvp
+    def routed_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        values, indices = forward(x)
+        planes = math.prod(x.shape[:2])
+        picked = jnp.take_along_axis(t.reshape(planes, -1), indices.reshape(planes, -1), axis=1,
+                                     mode="clip")
+        zero_index = np.zeros(indices.shape, jax.dtypes.float0)
+        return (values, indices), (picked.reshape(values.shape), zero_index)
+
+    return routed(x)
