@@ -36,12 +36,14 @@ PATHS = [
      (1, 0, 1), (0, 1, 1)),
     ("2d_k3_s1_p1", (2, 3, 6, 7), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1)),
     ("2d_k3_s2_p1_stem", (2, 2, 9, 8), (3, 3), (2, 2), (1, 1), (1, 1), (1, 1)),
-    ("2d_k2_s2_no_border", (1, 3, 6, 8), (2, 2), (2, 2), (1, 1), (0, 0), (0, 0)),
     ("2d_k3_d2_s1_p1", (2, 2, 9, 8), (3, 3), (1, 1), (2, 2), (1, 1), (1, 1)),
     ("2d_k3_d2_s2_p2", (1, 2, 10, 9), (3, 3), (2, 2), (2, 2), (2, 2), (2, 1)),
     ("2d_k5_s1_p2_25_taps", (1, 2, 7, 8), (5, 5), (1, 1), (1, 1), (2, 2), (2, 2)),
 ]
 IDS = [p[0] for p in PATHS]
+# the paths also run under vmap and forward mode (the rest: jit and reverse mode only, to keep
+# the file's compile time down)
+TRANSFORMED = {"3d_k3_s2_p1_phased_and_not", "2d_k3_s1_p1", "2d_k3_d2_s1_p1"}
 
 
 def _data(shape, seed, specials=True):
@@ -101,6 +103,8 @@ def test_openvino_values_and_indices_jit_and_vmap(path):
     assert_same(got_v, want_v, "values")
     assert_same(got_i, want_i, "indices")
     assert_same(_ov(x, kernel, strides, dil, pb, pe, False), want_v, "values alone")
+    if path[0] not in TRANSFORMED:
+        return
     # vmap over a leading batch of two inputs (the second without special values)
     xs = np.stack([x, _data(shape, 2, specials=False)])
     bv, bi = jax.vmap(lambda v: _ov(v, kernel, strides, dil, pb, pe, True))(xs)
@@ -118,6 +122,8 @@ def test_onnx_values_and_indices_jit_and_vmap(path):
     got_v, got_i = jax.jit(lambda v: _onnx(v, kernel, strides, dil, pb, pe, True))(x)
     assert_same(got_v, want_v, "Y")
     assert_same(got_i, want_i, "Indices")
+    if path[0] not in TRANSFORMED:
+        return
     xs = np.stack([x, _data(shape, 4)])
     bv = jax.vmap(lambda v: _onnx(v, kernel, strides, dil, pb, pe, False))(xs)
     for b in range(2):
@@ -138,6 +144,8 @@ def test_openvino_gradient_jit_and_vmap(path):
 
     got = jax.jit(jax.grad(lambda v: (f(v) * ct).sum()))(x)
     assert_same(got, _grad_oracle(x, ct, want_v, want_i, True), "grad")
+    if path[0] not in TRANSFORMED:
+        return
     # forward mode: the tangent of each output is the input tangent at its winner
     t = np.random.default_rng(7).integers(1, 9, size=shape).astype(np.float32)
     _, tangent = jax.jvp(f, (x,), (t,))
@@ -151,7 +159,8 @@ def test_openvino_gradient_jit_and_vmap(path):
         assert_same(grads[b], _grad_oracle(xs[b], ct, wv, wi, True), f"vmap grad {b}")
 
 
-@pytest.mark.parametrize("path", PATHS, ids=IDS)
+@pytest.mark.parametrize("path", [p for p in PATHS if p[0] in TRANSFORMED],
+                         ids=sorted(TRANSFORMED, key=IDS.index))
 def test_onnx_gradient(path):
     """The ONNX face on data without NaN: each window's cotangent to its first maximum."""
     _, shape, kernel, strides, dil, pb, pe = path
