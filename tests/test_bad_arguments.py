@@ -454,6 +454,8 @@ SIZE_SCRIPT = """
         # (2**62, 0): XLA multiplies extents one by one, so the trailing 0 does not save it
         "num_segments 2**62 empty rows": lambda: ov.segment_max(
             np.ones((3, 0), np.float32), [0, 0, 1], 2**62, fill_mode="LOWEST"),
+        "num_segments 2**62 LOWEST": lambda: ov.segment_max(d, [0, 0, 1], 2**62,
+                                                            fill_mode="LOWEST"),
         "ids 2**62": lambda: ov.segment_max(d, np.array([0, 0, 2**62]), fill_mode="ZERO"),
         "pads_end 10**6 read": lambda: np.asarray(
             ov.max_pool(x, kernel=2, strides=1, pads_end=10**6)),
@@ -496,13 +498,17 @@ def _size_rows(x64: bool) -> dict:
 def test_sizes_never_abort_the_process(x64):
     rows = _size_rows(x64)
     impossible = ["pads_begin 2**40", "pads_end 2**62", "pads 2**30 3-D", "num_segments 2**62",
-                  "num_segments 2**62 int8", "num_segments 2**62 empty rows"]
+                  "num_segments 2**62 int8", "num_segments 2**62 empty rows",
+                  "num_segments 2**62 LOWEST"]
     # without x64 the id 2**62 is refused before its size is: it would wrap in 32 bits
     impossible += ["ids 2**62"] if x64 else []
     for name in impossible:
         kind, message = rows[name]
         assert kind == "ValueError" and "no array can be that large" in message, (name, rows[name])
         assert message.startswith(("MaxPool-1:", "SegmentMax-16:"))
+        if name.startswith("num_segments"):  # the argument that made the size absurd
+            assert message.startswith("SegmentMax-16: `num_segments` = 4611686018427387904 "), \
+                (name, message)
     if not x64:
         kind, message = rows["ids 2**62"]
         assert kind == "ValueError" and message.startswith("SegmentMax-16: `segment_ids`")

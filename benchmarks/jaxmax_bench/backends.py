@@ -183,7 +183,8 @@ def ov_model(make_node: Callable, arrays: list[np.ndarray]) -> Callable[[], Any]
 
     params = [o1.parameter(list(a.shape), _ov_type(a.dtype), name=f"p{i}")
               for i, a in enumerate(arrays)]
-    model = ov.Model([make_node(*params)], params)
+    outs = make_node(*params)  # a node, or a list of outputs (e.g. MaxPool-8's two)
+    model = ov.Model(outs if isinstance(outs, list) else [outs], params)
     compiled = ov.Core().compile_model(model, "CPU", OV_CONFIG)
     req = compiled.create_infer_request()
     for i, a in enumerate(arrays):
@@ -218,6 +219,18 @@ def ov_pool(kernel: tuple[int, ...], strides: tuple[int, ...], pads: tuple[int, 
 
         return ov_model(lambda p: o1.max_pool(p, list(strides), list(pads), list(pads),
                                               list(kernel)), [ctx.np()])
+
+    return build
+
+
+def ov_pool8(kernel: tuple[int, ...], strides: tuple[int, ...], pads: tuple[int, ...]) -> Build:
+    """OpenVINO MaxPool-8 with both outputs (values and i32 indices)."""
+    def build(ctx: Ctx) -> Callable[[], Any]:
+        import openvino.opset8 as o8
+
+        return ov_model(lambda p: list(o8.max_pool(
+            p, list(strides), [1] * len(kernel), list(pads), list(pads), list(kernel),
+            index_element_type="i32").outputs()), [ctx.np()])
 
     return build
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .backends import flat_sum, jax_eager, jnp, jov
-from .cases import FLOOR, JAXMAX, Case, Impl, Sizes, floor_case
+from .cases import FLOOR, JAXMAX, Case, Impl, Ratio, Sizes, floor_case
 from .segment_max import jax_segment_max, jaxmax_segment_max
 
 GROUP = "eager"
@@ -28,7 +28,9 @@ def cases(sz: Sizes) -> list[Case]:
         Impl("jaxmax.openvino.reduce_max (eager)", "jax",
              jax_eager(lambda: lambda x: jov().reduce_max(x, 1)), JAXMAX),
         Impl("jnp.max (eager)", "jax", jax_eager(lambda: lambda x: jnp().max(x, axis=1))),
-    ], floor.name), Case(GROUP, "eager segment_max 8x8, 4 segments", "small", [
+    ], floor.name, ratios=[Ratio("reduce_max / jnp.max", "jaxmax.openvino.reduce_max (eager)",
+                                 "jnp.max (eager)")]),
+        Case(GROUP, "eager segment_max 8x8, 4 segments", "small", [
         Impl("jaxmax.openvino.segment_max ZERO (eager)", "jax",
              jax_eager(jaxmax_segment_max(4, "ZERO"), xi), JAXMAX),
         Impl("jax.ops.segment_max (eager)", "jax", jax_eager(jax_segment_max(4), xi)),

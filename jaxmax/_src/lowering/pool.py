@@ -1,9 +1,10 @@
 """MaxPool lowering, both faces: OpenVINO-rule values (and MaxPool-8 indices), and ONNX values
 with optional Indices. Jitted as :mod:`jaxmax._src.lowering.reduce` describes.
 
-MaxPool's elementwise ``lax.max`` of taps and ``reduce_window`` propagate NaN, so their plain
-result holds a NaN exactly where a window did, and checking that small result is enough, except
-when partial results may cross devices (then the data is checked too).
+On CPU both faces scan phase-sliced taps (:mod:`jaxmax._src.lowering.pool_phase`): the OpenVINO
+scan skips NaN by itself and needs no check. Elsewhere ``reduce_window`` propagates NaN, so its
+plain result holds a NaN exactly where a window did, and checking that small result is enough,
+except when partial results may cross devices (then the data is checked too).
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ def _max_pool_jit(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...
 
     Padding is never selected over an input element above lowest(T); a window that sees padding
     only gives lowest(T). On CPU the phase-sliced form with the rule built in
-    (``pool_phase.max_pool_at_least_lowest``: padding at lowest(T), and the plain pooling kept
-    whenever its output's sum is finite); elsewhere ``reduce_window`` with the identity init
+    (``pool_phase.max_pool_at_least_lowest``: a scan of the taps from lowest(T) that takes a tap
+    only when it is greater); elsewhere ``reduce_window`` with the identity init
     (which keeps its dedicated, differentiable primitive) under the NaN check and the clamp to
     lowest(T). With `index_dtype`, also the MaxPool-8 indices (counted from `axis`).
     """

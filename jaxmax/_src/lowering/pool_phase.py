@@ -1,4 +1,4 @@
-"""Max pooling as the elementwise max of phase-sliced taps, and the tap each window selects.
+"""Max pooling as a scan of phase-sliced taps, and the tap each window selects.
 
 The pooling machinery of both faces (OpenVINO MaxPool, ONNX MaxPool), a CPU-friendly
 ``reduce_window``:
@@ -9,11 +9,14 @@ The pooling machinery of both faces (OpenVINO MaxPool, ONNX MaxPool), a CPU-frie
    not a multiple of its stride uses a strided slice instead;
 2. the rows of a tap that fall in the padding are supplied by a ``lax.pad`` of the *tap* (not
    of the input), so XLA fuses reshape, slices, pads and maxima into one loop fusion and never
-   writes a padded copy of the input. When an axis is not phased (stride 1, dilated pooling),
-   padded taps cost a bounds check per element and tap, so the outputs whose window lies
-   inside the input are computed from plain slices and the few border rows separately, written
-   into the result in place (`pooled`);
-3. the value is the elementwise ``lax.max`` of the ``k1 * k2 * ...`` taps (NaN propagates).
+   writes a padded copy of the input. Padded taps cost a bounds check per element and tap, and
+   the scan reads each tap twice (a padded tap read twice is written to memory), so the outputs
+   whose window lies inside the input are computed from plain slices and the few border rows
+   separately, written into the result in place (`pooled`);
+3. the value is a scan of the ``k1 * k2 * ...`` taps in row-major window order that keeps the
+   first maximum (`_max_of`: a compare and select per tap, the runtimes' loop, signed zeros
+   included); the OpenVINO scan starts from lowest(T) and skips NaN by itself, the ONNX one
+   lets NaN through.
 
 The *winner* of a window is the kernel tap it selects: its input element is the window's index
 (MaxPool-8/-14 Indices, ONNX Indices; :mod:`jaxmax._src.lowering.pool_indices`) and receives the
@@ -39,9 +42,9 @@ output gathers the tangent of its winner, zero without one), so forward mode, re
 included, where ``lax.reduce_window`` has no derivative. The tangent reads the phase pieces of
 the input tangent through ``lax.split``, so its transpose interleaves them back in one pass.
 
-Windows of more than 16 taps (3-D k3: 27) are pooled with the OpenVINO rule in two stages, the
-inner axes first (`_stages`); the first maximal element composes, so values and derivative are
-the one-stage ones.
+Windows of more than 16 taps (3-D k3: 27) take their OpenVINO-rule value from one scan and their
+derivative from two stages, the inner axes first (`_stages`); the first maximal element
+composes, so the two-stage derivative is the one-stage one.
 """
 
 from __future__ import annotations
@@ -180,11 +183,30 @@ def _taps(v: jax.Array, g: Geometry, fill, read=None) -> list[jax.Array]:
     return [_tap(phases, g, tap, fill, read) for tap in g.taps]
 
 
-def _max_of(taps: list[jax.Array]) -> jax.Array:
-    out = taps[0]
-    for tap in taps[1:]:
-        out = lax.max(out, tap)
-    return out
+def _max_of(taps: list[jax.Array], fill, skip_nan: bool) -> jax.Array:
+    """The first maximal tap of each window, scanned in row-major window order from `fill`
+    (the runtimes' loop: a later tap replaces the value only when it is greater, so of two equal
+    values (``-0`` and ``+0`` too) the first is kept).
+
+    `skip_nan` (OpenVINO, `fill` = lowest(T)): NaN is never greater, so NaN and ``-inf`` are
+    skipped and the result is ``max(lowest(T), non-NaN taps)`` with no check. Otherwise (ONNX)
+    a window with a NaN gives NaN (the taps' NaN flags or-ed along the scan).
+
+    A compare and select per tap: ``lax.max`` compiles on CPU to LLVM's ``maximum`` (NaN and
+    signed-zero aware, ~1.4x the instructions of the whole 3x3 fusion measured) and returns
+    ``+0`` for ``max(-0, +0)``, where OpenVINO, onnxruntime and PyTorch keep the first zero.
+    Each tap is read twice, so a padded tap would be written to memory (`pooled` splits the
+    borders off so that interior taps are plain slices).
+    """
+    acc = jnp.asarray(fill)
+    nan = None
+    for tap in taps:
+        acc = jnp.where(tap > acc, tap, acc)
+        if not skip_nan and dtypes.is_floating(tap.dtype):
+            nan = (tap != tap) if nan is None else nan | (tap != tap)
+    if nan is not None:  # some tap is NaN: the value is NaN
+        acc = jnp.where(nan, np.array(np.nan, acc.dtype), acc)
+    return acc
 
 
 def index_dtype(count: int) -> type:
@@ -215,44 +237,57 @@ def _restricted(g: Geometry, ranges) -> Geometry:
     return _geometry(g.in_shape, window, strides, padding, dilation)
 
 
-def _borders(g: Geometry):
-    """Per axis, its interior outputs, when some non-phased axis has padded outputs and every
-    axis has interior ones (then `pooled` computes the borders apart); else None."""
+# Up to this many padded output rows on one side of an axis, each row is a box of its own (its
+# taps are then inside or wholly padding: plain slices or constants); more are one slab.
+_BORDER_ROWS = 3
+
+
+def _boxes(g: Geometry):
+    """The output split into boxes whose taps need no ``lax.pad``: per axis, the interior outputs
+    (every tap inside) and each padded output row on its own (up to `_BORDER_ROWS` per side,
+    else one slab, padded). Returns (interior ranges, other boxes' ranges), or None when some
+    axis has no interior output or no axis has padded outputs."""
     inner = [_interior(a) for a in g.axes]
     if any(first >= end for first, end in inner):
         return None
-    if not any(not a.phased and (first, end) != (0, a.out)
-               for a, (first, end) in zip(g.axes, inner, strict=True)):
+    if all((first, end) == (0, a.out) for a, (first, end) in zip(g.axes, inner, strict=True)):
         return None
-    return inner
+    segments = []
+    for a, (first, end) in zip(g.axes, inner, strict=True):
+        segs = [(first, end)]
+        for lo, hi in ((0, first), (end, a.out)):
+            if 0 < hi - lo <= _BORDER_ROWS:
+                segs += [(r, r + 1) for r in range(lo, hi)]
+            elif hi > lo:
+                segs.append((lo, hi))
+        segments.append(segs)
+    boxes = [list(box) for box in itertools.product(*segments)]
+    return inner, boxes[1:]  # the first box is the interior
 
 
-def pooled(x: jax.Array, g: Geometry, fill) -> jax.Array:
-    """The elementwise max of the taps of `x` (NaN propagates), padding read as `fill`.
+def pooled(x: jax.Array, g: Geometry, fill, skip_nan: bool = False) -> jax.Array:
+    """The first maximal tap of each window of `x` (`_max_of`), padding read as `fill`.
 
-    When a non-phased axis has padded outputs (stride 1, dilated pooling) the interior outputs
-    are the max of plain slices, padded to the full output, and each border slab (the padded
-    outputs of one axis, over the whole of the others) is pooled apart and written into that
-    result in place: a padded tap costs a bounds check per element, and the fusion of nine of
-    them ran ~1.7x slower than the interior and borders (k3 d2 s1 p1 on 32x64x112x112).
+    When an axis has padded outputs, the interior outputs (every tap a plain slice) are pooled
+    and padded to the full output, and each border box (`_boxes`) is pooled apart and written
+    into that result in place: a padded tap costs a bounds check per element, and is written
+    to memory when the scan reads it twice (measured: the fusion of nine padded taps ~1.7x the
+    interior and borders, k3 d2 s1 p1 on 32x64x112x112; border slabs of padded taps read twice
+    page-faulted ~20 MB per call in 3-D k3 s2 p1, single-row boxes none).
     """
     fill = np.asarray(fill, x.dtype)
     if 0 in g.out_shape:
         return jnp.full(g.out_shape, fill)
-    inner = _borders(g)
-    if inner is None:
-        return _max_of(_taps(x, g, fill))
-    out = _max_of(_taps(x, _restricted(g, inner), fill))
+    split = _boxes(g)
+    if split is None:
+        return _max_of(_taps(x, g, fill), fill, skip_nan)
+    inner, boxes = split
+    out = _max_of(_taps(x, _restricted(g, inner), fill), fill, skip_nan)
     out = lax.pad(out, fill, [(first, a.out - end, 0)
                               for a, (first, end) in zip(g.axes, inner, strict=True)])
-    full = [(0, a.out) for a in g.axes]
-    for i, (a, (first, end)) in enumerate(zip(g.axes, inner, strict=True)):
-        for lo, hi in ((0, first), (end, a.out)):
-            if hi > lo:
-                slab = _restricted(g, full[:i] + [(lo, hi)] + full[i + 1:])
-                start = [0] * len(g.axes)
-                start[i] = lo
-                out = lax.dynamic_update_slice(out, _max_of(_taps(x, slab, fill)), start)
+    for box in boxes:
+        part = _max_of(_taps(x, _restricted(g, box), fill), fill, skip_nan)
+        out = lax.dynamic_update_slice(out, part, [lo for lo, _ in box])
     return out
 
 
@@ -441,52 +476,50 @@ def onnx_rule(x: jax.Array, g: Geometry) -> jax.Array:
 
 # ----------------------------------------------------------------------------- the OpenVINO rule
 
-def _clamp_to_lowest(v: jax.Array) -> jax.Array:
-    """`v` with NaN and values below lowest(T) (``-inf``) read as lowest(T)."""
-    low = dtypes.lowest(v.dtype)
-    return jnp.where(v >= low, v, low)
-
-
 def _lowest_rule_forward(x: jax.Array, g: Geometry, check_data: bool) -> jax.Array:
-    """The pooled value under the OpenVINO rule, with the fast path taken whenever it is exact.
+    """The pooled value under the OpenVINO rule: the scan of `_max_of` from lowest(T) skips NaN
+    and ``-inf`` by itself, so no check of the data or the output is needed (nor across
+    devices: no reduction is involved). `check_data` is accepted for the callers' sake."""
+    del check_data
+    return pooled(x, g, dtypes.lowest(x.dtype), skip_nan=True)
 
-    With the padding at lowest(T), the plain pooling (NaN propagating) already is the rule's
-    value unless an output is NaN or ``-inf``, which a finite sum of the output rules out; only
-    then is the input clamped (one more pass) and pooled again. The recomputation runs in a
-    ``while_loop`` of zero or one trip, whose carry XLA updates in place: a ``lax.cond``
-    returning the fast result copies the whole output (~2 ms on the ResNet stem).
-    """
-    low = dtypes.lowest(x.dtype)
-    out = pooled(x, g, low)
-    redo = ~_is_finite_sum(out)
-    if check_data:  # a cross-device max may drop NaN before the output shows it
-        redo = redo | ~_is_finite_sum(x)
-    return lax.while_loop(lambda c: c[1],
-                          lambda c: (pooled(_clamp_to_lowest(x), g, low), jnp.zeros((), bool)),
-                          (out, redo))[0]
+
+def _in_memory(v: jax.Array, recompute) -> jax.Array:
+    """`v`, as the carry of a ``while_loop`` of zero trips (its predicate reads one element of
+    `v`, NaN in no OpenVINO-rule value, which XLA cannot know; the body would `recompute` it):
+    an array XLA keeps in memory, where a plain value would be fused into, and recomputed by,
+    each of its readers (``optimization_barrier`` is removed on CPU; a loop whose body returns
+    its carry is simplified away)."""
+    first = v.reshape(-1)[:1]
+    return lax.while_loop(lambda c: c[1], lambda c: (recompute(), jnp.zeros((), bool)),
+                          (v, jnp.isnan(first).any()))[0]
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(1, 2))
-def _lowest_rule(x, g, check_data):
-    return _lowest_rule_forward(x, g, check_data)
+def _lowest_rule(x, g, keep):
+    """The OpenVINO-rule pooling; with `keep`, its value is an array in memory (`_in_memory`)."""
+    out = _lowest_rule_forward(x, g, False)
+    if keep and out.size:
+        out = _in_memory(out, lambda: _lowest_rule_forward(x, g, False))
+    return out
 
 
 @_lowest_rule.defjvp
-def _lowest_rule_jvp(g, check_data, primals, tangents):
+def _lowest_rule_jvp(g, keep, primals, tangents):
     (x,), (t,) = primals, tangents
     # The value is the custom_jvp function itself (its while_loop is never differentiated).
-    out = _lowest_rule(x, g, check_data)
+    out = _lowest_rule(x, g, keep)
     if 0 in g.out_shape:
         return out, jnp.zeros(g.out_shape, t.dtype)
     winner = openvino_winner(lax.stop_gradient(x), g, lax.stop_gradient(out))
     return out, gather_tangent(t, winner, g)
 
 
-# A window with more taps than this is pooled in two stages (see `_stages`). Measured on the
-# 2-core CPU, one fusion of 25 or 27 taps ran 2-4x slower than the two stages (3-D k3 s2 p1 on
-# 8x32x32x64x64: 33 against 11 ms with memory reused, 35 against 24 ms by default; 2-D k5:
-# 37-85 against 12-40 ms), 16 taps were level, and 8 or 9 taps were faster in one fusion (3-D
-# k2 s2: 11 against 21 ms) since the stage-1 result is a fresh array (page faults).
+# A window with more taps than this is differentiated in two stages (see `_stages`), its value
+# computed in one. Measured on the 2-core CPU (3-D k3 s2 p1 on 8x32x32x64x64, process CPU time
+# on a loaded machine): the value in one scan of 27 taps 36-43 ms against 47-50 ms for the two
+# stages, whose 32 MiB intermediate is page-faulted on every call; the gradient in two stages
+# 244 against 310 ms in one (27 winner taps and a 27-term tangent).
 _ONE_STAGE_MAX_TAPS = 16
 
 
@@ -531,19 +564,33 @@ def max_pool_at_least_lowest(x: jax.Array, window, strides, padding, check_data:
     cross-device max may drop a NaN). The derivative is that of pooling the clamped input
     ``where(x >= lowest, x, lowest)``: each window's tangent comes from its first maximal
     clamped element, padding counted; a NaN or ``-inf`` input, and padding, pass none. Floating
-    windows of more than 16 taps are pooled in two stages (`_stages`), with the same values and
-    derivative.
+    windows of more than 16 taps are differentiated in two stages (`_stages`), with the same
+    derivative. (`check_data` is no longer needed: the value involves no reduction.)
     """
     x = jnp.asarray(x)
     g = geometry(x.shape, window, strides, padding, dilation)
     if not dtypes.is_floating(x.dtype):
-        return pooled(x, g, dtypes.lowest(x.dtype))
+        return pooled(x, g, dtypes.lowest(x.dtype), skip_nan=True)
     stages = _stages(g)
     if stages is None:
-        return _lowest_rule(x, g, check_data)
-    # Stage 1's result is the carry of its redo loop, hence an array in memory: stage 2 reads
-    # it (three taps read per output in 3-D) instead of recomputing it per tap. It holds no
-    # NaN and no -inf (its sum was finite, or it was pooled from the clamped input), so stage 2
-    # needs no data check.
+        return _lowest_rule(x, g, False)
+    return _staged_rule(x, g, stages)
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(1, 2))
+def _staged_rule(x, g, stages):
+    """The OpenVINO-rule pooling of a large window: the value in one scan, the derivative that
+    of the two `_stages` (the same function; each stage's derivative has few taps)."""
+    del stages
+    return _lowest_rule_forward(x, g, False)
+
+
+@_staged_rule.defjvp
+def _staged_rule_jvp(g, stages, primals, tangents):
     first, second = stages
-    return _lowest_rule(_lowest_rule(x, first, check_data), second, False)
+
+    def two_stages(v):
+        # stage 1's result in memory: stage 2's taps and winners read it, not recompute it
+        return _lowest_rule(_lowest_rule(v, first, True), second, False)
+
+    return jax.jvp(two_stages, primals, tangents)

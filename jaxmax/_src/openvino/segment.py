@@ -101,6 +101,9 @@ def segment_max(data: Data, segment_ids: Ints, num_segments: Int | None = None, 
             raise ValueError(f"{op}: `segment_ids` must be sorted in non-decreasing order")
     count = _num_segments(op, num_segments, concrete_ids)
     # The bound on the output covers the int32 member count of ZERO (count elements) too.
-    elements = sizes.checked_elements(op, "the output", (count,) + tuple(data.shape[1:]))
+    # An absurd size names the argument that made it: `num_segments`, or the ids it came from.
+    source = "`num_segments`" if num_segments is not None else "max(`segment_ids`) + 1"
+    elements = sizes.checked_elements(op, f"{source} = {count} segments: the output",
+                                      (count,) + tuple(data.shape[1:]))
     out = segment.segment_max(data, ids, count, fill)
     return sizes.settled(out, max(elements * data.dtype.itemsize, count * 4))

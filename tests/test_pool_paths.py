@@ -1,0 +1,219 @@
+"""The pooling code paths of the speed work, against the NumPy loop oracles (tests/pool_oracle.py),
+exactly, under jit, vmap and grad:
+
+* the value as one scan of the taps (a compare and select per tap, first maximum kept: the
+  runtimes' loop), with no NaN check and no redo: ties, signed zeros, NaN, -inf, +inf, lowest(T);
+* the interior / border split on strided (phased) axes as well as stride-1 and dilated ones:
+  sizes that are and are not multiples of the stride, pads on one or both sides;
+* windows of more than 16 taps (3-D k3: 27): the value in one scan, the derivative through two
+  stages (the inner axes first), whose composition must give the one-stage winners;
+* MaxPool-8 indices and ONNX Indices on those paths.
+
+The gradient oracle is the scatter of each window's cotangent to the oracle's index (the first
+maximal element; none when the OpenVINO value is lowest(T) or the ONNX window is empty), which
+is the rule docs/semantics.md states.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pool_oracle
+import pytest
+from helpers import assert_same
+
+from jaxmax import onnx as jonnx
+from jaxmax import openvino as jov
+
+LOW = np.finfo(np.float32).min
+
+# (name, input shape, kernel, strides, dilations, pads_begin, pads_end)
+PATHS = [
+    ("3d_k3_s2_p1_phased_and_not", (1, 2, 7, 8, 5), (3, 3, 3), (2, 2, 2), (1, 1, 1),
+     (1, 1, 1), (1, 1, 1)),
+    ("3d_k3_s1_pads_one_side", (1, 1, 4, 5, 4), (3, 3, 3), (1, 1, 1), (1, 1, 1),
+     (1, 0, 1), (0, 1, 1)),
+    ("2d_k3_s1_p1", (2, 3, 6, 7), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1)),
+    ("2d_k3_s2_p1_stem", (2, 2, 9, 8), (3, 3), (2, 2), (1, 1), (1, 1), (1, 1)),
+    ("2d_k3_d2_s1_p1", (2, 2, 9, 8), (3, 3), (1, 1), (2, 2), (1, 1), (1, 1)),
+    ("2d_k3_d2_s2_p2", (1, 2, 10, 9), (3, 3), (2, 2), (2, 2), (2, 2), (2, 1)),
+    ("2d_k5_s1_p2_25_taps", (1, 2, 7, 8), (5, 5), (1, 1), (1, 1), (2, 2), (2, 2)),
+]
+IDS = [p[0] for p in PATHS]
+# the paths also run under vmap and forward mode (the rest: jit and reverse mode only, to keep
+# the file's compile time down)
+TRANSFORMED = {"3d_k3_s2_p1_phased_and_not", "2d_k3_s1_p1", "2d_k3_d2_s1_p1"}
+
+
+def _data(shape, seed, specials=True):
+    """Values from a small set (many ties), with -0.0 next to 0.0; with `specials`, NaN, -inf,
+    +inf and lowest(T) too."""
+    rng = np.random.default_rng(seed)
+    pool = [-2.0, -1.0, -0.0, 0.0, 1.0, 3.0]
+    if specials:
+        pool += [np.nan, -np.inf, np.inf, LOW]
+    x = np.array(pool, np.float32)[rng.integers(0, len(pool), size=shape)]
+    return x
+
+
+def _ov(x, kernel, strides, dil, pb, pe, indices):
+    if indices:
+        return jov.max_pool(x, kernel=kernel, strides=strides, dilations=dil, pads_begin=pb,
+                            pads_end=pe, opset=8, index_element_type="i32")
+    if dil == (1,) * len(kernel):
+        return jov.max_pool(x, kernel=kernel, strides=strides, pads_begin=pb, pads_end=pe)
+    return jov.max_pool(x, kernel=kernel, strides=strides, dilations=dil, pads_begin=pb,
+                        pads_end=pe, opset=8)[0]
+
+
+def _onnx(x, kernel, strides, dil, pb, pe, indices):
+    return jonnx.max_pool(x, kernel_shape=list(kernel), strides=list(strides),
+                          dilations=list(dil), pads=list(pb) + list(pe), return_indices=indices)
+
+
+def _ov_oracle(x, kernel, strides, dil, pb, pe):
+    values, indices = pool_oracle.openvino(x, kernel, strides, list(zip(pb, pe, strict=True)),
+                                           list(dil))
+    return values, indices.astype(np.int32)
+
+
+def _onnx_oracle(x, kernel, strides, dil, pb, pe):
+    values, indices = pool_oracle.onnx(x, list(kernel), list(strides), list(pb) + list(pe),
+                                       list(dil))
+    return values, indices.astype(np.int32)  # int64 in 64-bit mode only
+
+
+def _grad_oracle(x, ct, values, indices, raised_passes_none):
+    """Each window's cotangent added at its index; none where the window has no winner."""
+    grad = np.zeros(x.size, np.float64)
+    ok = indices >= 0
+    if raised_passes_none:
+        ok &= values > LOW
+    np.add.at(grad, indices[ok].astype(np.int64), ct[ok].astype(np.float64))
+    return grad.reshape(x.shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("path", PATHS, ids=IDS)
+def test_openvino_values_and_indices_jit_and_vmap(path):
+    _, shape, kernel, strides, dil, pb, pe = path
+    x = _data(shape, 1)
+    want_v, want_i = _ov_oracle(x, kernel, strides, dil, pb, pe)
+    got_v, got_i = jax.jit(lambda v: _ov(v, kernel, strides, dil, pb, pe, True))(x)
+    assert_same(got_v, want_v, "values")
+    assert_same(got_i, want_i, "indices")
+    assert_same(_ov(x, kernel, strides, dil, pb, pe, False), want_v, "values alone")
+    if path[0] not in TRANSFORMED:
+        return
+    # vmap over a leading batch of two inputs (the second without special values)
+    xs = np.stack([x, _data(shape, 2, specials=False)])
+    bv, bi = jax.vmap(lambda v: _ov(v, kernel, strides, dil, pb, pe, True))(xs)
+    for b in range(2):
+        wv, wi = _ov_oracle(xs[b], kernel, strides, dil, pb, pe)
+        assert_same(bv[b], wv, f"vmap values {b}")
+        assert_same(bi[b], wi, f"vmap indices {b}")
+
+
+@pytest.mark.parametrize("path", PATHS, ids=IDS)
+def test_onnx_values_and_indices_jit_and_vmap(path):
+    _, shape, kernel, strides, dil, pb, pe = path
+    x = _data(shape, 3)
+    want_v, want_i = _onnx_oracle(x, kernel, strides, dil, pb, pe)
+    got_v, got_i = jax.jit(lambda v: _onnx(v, kernel, strides, dil, pb, pe, True))(x)
+    assert_same(got_v, want_v, "Y")
+    assert_same(got_i, want_i, "Indices")
+    if path[0] not in TRANSFORMED:
+        return
+    xs = np.stack([x, _data(shape, 4)])
+    bv = jax.vmap(lambda v: _onnx(v, kernel, strides, dil, pb, pe, False))(xs)
+    for b in range(2):
+        assert_same(bv[b], _onnx_oracle(xs[b], kernel, strides, dil, pb, pe)[0], f"vmap {b}")
+
+
+@pytest.mark.parametrize("path", PATHS, ids=IDS)
+def test_openvino_gradient_jit_and_vmap(path):
+    """Reverse mode (jit) and forward mode, ties, NaN, -inf and lowest(T) in the data: each
+    window's cotangent goes to the oracle's first maximal element, none from a raised window."""
+    _, shape, kernel, strides, dil, pb, pe = path
+    x = _data(shape, 5)
+    want_v, want_i = _ov_oracle(x, kernel, strides, dil, pb, pe)
+    ct = np.random.default_rng(6).integers(1, 9, size=want_v.shape).astype(np.float32)
+
+    def f(v):
+        return _ov(v, kernel, strides, dil, pb, pe, False)
+
+    got = jax.jit(jax.grad(lambda v: (f(v) * ct).sum()))(x)
+    assert_same(got, _grad_oracle(x, ct, want_v, want_i, True), "grad")
+    if path[0] not in TRANSFORMED:
+        return
+    # forward mode: the tangent of each output is the input tangent at its winner
+    t = np.random.default_rng(7).integers(1, 9, size=shape).astype(np.float32)
+    _, tangent = jax.jvp(f, (x,), (t,))
+    want_t = np.where(want_v > LOW, t.reshape(-1)[want_i], 0).astype(np.float32)
+    assert_same(tangent, want_t, "jvp")
+    # vmap of the gradient
+    xs = np.stack([x, _data(shape, 8)])
+    grads = jax.vmap(jax.grad(lambda v: (f(v) * ct).sum()))(xs)
+    for b in range(2):
+        wv, wi = _ov_oracle(xs[b], kernel, strides, dil, pb, pe)
+        assert_same(grads[b], _grad_oracle(xs[b], ct, wv, wi, True), f"vmap grad {b}")
+
+
+@pytest.mark.parametrize("path", [p for p in PATHS if p[0] in TRANSFORMED],
+                         ids=sorted(TRANSFORMED, key=IDS.index))
+def test_onnx_gradient(path):
+    """The ONNX face on data without NaN: each window's cotangent to its first maximum."""
+    _, shape, kernel, strides, dil, pb, pe = path
+    x = _data(shape, 9, specials=False)
+    want_v, want_i = _onnx_oracle(x, kernel, strides, dil, pb, pe)
+    ct = np.random.default_rng(10).integers(1, 9, size=want_v.shape).astype(np.float32)
+    got = jax.jit(jax.grad(lambda v: (_onnx(v, kernel, strides, dil, pb, pe, False) * ct)
+                           .sum()))(x)
+    assert_same(got, _grad_oracle(x, ct, want_v, want_i, False), "grad")
+
+
+@pytest.mark.parametrize("face", ["openvino", "onnx"])
+def test_first_zero_is_kept(face):
+    """Of -0.0 and +0.0 in one window the first is the value, as OpenVINO, onnxruntime and
+    PyTorch return it (and the oracles' scans), on every path: interior, border, phased,
+    stride 1, dilated, one scan of 27 taps."""
+    x = np.zeros((1, 1, 4, 4, 4), np.float32)
+    x[..., ::2] = -0.0  # -0 first along W in every pair, +0 first in the shifted windows
+    for kernel, strides, dil, pb, pe in [((3, 3, 3), (2, 2, 2), (1, 1, 1), (1,) * 3, (1,) * 3),
+                                         ((1, 1, 2), (1, 1, 1), (1, 1, 1), (0,) * 3, (0,) * 3),
+                                         ((1, 3, 3), (1, 1, 1), (1, 2, 2), (0, 2, 2),
+                                          (0, 2, 2))]:
+        if face == "openvino":
+            got = _ov(x, kernel, strides, dil, pb, pe, False)
+            want = _ov_oracle(x, kernel, strides, dil, pb, pe)[0]
+        else:
+            got = _onnx(x, kernel, strides, dil, pb, pe, False)
+            want = _onnx_oracle(x, kernel, strides, dil, pb, pe)[0]
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+        assert_same(got, want, str(kernel))
+    # the 2x1 case by hand: [-0, +0] -> -0, [+0, -0] -> +0
+    pair = np.array([-0.0, 0.0, 0.0, -0.0], np.float32).reshape(1, 1, 4)
+    got = (_ov if face == "openvino" else _onnx)(pair, (2,), (2,), (1,), (0,), (0,), False)
+    assert np.signbit(np.asarray(got)).tolist() == [[[True, False]]]
+
+
+def test_large_window_value_is_one_scan_and_gradient_two_stages():
+    """27 taps: the jitted value holds no while loop (one scan); its gradient does (the first
+    stage of the two-stage derivative kept in memory), and both match the oracle on data made
+    of ties only."""
+    shape, kernel = (1, 1, 6, 6, 6), (3, 3, 3)
+    x = np.random.default_rng(11).integers(0, 2, size=shape).astype(np.float32)
+
+    def f(v):
+        return jov.max_pool(v, kernel=kernel, strides=(2,) * 3, pads_begin=(1,) * 3,
+                            pads_end=(1,) * 3)
+
+    value_hlo = jax.jit(f).lower(x).as_text()
+    assert "while" not in value_hlo
+    grad = jax.jit(jax.grad(lambda v: f(v).sum()))
+    assert "while" in grad.lower(x).as_text()
+    want_v, want_i = _ov_oracle(x, kernel, (2,) * 3, (1,) * 3, (1,) * 3, (1,) * 3)
+    assert_same(f(x), want_v)
+    ones = np.ones(want_v.shape, np.float32)
+    assert_same(grad(x), _grad_oracle(x, ones, want_v, want_i, True))
+    assert_same(jnp.asarray(f(x)), want_v)
