@@ -43,7 +43,8 @@ def _version(op: str, opset, table: dict) -> tuple[int, int]:
     return opset_, max(s for s in table if s <= opset_)
 
 
-def _data(op: str, X, version: int, opset: int, table: dict) -> jax.Array:
+def checked_x(op: str, X, version: int, opset: int, table: dict) -> jax.Array:
+    """`X` as an array of a dtype `table[version]` allows and rank >= 3 (N, C, D1, ...)."""
     X = validation.as_data(op, X, "X")
     allowed = table[version]
     if X.dtype not in allowed:
@@ -134,7 +135,7 @@ def max_pool(X: Data, *, kernel_shape: Ints, auto_pad: str = "NOTSET", ceil_mode
     """
     op = _MAX_POOL
     opset_, version = _version(op, opset, MAX_POOL_DTYPES)
-    X = _data(op, X, version, opset_, MAX_POOL_DTYPES)
+    X = checked_x(op, X, version, opset_, MAX_POOL_DTYPES)
     n_spatial = X.ndim - 2
     spatial = tuple(X.shape[2:])
     want_indices = validation.static_bool(op, "return_indices", return_indices)
@@ -207,5 +208,5 @@ def global_max_pool(X: Data, *, opset: Int = 22) -> jax.Array:
     Array([[[5.]]], dtype=float32)
     """
     opset_, version = _version(_GLOBAL, opset, GLOBAL_DTYPES)
-    X = _data(_GLOBAL, X, version, opset_, GLOBAL_DTYPES)
+    X = checked_x(_GLOBAL, X, version, opset_, GLOBAL_DTYPES)
     return reduce.reduce_max(X, tuple(range(2, X.ndim)), True, skip_nan=False)

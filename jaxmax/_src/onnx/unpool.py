@@ -10,6 +10,7 @@ import numpy as np
 
 from jaxmax._src import sizes, validation
 from jaxmax._src.lowering import unpool as lowering
+from jaxmax._src.onnx.pool import checked_x
 from jaxmax._src.types import Data, Int, Ints
 
 _OP = "ONNX MaxUnpool"
@@ -90,14 +91,7 @@ def max_unpool(X: Data, I: Data, output_shape: Ints | None = None, *,  # noqa: E
     if opset_ < 9:
         raise ValueError(f"{_OP}: MaxUnpool exists from opset 9, got `opset` {opset_}")
     version = max(v for v in MAX_UNPOOL_DTYPES if v <= opset_)
-    X = validation.as_data(_OP, X, "X")
-    allowed = MAX_UNPOOL_DTYPES[version]
-    if X.dtype not in allowed:
-        raise TypeError(
-            f"{_OP}: `X` dtype {X.dtype} is not allowed by MaxUnpool-{version} (opset {opset_}); "
-            f"allowed: {sorted(t.name for t in allowed)}")
-    if X.ndim < 3:
-        raise ValueError(f"{_OP}: `X` must have rank >= 3 (N, C, D1, ...), got rank {X.ndim}")
+    X = checked_x(_OP, X, version, opset_, MAX_UNPOOL_DTYPES)
     n_spatial = X.ndim - 2
     kernel = validation.int_tuple(_OP, "kernel_shape", kernel_shape, n_spatial)
     strides_ = validation.int_tuple(_OP, "strides", 1 if strides is None else strides, n_spatial)
