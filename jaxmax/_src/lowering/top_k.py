@@ -58,6 +58,12 @@ def _arg_max_jit(x, *, axis, keepdims, last, face, index_dtype):
 
         if axis != x.ndim - 1 and x.shape[axis] <= FOLD_LIMIT:
             out = _fold_arg_max(x, key, axis, last, index_dtype)
+        elif (x.dtype == np.float32 and axis == x.ndim - 1 and order.nan_first(face, True)
+              and _chunk(x.shape[axis])):
+            index, ok = _chunked_arg_max(x, _chunk(x.shape[axis]), last)
+            out = lax.cond(ok, lambda: index,
+                           lambda: _reduce_arg_max(key(x), axis, last, np.dtype(np.int32)))
+            out = out.astype(index_dtype)
         elif x.dtype == np.float32 and x.shape[axis] <= 2**24:
             top = lax.reduce_max(x, (axis,))
             out = lax.cond(_plain_float_ok(x, top), partial(_float_arg_max, x, top, axis, last),
@@ -109,6 +115,51 @@ def _float_arg_max(x, top, axis, last):
     else:
         index = lax.reduce_min(jnp.where(x == top, iota, np.float32(n)), (axis,))
     return index.astype(np.int32)
+
+
+def _chunk(n: int) -> int:
+    """The chunk length of `_chunked_arg_max` for a last axis of `n` elements: its largest
+    divisor in ``[16, 256]`` leaving at least two chunks, or 0 (no such divisor: not used)."""
+    for d in range(min(256, n // 2), 15, -1):
+        if n % d == 0:
+            return d
+    return 0
+
+
+def _chunked_arg_max(x, d, last):
+    """ONNX arg max over the last axis of float32 `x` (NaN is the maximum) from XLA's fast float
+    reductions, and whether it is exact.
+
+    The axis is cut into chunks of `d`: one pass takes each chunk's float maximum and sum (a NaN
+    in a chunk makes its sum NaN; XLA's CPU ``max`` may drop it). Then, on the small chunk
+    arrays, the slice maximum `top` and the first (`last`: last) chunk that holds it, or, in a
+    slice with a NaN sum, the first (last) such chunk; the `d` elements of that chunk are
+    gathered and searched for `top` (or a NaN). Exact when every slice either found a NaN there
+    or has a normal or infinite `top` (so ``x == top`` is exact although XLA's CPU float compare
+    treats subnormals as zero, and no ``-0.0``/``+0.0`` tie arises). A NaN sum without a NaN
+    (``inf - inf``, overflow) finds nothing in its chunk: not exact, the caller takes the key.
+    """
+    n = x.shape[-1]
+    c = n // d
+    chunks = x.reshape(x.shape[:-1] + (c, d))
+    chunk_max = lax.reduce_max(chunks, (chunks.ndim - 1,))
+    chunk_nan = jnp.isnan(lax.reduce_sum(chunks, (chunks.ndim - 1,)))
+    top = lax.reduce_max(chunk_max, (chunk_max.ndim - 1,))
+    has_nan = jnp.any(chunk_nan, axis=-1)
+
+    def pick(hit, length):  # first (last) True along the last axis; `length` (-1) if none
+        iota = lax.broadcasted_iota(np.int32, hit.shape, hit.ndim - 1)
+        if last:
+            return lax.reduce_max(jnp.where(hit, iota, np.int32(-1)), (hit.ndim - 1,))
+        return lax.reduce_min(jnp.where(hit, iota, np.int32(length)), (hit.ndim - 1,))
+
+    j = pick(jnp.where(has_nan[..., None], chunk_nan, chunk_max == top[..., None]), c)
+    block = jnp.take_along_axis(chunks, jnp.clip(j, 0, c - 1)[..., None, None],
+                                axis=chunks.ndim - 2)[..., 0, :]
+    w = pick(jnp.where(has_nan[..., None], block != block, block == top[..., None]), d)
+    found = (w >= 0) & (w < d)
+    ok = jnp.all(found & (has_nan | (jnp.abs(top) >= _F32_TINY)))
+    return j * np.int32(d) + w, ok
 
 
 def _reduce_arg_max(keys, axis, last, index_dtype):
