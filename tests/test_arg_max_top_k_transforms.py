@@ -109,13 +109,16 @@ def test_no_retrace():
 
 
 def test_jaxpr_holds_the_intended_top_k():
-    """Ascending order: one ``top_k`` of the key. float32 descending: the plain ``top_k`` and,
-    under a ``cond``, the key's (taken when the data hold NaN or a zero is selected)."""
+    """Ascending order: one ``top_k`` of the key. float32 descending over the last axis: the
+    plain ``top_k`` and, under a ``cond``, the key's (taken when the data hold NaN or a zero is
+    selected); over a moved axis: the key's only (computed inside the transpose)."""
     x = data(4, (5, 6))
     ascending = str(jax.make_jaxpr(lambda v: onnx.top_k(v, 3, axis=0, largest=0))(x))
     assert ascending.count("top_k[") == 1 and "cond[" not in ascending
-    descending = str(jax.make_jaxpr(lambda v: onnx.top_k(v, 3, axis=0))(x))
+    descending = str(jax.make_jaxpr(lambda v: onnx.top_k(v, 3, axis=1))(x))
     assert descending.count("top_k[") == 2 and descending.count("cond[") == 1
+    moved = str(jax.make_jaxpr(lambda v: onnx.top_k(v, 3, axis=0))(x))
+    assert moved.count("top_k[") == 1 and "cond[" not in moved
     assert "argmax" not in str(jax.make_jaxpr(lambda v: onnx.arg_max(v, axis=1))(x))
 
 
