@@ -279,3 +279,29 @@ def test_arg_max_float32_plain_path_and_its_exits():
                 got = onnx.arg_max(data, axis=axis, keepdims=0, select_last_index=last)
                 want = onnx_arg_max(data, axis, False, bool(last)).astype(np.int32)
                 assert_bits(got, want, f"{name} axis {axis} last {last}")
+
+
+def test_arg_max_float32_chunked_path_and_its_exits():
+    """float32 over a last axis with a divisor in [16, 256] takes per-chunk float maxima and
+    sums: a NaN (either sign) in a later chunk than the maximum, NaN in several chunks, a chunk
+    whose sum is NaN without a NaN (``inf - inf``, overflow), ties across chunks, -inf rows."""
+    rng = np.random.default_rng(13)
+    base = rng.integers(-3, 4, (8, 120)).astype(np.float32)  # chunks of 60
+    x = base.copy()
+    x[0, 100] = np.nan            # NaN in the second chunk, maximum in the first
+    x[1, 5], x[1, 110] = -np.nan, np.nan
+    x[2, 3], x[2, 4] = np.inf, -np.inf  # inf - inf: a NaN sum without a NaN
+    x[3, 70], x[3, 71] = np.finfo(np.float32).max, np.finfo(np.float32).max  # overflow
+    x[4, :] = -np.inf
+    x[5, 10], x[5, 90] = 9.0, 9.0  # a tie across chunks
+    x[6, 61], x[6, 2] = np.inf, -np.inf  # inf - inf in the first chunk, NaN in the second
+    x[6, 80] = np.nan
+    for last in (0, 1):
+        for data in (x, x[:, :96], x[:, :32]):
+            got = onnx.arg_max(data, axis=1, keepdims=0, select_last_index=last)
+            want = onnx_arg_max(data, 1, False, bool(last)).astype(np.int32)
+            assert_bits(got, want, f"{data.shape} last {last}")
+            got = jax.jit(lambda v, last=last: onnx.arg_max(v, axis=-1, select_last_index=last))(
+                data)
+            assert_bits(got, onnx_arg_max(data, 1, True, bool(last)).astype(np.int32),
+                        f"jit {data.shape} last {last}")

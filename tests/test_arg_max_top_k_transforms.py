@@ -109,13 +109,16 @@ def test_no_retrace():
 
 
 def test_jaxpr_holds_the_intended_top_k():
-    """Ascending order: one ``top_k`` of the key. float32 descending: the plain ``top_k`` and,
-    under a ``cond``, the key's (taken when the data hold NaN or a zero is selected)."""
+    """Ascending order: one ``top_k`` of the key. float32 descending over the last axis: the
+    plain ``top_k`` and, under a ``cond``, the key's (taken when the data hold NaN or a zero is
+    selected); over a moved axis: the key's only (computed inside the transpose)."""
     x = data(4, (5, 6))
     ascending = str(jax.make_jaxpr(lambda v: onnx.top_k(v, 3, axis=0, largest=0))(x))
     assert ascending.count("top_k[") == 1 and "cond[" not in ascending
-    descending = str(jax.make_jaxpr(lambda v: onnx.top_k(v, 3, axis=0))(x))
+    descending = str(jax.make_jaxpr(lambda v: onnx.top_k(v, 3, axis=1))(x))
     assert descending.count("top_k[") == 2 and descending.count("cond[") == 1
+    moved = str(jax.make_jaxpr(lambda v: onnx.top_k(v, 3, axis=0))(x))
+    assert moved.count("top_k[") == 1 and "cond[" not in moved
     assert "argmax" not in str(jax.make_jaxpr(lambda v: onnx.arg_max(v, axis=1))(x))
 
 
@@ -265,3 +268,15 @@ def test_sharded_plain_float_paths(name, axis_type):
 
 def test_lowering_fold_limit_is_exercised():
     assert lowering.FOLD_LIMIT >= 16  # the (8, 16, 8) arg max above takes the fold
+
+
+def test_sharded_chunked_arg_max(axis_type):
+    """The chunked float32 arg max (a last axis of 64: chunks of 32) with that axis sharded:
+    normals, a NaN after the maximum, an all -0.0/+0.0 row (the key's path)."""
+    mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(axis_type,) * 2)
+    x = np.random.default_rng(14).standard_normal((8, 4, 64)).astype(np.float32)
+    _check_sharded("onnx_arg_max_last_axis", P(None, "a", "b"), mesh, x, axis_type)
+    x[1, 2, 50] = -np.nan
+    x[3, 0, 40] = np.nan
+    x[5, 1, :] = np.where(np.arange(64) % 2, 0.0, -0.0)
+    _check_sharded("onnx_arg_max_last_axis", P(None, "a", "b"), mesh, x, axis_type)

@@ -8,8 +8,8 @@
 Side by side with the plain JAX forms (``jnp.argmax``, ``lax.top_k`` with the axis moved last),
 onnxruntime, the OpenVINO CPU plugin (ArgMax as the TopK k=1 its ONNX frontend emits) and torch.
 Ratios: each jaxmax row over the plain JAX row (the price of the NaN, signed-zero and tie rules).
-The data are NaN-free normals (the jaxmax lowerings do not branch on the data). ``--quick`` runs
-smaller shapes.
+The data are NaN-free normals: the jaxmax lowerings take their fast branch (a ``cond`` sends
+the data that need it to the exact key). ``--quick`` runs smaller shapes.
 """
 
 from __future__ import annotations
