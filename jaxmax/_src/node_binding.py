@@ -134,3 +134,39 @@ def assemble(function: Callable, slots: Sequence[tuple[str, Any]],
         return function(*args, **keywords)
 
     return fn
+
+
+class Marker:
+    """A named sentinel for an input slot (``RUNTIME``: taken from the call)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+RUNTIME = Marker("<runtime>")
+
+# face -> (public module, prefix of the call text)
+_FACES = {"onnx": ("jaxmax.onnx", "onnx"), "openvino": ("jaxmax.openvino", "ov")}
+
+
+def bind(where: str, face: str, function: str, named: Sequence[tuple[str, Any]],
+         keywords: dict[str, Any]) -> tuple[Callable[..., Any], str]:
+    """The callable of the runtime inputs and its call text, for the public `function` of
+    `face` ("onnx" or "openvino") with positional arguments `named`: (display name, a value or
+    ``RUNTIME``). The function is looked up now, so that this module imports no operator."""
+    import importlib
+
+    module, prefix = _FACES[face]
+    try:
+        public = getattr(importlib.import_module(module), function)
+    except AttributeError:  # an operator this install of jaxmax does not have
+        raise NodeBindingError(f"{where}: this jaxmax has no {face}.{function}",
+                               missing=f"function {face}.{function}") from None
+    slots = [("runtime", None) if value is RUNTIME else ("constant", value)
+             for _, value in named]
+    shown = [name if value is RUNTIME else format_value(value) for name, value in named]
+    return (assemble(public, slots, keywords),
+            format_call(f"{prefix}.{function}", shown, keywords, public))

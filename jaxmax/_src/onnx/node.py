@@ -3,7 +3,7 @@ computes it, with the node's attributes (schema defaults filled in) and its opse
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -27,14 +27,6 @@ _PURPOSE = "jaxmax.onnx.from_node"
 
 def _node_label(node) -> str:
     return repr(node.name) if node.name else f"<unnamed, outputs {list(node.output)}>"
-
-
-def _public(name: str) -> Callable:
-    """The public jaxmax.onnx function (looked up when binding, so that operators added to the
-    namespace later are found, and this module does not import them all eagerly)."""
-    from jaxmax import onnx as jonnx
-
-    return getattr(jonnx, name)
 
 
 def _attributes(onnx, node, schema, where: str) -> dict[str, Any]:
@@ -155,33 +147,16 @@ def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -
     binder = _BINDERS[op_type]
     function, positional, keywords = binder(where, version, attrs, inputs, node)
     keywords["opset"] = opset
-    slots = [("runtime", None) if value is _RUNTIME else ("constant", value)
-             for _, _, value in positional]
-    shown = [name if value is _RUNTIME else node_binding.format_value(value)
-             for name, _, value in positional]
-    try:
-        public = _public(function)
-    except AttributeError:  # an operator this install of jaxmax does not have
-        raise NodeBindingError(f"{where}: this jaxmax has no onnx.{function}",
-                               missing=f"function onnx.{function}") from None
-    fn = node_binding.assemble(public, slots, keywords)
+    fn, call = node_binding.bind(where, "onnx", function,
+                                 [(name, value) for name, _, value in positional], keywords)
     runtime_names = [tensor for _, tensor, value in positional if value is _RUNTIME]
-    call = node_binding.format_call(f"onnx.{function}", shown, keywords, public)
     return NodeFunction(fn, node_name=node.name, op_type=op_type, version=version, call=call,
                         input_names=runtime_names, output_names=outputs, face="onnx",
                         sources=runtime_names)
 
 
-class _Marker:
-    def __init__(self, name: str):
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-_RUNTIME = _Marker("<runtime>")
-_ABSENT = _Marker("<absent>")
+_RUNTIME = node_binding.RUNTIME
+_ABSENT = node_binding.Marker("<absent>")
 
 
 def _static_input(where: str, inputs, index: int, why: str):

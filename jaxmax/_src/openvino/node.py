@@ -3,7 +3,6 @@ computes it, with the node's attributes and its operator version (``type_info``)
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -25,21 +24,7 @@ VERSIONS: dict[str, tuple[int, ...]] = {
 _PURPOSE = "jaxmax.openvino.from_node"
 
 
-def _public(name: str) -> Callable:
-    from jaxmax import openvino as jov
-
-    return getattr(jov, name)
-
-
-class _Marker:
-    def __init__(self, name: str):
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-_RUNTIME = _Marker("<runtime>")
+_RUNTIME = node_binding.RUNTIME
 
 
 def _constant(output) -> np.ndarray | None:
@@ -139,17 +124,8 @@ def from_node(node) -> NodeFunction:
         inputs.append((value, _RUNTIME if const is None else const))
     function, positional, keywords = _BINDERS[op_type](where, version, attrs, inputs, node)
     sources = [port for _, value, port in positional if value is _RUNTIME]
-    slots = [("runtime", None) if value is _RUNTIME else ("constant", value)
-             for _, value, _ in positional]
-    shown = [name if value is _RUNTIME else node_binding.format_value(value)
-             for name, value, _ in positional]
-    try:
-        public = _public(function)
-    except AttributeError:  # an operator this install of jaxmax does not have
-        raise NodeBindingError(f"{where}: this jaxmax has no openvino.{function}",
-                               missing=f"function openvino.{function}") from None
-    fn = node_binding.assemble(public, slots, keywords)
-    call = node_binding.format_call(f"ov.{function}", shown, keywords, public)
+    fn, call = node_binding.bind(where, "openvino", function,
+                                 [(name, value) for name, value, _ in positional], keywords)
     runtime_names = [name for name, value, _ in positional if value is _RUNTIME]
     output_names = [node.output(i).get_any_name() if node.output(i).get_names() else
                     f"{node.get_friendly_name()}:{i}" for i in range(node.get_output_size())]
