@@ -117,13 +117,19 @@ def host_data(op: str, data, name: str = "data", empty_dtype=None) -> np.ndarray
     return arr
 
 
+def on_device(data: np.ndarray | jax.Array) -> jax.Array:
+    """A checked host array as a JAX array: a transfer (``jnp.asarray`` of a NumPy array compiles
+    an identity program for every new shape, a second compilation on each eager call)."""
+    return jax.device_put(data) if isinstance(data, np.ndarray) else jnp.asarray(data)
+
+
 def as_data(op: str, data, name: str = "data") -> jax.Array:
     """`data` as a JAX array, checked as `host_data` does."""
     data = host_data(op, data, name)
     if isinstance(data, jax.Array):
         return data
     try:
-        return jnp.asarray(data)
+        return on_device(data)
     except (TypeError, ValueError) as err:  # a NumPy dtype JAX has no type for (longdouble)
         raise TypeError(f"{op}: `{name}` dtype {data.dtype} is not a JAX type: "
                         f"{_short(str(err))}") from None

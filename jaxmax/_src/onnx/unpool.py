@@ -146,6 +146,6 @@ def max_unpool(X: Data, I: Data, output_shape: Ints | None = None, *,  # noqa: E
             bad = low if low < 0 else high
             raise ValueError(f"{_OP}: `I` holds index {bad} outside [0, {size}) (the output "
                              f"{out_shape} has {size} elements)")
-    indices = jnp.asarray(I_host)
+    indices = validation.on_device(I_host)
     out = lowering.max_unpool(X, indices, out_shape, kernel, strides_, tuple(pads_[:n_spatial]))
     return sizes.settled(out, size * X.dtype.itemsize)

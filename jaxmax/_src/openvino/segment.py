@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxmax._src import sizes, validation
@@ -86,7 +85,7 @@ def segment_max(data: Data, segment_ids: Ints, num_segments: Int | None = None, 
     concrete_ids = None if isinstance(host_ids, jax.core.Tracer) else np.asarray(host_ids)
     if np.dtype(host_ids.dtype) not in _SEGMENT_ID_TYPES:
         raise TypeError(f"{op}: `segment_ids` must be int32 or int64, got {host_ids.dtype}")
-    ids = jnp.asarray(host_ids)
+    ids = validation.on_device(host_ids)
     if ids.ndim != 1:
         raise ValueError(f"{op}: `segment_ids` must be 1-D, got shape {ids.shape}")
     if ids.shape[0] != data.shape[0]:
