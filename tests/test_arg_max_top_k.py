@@ -20,6 +20,7 @@ from helpers import is_float, x64_for
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
+from jaxmax._src.lowering import top_k as lowering
 
 FLOATS = ["float16", "float32", "float64"]
 INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
@@ -282,11 +283,12 @@ def test_arg_max_float32_plain_path_and_its_exits():
 
 
 def test_arg_max_float32_chunked_path_and_its_exits():
-    """float32 over a last axis with a divisor in [16, 256] takes per-chunk float maxima and
-    sums: a NaN (either sign) in a later chunk than the maximum, NaN in several chunks, a chunk
-    whose sum is NaN without a NaN (``inf - inf``, overflow), ties across chunks, -inf rows."""
+    """float32 over a last axis with a divisor in [16, 256] (and not a multiple of 8) takes
+    per-chunk float maxima and sums: a NaN (either sign) in a later chunk than the maximum, NaN
+    in several chunks, a chunk whose sum is NaN without a NaN (``inf - inf``, overflow), ties
+    across chunks, -inf rows."""
     rng = np.random.default_rng(13)
-    base = rng.integers(-3, 4, (8, 120)).astype(np.float32)  # chunks of 60
+    base = rng.integers(-3, 4, (8, 150)).astype(np.float32)  # chunks of 75
     x = base.copy()
     x[0, 100] = np.nan            # NaN in the second chunk, maximum in the first
     x[1, 5], x[1, 110] = -np.nan, np.nan
@@ -297,7 +299,8 @@ def test_arg_max_float32_chunked_path_and_its_exits():
     x[6, 61], x[6, 2] = np.inf, -np.inf  # inf - inf in the first chunk, NaN in the second
     x[6, 80] = np.nan
     for last in (0, 1):
-        for data in (x, x[:, :96], x[:, :32]):
+        for data in (x, x[:, :100], x[:, :34]):  # chunks of 75, 50, 17
+            assert lowering._chunk(data.shape[1]) and not lowering._lanes_fit(data.shape[1])
             got = onnx.arg_max(data, axis=1, keepdims=0, select_last_index=last)
             want = onnx_arg_max(data, 1, False, bool(last)).astype(np.int32)
             assert_bits(got, want, f"{data.shape} last {last}")
@@ -305,3 +308,33 @@ def test_arg_max_float32_chunked_path_and_its_exits():
                 data)
             assert_bits(got, onnx_arg_max(data, 1, True, bool(last)).astype(np.int32),
                         f"jit {data.shape} last {last}")
+
+
+def test_arg_max_float32_lane_fold_and_its_exits():
+    """float32 over a last axis of 8 * c elements, 2 <= c <= 128, folds runs of 8 lanes: ties
+    within a lane, across lanes and across runs, -inf rows, a NaN (either sign) before or after
+    the maximum, a zero or subnormal slice maximum (the key's path), -0.0/+0.0 ties; first and
+    last index."""
+    rng = np.random.default_rng(15)
+    x = rng.integers(-3, 4, (12, 1000)).astype(np.float32)  # runs of 8, 125 of them
+    x[0, 9], x[0, 17], x[0, 998] = 9.0, 9.0, 9.0  # one lane, two runs, the last lane
+    x[1, :] = -np.inf
+    x[2, 700] = 50.0
+    x[3, :] = -1.0
+    x[3, 3], x[3, 500] = np.float32(1e-45), np.float32(1e-45)  # a subnormal maximum
+    x[4, :] = np.where(np.arange(1000) % 3, -0.0, 0.0).astype(np.float32)  # a zero maximum
+    x[5, :] = -5.0
+    x[5, 16], x[5, 8] = np.float32(-1e-40), np.float32(-2e-40)  # subnormals, negative
+    for last in (0, 1):
+        for data in (x, x[:, :16], x[:, :1024 - 24], x[2:3, :]):
+            assert lowering._lanes_fit(data.shape[1])
+            got = onnx.arg_max(data, axis=1, keepdims=0, select_last_index=last)
+            assert_bits(got, onnx_arg_max(data, 1, False, bool(last)).astype(np.int32),
+                        f"{data.shape} last {last}")
+        with_nan = x.copy()
+        with_nan[0, 500], with_nan[2, 3], with_nan[6, 40] = np.nan, -np.nan, np.nan
+        with_nan[6, 41] = np.nan
+        got = jax.jit(lambda v, last=last: onnx.arg_max(v, axis=-1, select_last_index=last))(
+            with_nan)
+        assert_bits(got, onnx_arg_max(with_nan, 1, True, bool(last)).astype(np.int32),
+                    f"NaN, jit, last {last}")

@@ -270,13 +270,16 @@ def test_lowering_fold_limit_is_exercised():
     assert lowering.FOLD_LIMIT >= 16  # the (8, 16, 8) arg max above takes the fold
 
 
-def test_sharded_chunked_arg_max(axis_type):
-    """The chunked float32 arg max (a last axis of 64: chunks of 32) with that axis sharded:
-    normals, a NaN after the maximum, an all -0.0/+0.0 row (the key's path)."""
+@pytest.mark.parametrize("length", [68, 64])
+def test_sharded_chunked_and_lane_arg_max(length, axis_type):
+    """The float32 arg max over a last axis of 68 (chunks of 34) and of 64 (8 runs of 8 lanes)
+    with that axis sharded: normals, a NaN after the maximum, an all -0.0/+0.0 row (the key's
+    path)."""
+    assert lowering._chunk(68) == 34 and not lowering._lanes_fit(68) and lowering._lanes_fit(64)
     mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(axis_type,) * 2)
-    x = np.random.default_rng(14).standard_normal((8, 4, 64)).astype(np.float32)
+    x = np.random.default_rng(14).standard_normal((8, 4, length)).astype(np.float32)
     _check_sharded("onnx_arg_max_last_axis", P(None, "a", "b"), mesh, x, axis_type)
     x[1, 2, 50] = -np.nan
     x[3, 0, 40] = np.nan
-    x[5, 1, :] = np.where(np.arange(64) % 2, 0.0, -0.0)
+    x[5, 1, :] = np.where(np.arange(length) % 2, 0.0, -0.0)
     _check_sharded("onnx_arg_max_last_axis", P(None, "a", "b"), mesh, x, axis_type)

@@ -4,11 +4,14 @@ Both faces use these two jitted functions; the face only decides the key's NaN p
 
 * ``arg_max``: the first (or last) index whose key is the largest. On an axis before the last
   of at most ``FOLD_LIMIT`` elements, one fused pass over the slices keeps the running best key
-  and its index (a segmentation head's ``(N, classes, H, W)`` over the classes); float32 over
-  a last axis with a divisor in ``[16, 256]`` (ONNX face) takes per-chunk float maxima and sums
-  in one pass and searches one chunk per slice (``_chunked_arg_max``), exact unless a slice's
-  maximum is zero or subnormal; otherwise (and in that case) two integer reductions: the
-  largest key, then the smallest (largest) index holding it.
+  and its index (a segmentation head's ``(N, classes, H, W)`` over the classes). float32 over a
+  last axis of ``8 * c`` elements, ``2 <= c <= 128`` (a classifier's logits), folds runs of 8
+  lanes in one pass (``_lane_arg_max``), exact unless the data has a NaN or a slice's maximum
+  is zero or subnormal. Other float32 over a last axis with a divisor in ``[16, 256]`` (ONNX
+  face) takes per-chunk float maxima and sums in one pass and searches one chunk per slice
+  (``_chunked_arg_max``), exact unless a slice's maximum is zero or subnormal. Otherwise (and
+  where those are not exact) two integer reductions: the largest key, then the smallest
+  (largest) index holding it.
 * ``top_k``: one ``lax.top_k`` of the key along the last axis (the axis is moved there), which is
   index-stable, so ties go to the lower index; ``by_index`` re-sorts the selected indices.
   float32 in descending order over the last axis tries the plain ``lax.top_k`` of the data
@@ -62,6 +65,11 @@ def _arg_max_jit(x, *, axis, keepdims, last, face, index_dtype):
 
         if axis != x.ndim - 1 and x.shape[axis] <= FOLD_LIMIT:
             out = _fold_arg_max(x, key, axis, last, index_dtype)
+        elif x.dtype == np.float32 and axis == x.ndim - 1 and _lanes_fit(x.shape[axis]):
+            index, ok = _lane_arg_max(x, last)
+            out = lax.cond(ok, lambda: index,
+                           lambda: _reduce_arg_max(key(x), axis, last, np.dtype(np.int32)))
+            out = out.astype(index_dtype)
         elif (x.dtype == np.float32 and axis == x.ndim - 1 and order.nan_first(face, True)
               and _chunk(x.shape[axis])):
             index, ok = _chunked_arg_max(x, _chunk(x.shape[axis]), last)
@@ -119,6 +127,49 @@ def _float_arg_max(x, top, axis, last):
     else:
         index = lax.reduce_min(jnp.where(x == top, iota, np.float32(n)), (axis,))
     return index.astype(np.int32)
+
+
+#: `_lane_arg_max` folds a last axis of ``LANES * c`` elements, ``2 <= c <= LANE_FOLD_LIMIT``.
+LANES = 8
+LANE_FOLD_LIMIT = 128
+
+
+def _lanes_fit(n: int) -> bool:
+    return n % LANES == 0 and 2 <= n // LANES <= LANE_FOLD_LIMIT
+
+
+def _lane_arg_max(x, last):
+    """Arg max over the last axis of float32 `x` (a classifier's logits) in one fused pass, and
+    whether it is exact.
+
+    The axis is cut into `c` runs of ``LANES`` elements; a fold over the runs keeps, for each lane,
+    the running float maximum and the run it came from (replaced only by a strictly greater
+    element; `last`: greater or equal), so each lane holds its first (last) maximum, and an
+    "any NaN" flag. On the small lane arrays, the lanes holding the slice maximum give the index.
+    Exact when the data has no NaN (a NaN never wins a float compare; then the caller's key path
+    decides, under either face's rule) and every slice maximum is a normal number or infinity:
+    XLA's CPU float compare treats subnormals as zero, which cannot change a comparison with a
+    normal number, and ``-0.0``/``+0.0`` ties cannot arise.
+    """
+    n = x.shape[-1]
+    runs = x.reshape(x.shape[:-1] + (n // LANES, LANES))
+    best = runs[..., 0, :]
+    run = jnp.zeros(best.shape, np.int32)
+    nan = best != best
+    for j in range(1, n // LANES):
+        current = runs[..., j, :]
+        better = current >= best if last else current > best
+        best = jnp.where(better, current, best)
+        run = jnp.where(better, np.int32(j), run)
+        nan = nan | (current != current)
+    top = lax.reduce_max(best, (best.ndim - 1,))
+    hit = best == top[..., None]
+    index = run * np.int32(LANES) + lax.broadcasted_iota(np.int32, best.shape, best.ndim - 1)
+    if last:
+        index = lax.reduce_max(jnp.where(hit, index, np.int32(-1)), (index.ndim - 1,))
+    else:
+        index = lax.reduce_min(jnp.where(hit, index, np.int32(n)), (index.ndim - 1,))
+    return index, ~jnp.any(nan) & jnp.all(jnp.abs(top) >= _F32_TINY)
 
 
 def _chunk(n: int) -> int:
