@@ -8,7 +8,9 @@
   (32, 64, 112, 112) tensor back to (32, 64, 112, 112): jaxmax (whose dense form applies: every
   index lies in its own window, checked at run time), jaxmax with indices that fail that check
   (one index moved: the scatter form), a plain ``.at[].set`` scatter, onnxruntime MaxUnpool-11
-  and ``torch.nn.functional.max_unpool2d``.
+  and ``torch.nn.functional.max_unpool2d``, beside JAX's write floor for that output: an
+  interior ``lax.pad`` of the values, which reads them and writes a fresh array of the output's
+  shape (103 MB: most of its cost is the kernel zero-filling the new pages).
 
 ``--quick`` uses a batch of 4 and 64 channels. The inputs are built once per worker (seeded),
 outside the timed region.
@@ -21,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .backends import jax_jit, jonnx, jov, ort_graph, ov_model, torch_call
-from .cases import JAXMAX, Case, Ctx, Impl, Ratio, Sizes, shape_label
+from .cases import INFO, JAXMAX, Case, Ctx, Impl, Ratio, Sizes, shape_label
 
 GROUP = "adaptive_unpool"
 
@@ -89,6 +91,20 @@ def _at_set(ctx: Ctx) -> Any:
     return lambda: jax.block_until_ready(f(v, i))
 
 
+UNPOOL_FLOOR_LABEL = ("[write floor] jit interior lax.pad of the values: reads them, writes a "
+                      "fresh output")
+
+
+def _write_floor(ctx: Ctx) -> Any:
+    import jax
+    from jax import lax
+
+    f = jax.jit(lambda v: lax.pad(v, np.float32(0), [(0, 0, 0), (0, 0, 0), (0, 1, 1),
+                                                     (0, 1, 1)]))
+    v = ctx.jax("v")
+    return lambda: jax.block_until_ready(f(v))
+
+
 def _torch_unpool(ctx: Ctx) -> Any:
     import torch
 
@@ -135,8 +151,10 @@ def cases(sz: Sizes) -> list[Case]:
         Impl("jnp .at[].set (jit)", "jax", _prepared(_at_set)),
         Impl("onnxruntime MaxUnpool-11", "ort", _prepared(_ort_unpool)),
         Impl("torch max_unpool2d", "torch", _prepared(_torch_unpool)),
+        Impl(UNPOOL_FLOOR_LABEL, "jax", _prepared(_write_floor), INFO),
     ]
     ratios = [Ratio("jaxmax / onnxruntime", impls[0].label, impls[3].label),
-              Ratio("jaxmax scatter form / onnxruntime", impls[1].label, impls[3].label)]
+              Ratio("jaxmax scatter form / onnxruntime", impls[1].label, impls[3].label),
+              Ratio("jaxmax / write floor", impls[0].label, UNPOOL_FLOOR_LABEL)]
     out.append(Case(GROUP, label, "small", impls, label, check=False, ratios=ratios))
     return out
