@@ -141,17 +141,25 @@ def _fold(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
             for tap, rest in taps(along, d + 1):
                 yield tap, offset + rest
 
+    # The index is kept relative to the first tap's: where windows tile the input, a tap's
+    # offset from the first is the same for every output, a scalar (a constant array per tap
+    # doubled the fold's time on (32, 512, 14, 14) -> (7, 7)); the first tap's index array is
+    # added once at the end.
     acc: Any = None
     index: Any = None
+    first: np.ndarray = np.zeros(output_shape, np.int64)
     for tap, flat in taps(x, 0):
-        flat_ = jnp.asarray(np.broadcast_to(flat, output_shape).astype(index_dtype))
+        flat = np.broadcast_to(flat, output_shape)
         if acc is None:
-            acc, index = tap, jnp.broadcast_to(flat_, tap.shape)
+            acc, index, first = tap, jnp.zeros((), index_dtype), flat
             continue
+        delta = flat - first
+        step = (index_dtype.type(delta.flat[0]) if np.all(delta == delta.flat[0])
+                else jnp.asarray(delta.astype(index_dtype)))
         take = acc < tap
         acc = jnp.where(take, tap, acc)
-        index = jnp.where(take, flat_, index)
-    return acc, index
+        index = jnp.where(take, step, index)
+    return acc, jnp.broadcast_to(index + jnp.asarray(first.astype(index_dtype)), acc.shape)
 
 
 def tap_count(spatial: tuple[int, ...], output_shape: tuple[int, ...]) -> int:
