@@ -61,7 +61,7 @@ def _max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
               dilation: tuple[int, ...] | None = None) -> jax.Array:
     def phase_sliced(v):
         return pool_phase.max_pool_at_least_lowest(v, window, strides, padding,
-                                                   check_data=cross_device, dilation=dilation)
+                                                   dilation=dilation)
 
     if dilation is not None and max(dilation) > 1:
         return phase_sliced(x)  # reduce_window has no derivative with dilation

@@ -59,6 +59,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes
+from jaxmax._src.lowering import rules
 
 __all__ = ["Geometry", "first_equal", "gather_tangent", "geometry", "index_dtype",
            "max_pool_at_least_lowest", "onnx_first", "onnx_rule", "openvino_winner", "pooled"]
@@ -321,13 +322,6 @@ def first_equal(x: jax.Array, g: Geometry, out: jax.Array, fill, *, read=None,
     return index
 
 
-def _is_finite_sum(v: jax.Array) -> jax.Array:
-    """Whether ``sum(v)`` is finite: then `v` holds no NaN and no infinity (a false "no" only
-    costs time). 16-bit floats are summed in float32, where their sum cannot overflow."""
-    wide = jnp.float32 if v.dtype.itemsize < 4 else v.dtype
-    return jnp.isfinite(jnp.sum(v, dtype=wide))
-
-
 def _apart(pred: jax.Array, if_true, if_false) -> jax.Array:
     """``lax.cond(pred, if_true, if_false)``: the result computed in a computation of its own,
     hence into a buffer, and from taps XLA does not merge with the value's. Elementwise code is
@@ -379,11 +373,8 @@ def onnx_first(x: jax.Array, g: Geometry, out: jax.Array, **labels) -> jax.Array
     # padding key: a NaN bit pattern that `_float_key` never gives (all ones but the sign)
     pad_key = (1 << (8 * x.dtype.itemsize - 1)) - 1
     fast = first_equal(x, g, out, np.nan, **labels)
-    return lax.while_loop(
-        lambda c: c[1],
-        lambda c: (first_equal(x, g, out, pad_key, read=_float_key, **labels),
-                   jnp.zeros((), bool)),
-        (fast, ~_is_finite_sum(out)))[0]
+    return rules.redo_if(~rules.finite_sum(out), fast,
+                         lambda: first_equal(x, g, out, pad_key, read=_float_key, **labels))
 
 
 # ----------------------------------------------------------------------------- tangents
@@ -476,11 +467,10 @@ def onnx_rule(x: jax.Array, g: Geometry) -> jax.Array:
 
 # ----------------------------------------------------------------------------- the OpenVINO rule
 
-def _lowest_rule_forward(x: jax.Array, g: Geometry, check_data: bool) -> jax.Array:
+def _lowest_rule_forward(x: jax.Array, g: Geometry) -> jax.Array:
     """The pooled value under the OpenVINO rule: the scan of `_max_of` from lowest(T) skips NaN
     and ``-inf`` by itself, so no check of the data or the output is needed (nor across
-    devices: no reduction is involved). `check_data` is accepted for the callers' sake."""
-    del check_data
+    devices: no reduction is involved)."""
     return pooled(x, g, dtypes.lowest(x.dtype), skip_nan=True)
 
 
@@ -490,17 +480,15 @@ def _in_memory(v: jax.Array, recompute) -> jax.Array:
     an array XLA keeps in memory, where a plain value would be fused into, and recomputed by,
     each of its readers (``optimization_barrier`` is removed on CPU; a loop whose body returns
     its carry is simplified away)."""
-    first = v.reshape(-1)[:1]
-    return lax.while_loop(lambda c: c[1], lambda c: (recompute(), jnp.zeros((), bool)),
-                          (v, jnp.isnan(first).any()))[0]
+    return rules.redo_if(jnp.isnan(v.reshape(-1)[0]), v, recompute)
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(1, 2))
 def _lowest_rule(x, g, keep):
     """The OpenVINO-rule pooling; with `keep`, its value is an array in memory (`_in_memory`)."""
-    out = _lowest_rule_forward(x, g, False)
+    out = _lowest_rule_forward(x, g)
     if keep and out.size:
-        out = _in_memory(out, lambda: _lowest_rule_forward(x, g, False))
+        out = _in_memory(out, lambda: _lowest_rule_forward(x, g))
     return out
 
 
@@ -553,19 +541,19 @@ def _stages(g: Geometry) -> tuple[Geometry, Geometry] | None:
     return first, second
 
 
-def max_pool_at_least_lowest(x: jax.Array, window, strides, padding, check_data: bool = False,
-                    dilation=None) -> jax.Array:
+def max_pool_at_least_lowest(x: jax.Array, window, strides, padding,
+                             dilation=None) -> jax.Array:
     """OpenVINO's MaxPool rule, phase-sliced: each output is ``max(lowest(T), non-NaN window
     elements)``, padding included as lowest(T).
 
     `x` has any rank; `window`, `strides`, ``(lo, hi)`` `padding` (negative crops) and
     `dilation` give one entry per axis. Integers, whose identity is lowest(T) already, get the
-    plain pooling. `check_data` also checks the input for NaN (for sharded inputs, where a
-    cross-device max may drop a NaN). The derivative is that of pooling the clamped input
+    plain pooling. The value involves no reduction, so no NaN check, even for sharded inputs
+    (where a cross-device max may drop a NaN). The derivative is that of pooling the clamped input
     ``where(x >= lowest, x, lowest)``: each window's tangent comes from its first maximal
     clamped element, padding counted; a NaN or ``-inf`` input, and padding, pass none. Floating
     windows of more than 16 taps are differentiated in two stages (`_stages`), with the same
-    derivative. (`check_data` is no longer needed: the value involves no reduction.)
+    derivative.
     """
     x = jnp.asarray(x)
     g = geometry(x.shape, window, strides, padding, dilation)
@@ -582,7 +570,7 @@ def _staged_rule(x, g, stages):
     """The OpenVINO-rule pooling of a large window: the value in one scan, the derivative that
     of the two `_stages` (the same function; each stage's derivative has few taps)."""
     del stages
-    return _lowest_rule_forward(x, g, False)
+    return _lowest_rule_forward(x, g)
 
 
 @_staged_rule.defjvp

@@ -53,6 +53,21 @@ def by_platform(x: jax.Array, *, cpu: Callable[[jax.Array], jax.Array],
     return lax.platform_dependent(x, cpu=cpu, default=default)
 
 
+def finite_sum(v: jax.Array) -> jax.Array:
+    """Whether ``sum(v)`` is finite: then `v` holds no NaN and no infinity (a false "no" only
+    costs time). 16-bit floats are summed in float32, where their sum cannot overflow."""
+    wide = jnp.float32 if v.dtype.itemsize < 4 else v.dtype
+    return jnp.isfinite(jnp.sum(v, dtype=wide))
+
+
+def redo_if(redo: jax.Array, value: jax.Array, recompute: Callable[[], jax.Array]) -> jax.Array:
+    """`value`, or ``recompute()`` where the scalar `redo` holds: a ``while_loop`` of zero or one
+    trip, whose carry XLA updates in place and keeps in memory (a ``lax.cond`` returning `value`
+    copies it, and runs its branch on one thread)."""
+    return lax.while_loop(lambda c: c[1], lambda c: (recompute(), jnp.zeros((), bool)),
+                          (value, redo))[0]
+
+
 def _nan_found(x: jax.Array, plain: jax.Array, check_data: bool) -> jax.Array:
     """A scalar bool: True when `x` holds a NaN (false positives only cost time)."""
     found = jnp.isnan(plain).any()

@@ -96,17 +96,13 @@ def _fast_or_exact(data: jax.Array, segment_ids: jax.Array, num_segments: int, f
                            mode=lax.GatherScatterMode.FILL_OR_DROP)  # negative ids dropped too
     redo = jnp.zeros((), bool)
     if dtypes.is_floating(data.dtype):
-        wide = jnp.float32 if data.dtype.itemsize < 4 else data.dtype
-        redo = ~jnp.isfinite(jnp.sum(fast, dtype=wide))  # a NaN (or inf: only costs time)
+        redo = ~rules.finite_sum(fast)  # a NaN (or inf: only costs time)
         if cross_device:  # a cross-device max may drop NaN before the output shows it
-            redo = redo | ~jnp.isfinite(jnp.sum(data, dtype=wide))
+            redo = redo | ~rules.finite_sum(data)
     if fill == "zero" and low != dtypes.zero(data.dtype) and fast.size:  # unsigned: ZERO is LOWEST
         redo = redo | (jnp.min(fast) == low)
-    return lax.while_loop(
-        lambda c: c[1],
-        lambda c: (_exact(data, segment_ids, num_segments, fill, cross_device),
-                   jnp.zeros((), bool)),
-        (fast, redo))[0]
+    return rules.redo_if(redo, fast,
+                         lambda: _exact(data, segment_ids, num_segments, fill, cross_device))
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(2, 3, 4))

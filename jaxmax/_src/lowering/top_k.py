@@ -63,24 +63,23 @@ def _arg_max_jit(x, *, axis, keepdims, last, face, index_dtype):
         def key(v):
             return order.key(v, descending=True, nan_is_first=order.nan_first(face, True))
 
+        def exact():
+            return _reduce_arg_max(key(x), axis, last, np.dtype(np.int32))
+
+        # The float32 forms below are exact unless their `ok` says otherwise; then `exact`.
+        last_axis = x.dtype == np.float32 and axis == x.ndim - 1
         if axis != x.ndim - 1 and x.shape[axis] <= FOLD_LIMIT:
             out = _fold_arg_max(x, key, axis, last, index_dtype)
-        elif x.dtype == np.float32 and axis == x.ndim - 1 and _lanes_fit(x.shape[axis]):
+        elif last_axis and _lanes_fit(x.shape[axis]):
             index, ok = _lane_arg_max(x, last)
-            out = lax.cond(ok, lambda: index,
-                           lambda: _reduce_arg_max(key(x), axis, last, np.dtype(np.int32)))
-            out = out.astype(index_dtype)
-        elif (x.dtype == np.float32 and axis == x.ndim - 1 and order.nan_first(face, True)
-              and _chunk(x.shape[axis])):
+            out = lax.cond(ok, lambda: index, exact).astype(index_dtype)
+        elif last_axis and order.nan_first(face, True) and _chunk(x.shape[axis]):
             index, ok = _chunked_arg_max(x, _chunk(x.shape[axis]), last)
-            out = lax.cond(ok, lambda: index,
-                           lambda: _reduce_arg_max(key(x), axis, last, np.dtype(np.int32)))
-            out = out.astype(index_dtype)
+            out = lax.cond(ok, lambda: index, exact).astype(index_dtype)
         elif x.dtype == np.float32 and x.shape[axis] <= 2**24:
             top = lax.reduce_max(x, (axis,))
             out = lax.cond(_plain_float_ok(x, top), partial(_float_arg_max, x, top, axis, last),
-                           lambda: _reduce_arg_max(key(x), axis, last, np.dtype(np.int32)))
-            out = out.astype(index_dtype)
+                           exact).astype(index_dtype)
         else:
             out = _reduce_arg_max(key(x), axis, last, index_dtype)
         return lax.expand_dims(out, (axis,)) if keepdims else out
