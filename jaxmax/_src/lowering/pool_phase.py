@@ -42,7 +42,9 @@ output gathers the tangent of its winner, zero without one), so forward mode, re
 included, where ``lax.reduce_window`` has no derivative. The tangent reads the phase pieces of
 the input tangent through ``lax.split``, so its transpose interleaves them back in one pass.
 
-Windows of more than 16 taps (3-D k3: 27) take their OpenVINO-rule value from one scan and their
+Windows of more than 16 taps over three axes or more (3-D k3: 27) take their value from two
+stages over cache-sized chunks (:mod:`jaxmax._src.lowering.pool_stages`; the one-stage scan
+only when a window's maximal elements are zeros of both signs), and their OpenVINO-rule
 derivative from two stages, the inner axes first (`_stages`); the first maximal element
 composes, so the two-stage derivative is the one-stage one.
 """
@@ -59,7 +61,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes
-from jaxmax._src.lowering import rules
+from jaxmax._src.lowering import pool_stages, rules
 
 __all__ = ["Geometry", "first_equal", "gather_tangent", "geometry", "index_dtype",
            "max_pool_at_least_lowest", "onnx_first", "onnx_rule", "openvino_winner", "pooled"]
@@ -279,6 +281,16 @@ def pooled(x: jax.Array, g: Geometry, fill, skip_nan: bool = False) -> jax.Array
     fill = np.asarray(fill, x.dtype)
     if 0 in g.out_shape:
         return jnp.full(g.out_shape, fill)
+    if pool_stages.applies(g):  # 3-D windows: two stages over cache-sized chunks
+        staged, tie = pool_stages.pooled(x, g, fill, skip_nan)
+        if not dtypes.is_floating(x.dtype):  # equal integers are equal bits: no tie to redo
+            return staged
+        return rules.redo_if(tie, staged, lambda: _scanned(x, g, fill, skip_nan))
+    return _scanned(x, g, fill, skip_nan)
+
+
+def _scanned(x: jax.Array, g: Geometry, fill: np.ndarray, skip_nan: bool) -> jax.Array:
+    """`pooled` as one scan of every tap (interior and border boxes apart)."""
     split = _boxes(g)
     if split is None:
         return _max_of(_taps(x, g, fill), fill, skip_nan)
