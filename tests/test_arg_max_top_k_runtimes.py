@@ -25,6 +25,11 @@ Runtime deviations from the contract, each excluded explicitly where it is compa
   away from the lower index unless ``stable=True`` and ``sort="value"`` (with ``sort="index"``
   even when ``stable=True``): in those cases the selected *values* are compared by key (the
   multiset of keys is unique, which element of a tie is not), and NaN rows are excluded.
+* CPU plugin on a CPU with native bfloat16 arithmetic (AVX512_BF16, as this project's machine
+  since 2026-11-26): bfloat16 subnormals come back as zeros of the same sign (the kernel runs
+  in bfloat16 with denormals flushed; on CPUs without it the plugin computes in float32 and
+  keeps them): bfloat16 rows holding a subnormal are excluded there
+  (``test_ov_cpu_plugin_bfloat16_subnormals`` pins the two behaviours).
 """
 
 from __future__ import annotations
@@ -106,6 +111,17 @@ def nan_rows(x, axis, keepdims=True):
                         tuple(1 if i == axis % x.ndim else d for i, d in enumerate(x.shape)),
                         bool)
     return np.isnan(x.astype(np.float64)).any(axis=axis, keepdims=keepdims)
+
+
+def bf16_subnormal_rows(x, axis):
+    """True where a bfloat16 slice along `axis` holds a subnormal (kept dims; False for other
+    dtypes): the CPU plugin may flush them (module docstring)."""
+    if x.dtype != BF16:
+        return np.zeros(tuple(1 if i == axis % x.ndim else d for i, d in enumerate(x.shape)),
+                        bool)
+    v = np.abs(x.astype(np.float64))
+    tiny = float(ml_dtypes.finfo(BF16).smallest_normal)
+    return ((v > 0) & (v < tiny)).any(axis=axis, keepdims=True)
 
 
 def configs(seed, count, dtypes):
@@ -288,8 +304,9 @@ def test_ov_top_k_against_cpu_plugin(opset):
                                    Const(np.array(k, np.int64)))
         values, indices = _ours(x, k, axis, mode, sort, itype, stable, opset)
         context = f"opset {opset} {x.dtype} {x.shape} axis {axis} k {k} {mode} {sort} {stable}"
-        # NaN: position-dependent on the CPU plugin (module docstring): NaN rows excluded
-        keep = np.broadcast_to(~nan_rows(x, axis), values.shape)
+        # NaN: position-dependent on the CPU plugin; bfloat16 subnormals may be flushed (module
+        # docstring): those rows excluded
+        keep = np.broadcast_to(~nan_rows(x, axis) & ~bf16_subnormal_rows(x, axis), values.shape)
         if stable and sort == "value":
             assert_bits(values[keep], ref_v[keep], context)
             np.testing.assert_array_equal(indices[keep], ref_i.astype(np.int64)[keep], context)
@@ -297,6 +314,23 @@ def test_ov_top_k_against_cpu_plugin(opset):
             rows = np.moveaxis(keep, axis, -1)
             np.testing.assert_array_equal(_sorted_keys(values, axis)[rows],
                                           _sorted_keys(ref_v, axis)[rows], context)
+
+
+def test_ov_cpu_plugin_bfloat16_subnormals():
+    """The excluded bfloat16 case: the CPU plugin returns the selected subnormals either as they
+    are (jaxmax's answer) or, with native bfloat16 arithmetic, as zeros of the same sign; the
+    indices are jaxmax's either way (no other number lies between them and zero here)."""
+    tiny = float(ml_dtypes.finfo(BF16).smallest_subnormal)
+    x = np.array([[-2.0, 3 * tiny, -tiny, 1.0, -5.0, -0.0]], np.float32).astype(BF16)
+    node = _ov_node(11, 3, 1, "max", "value", "i32", True)
+    cpu_v, cpu_i = compile_cpu(node, x, Const(np.array(3, np.int64)))
+    values, indices = _ours(x, 3, 1, "max", "value", "i32", True, 11)
+    np.testing.assert_array_equal(cpu_i, indices)
+    flushed = np.where(np.abs(values.astype(np.float32)) < float(ml_dtypes.finfo(BF16).tiny),
+                       np.copysign(np.float32(0), values.astype(np.float32)),
+                       values.astype(np.float32)).astype(BF16)
+    assert np.array_equal(cpu_v.view(np.uint16), values.view(np.uint16)) or np.array_equal(
+        cpu_v.view(np.uint16), flushed.view(np.uint16)), (cpu_v, values)
 
 
 def test_ov_cpu_plugin_tie_deviation_is_real():
