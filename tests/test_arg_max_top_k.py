@@ -242,6 +242,21 @@ def test_top_k_float32_plain_path_and_its_exits():
     with_nan[2, 7] = np.nan
     with_nan[4, 1] = -np.nan
     rows["one NaN"] = with_nan
+    # the OpenVINO face decides from the selected values: -NaN (payloads differ) not selected,
+    # selected, or as the only elements past the numbers; +NaN, which lax.top_k selects first
+    nans = np.array([0x7FC00000, 0xFFC00000, 0xFF800001, 0x7F800002],
+                    np.uint32).view(np.float32)
+    negative = rows["normals"].copy()
+    negative[:, ::5] = nans[1]
+    negative[1, 3], negative[3, 4] = nans[2], nans[2]
+    rows["-NaN only"] = negative
+    few = np.tile(nans[[1, 2, 1, 2, 1]], (2, 8))
+    few[:, 5:8] = np.array([2.0, -1.0, -3.0], np.float32)
+    rows["-NaN reached"] = few
+    positive = rows["normals"].copy()
+    positive[:, 9] = nans[0]
+    positive[5, 30] = nans[3]
+    rows["+NaN"] = positive
     for name, x in rows.items():
         for k in (1, 3, 12):
             v, i = onnx.top_k(x, k)
