@@ -14,6 +14,11 @@ and NaN wins only as the first element (``acc < NaN`` and ``NaN < x`` are false)
 element changes nothing: it was already folded, so ``acc`` is not below it. The whole fold is
 one XLA fusion; its derivative sends each window's cotangent to the winning element (the slices'
 transposes add up the contributions of overlapping windows).
+
+Where the windows tile the input (``O`` divides ``L`` on every axis: a ResNet head's (14, 14)
+to (7, 7)), the fold runs one axis at a time instead (`_tiled`: 2-3x faster), which is the
+seeded fold unless the data holds a NaN; then the unrolled fold is taken (`_tiled_or_fold`).
+Those floating forms are differentiated through their indices (`_routed`).
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import explicit_axes
+from jaxmax._src import dtypes, explicit_axes
+from jaxmax._src.lowering import rules
 
 
 def windows(length: int, outputs: int) -> tuple[tuple[int, int], ...]:
@@ -107,8 +113,11 @@ def _adaptive_jit(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.d
     def compute(x):
         spatial = tuple(x.shape[2:])
         divisible = all(n % o == 0 for n, o in zip(spatial, output_shape, strict=True))
-        if divisible and tap_count(spatial, output_shape) <= _UNROLLED_TAPS:
-            return _fold(x, output_shape, index_dtype)
+        if divisible and dtypes.is_floating(x.dtype):
+            return _routed(partial(_tiled_or_fold, output_shape=output_shape,
+                                   index_dtype=index_dtype), x)
+        if divisible:  # integers: no NaN, so the stages are the seeded fold
+            return _tiled(x, output_shape, index_dtype)
         if _window_reads(spatial, output_shape) <= _WINDOW_READS:
             return _routed(partial(_per_window, output_shape=output_shape,
                                    index_dtype=index_dtype), x)
@@ -160,6 +169,64 @@ def _fold(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
         acc = jnp.where(take, tap, acc)
         index = jnp.where(take, step, index)
     return acc, jnp.broadcast_to(index + jnp.asarray(first.astype(index_dtype)), acc.shape)
+
+
+def _tiled(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
+    """The fold of windows that tile the input (``O`` divides ``L`` on every axis: windows of
+    ``L / O``, stride ``L / O``), one axis at a time, the last first: each stage's taps are one
+    strided slice each, and the index is kept as an offset from the window's first element (a
+    scalar per tap), the windows' first elements' flat indices added once at the end.
+
+    Without NaN in `x` the seeded fold is the first, in row-major order, of the window's largest
+    elements (``acc < x`` keeps the earlier of equal ones, ``-0.0``/``+0.0`` too), a maximum over
+    a total order, which any grouping of the taps gives: this is the seeded fold. With NaN it is
+    not (a NaN after a window's first element hides later elements from one stage only): the
+    caller checks (`_tiled_or_fold`).
+    """
+    spatial = tuple(x.shape[2:])
+    plane_strides = [math.prod(spatial[d + 1:]) for d in range(len(spatial))]
+    itype = index_dtype.type
+    val: Any = x
+    idx: Any = itype(0)  # a scalar until some stage has more than one tap
+    for d in reversed(range(len(spatial))):
+        k, axis = spatial[d] // output_shape[d], 2 + d
+        acc: Any = None
+        acc_idx: Any = None
+        for j in range(k):
+            cand = lax.slice_in_dim(val, j, j + (output_shape[d] - 1) * k + 1, k, axis)
+            offset = itype(j * plane_strides[d])
+            cand_idx = idx + offset if np.ndim(idx) == 0 else lax.slice_in_dim(
+                idx, j, j + (output_shape[d] - 1) * k + 1, k, axis) + offset
+            if acc is None:
+                acc, acc_idx = cand, cand_idx
+                continue
+            take = acc < cand
+            acc = jnp.where(take, cand, acc)
+            acc_idx = jnp.where(take, cand_idx, acc_idx)
+        val, idx = acc, acc_idx
+    origin = jnp.zeros(output_shape, index_dtype)
+    for d in range(len(spatial)):
+        k = spatial[d] // output_shape[d]
+        origin = origin + lax.broadcasted_iota(index_dtype, output_shape, d) * itype(
+            k * plane_strides[d])
+    return val, jnp.broadcast_to(idx + origin, val.shape)
+
+
+def _tiled_or_fold(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dtype):
+    """`_tiled`, or the unrolled `_fold` (or `_staged`, for many taps) when the data may hold a
+    NaN (its sum is NaN; a false alarm only costs time).
+
+    Measured on (32, 512, 14, 14) float32 to (7, 7), in process: `_tiled` with the NaN check
+    1.1-1.5 ms against 2.3-3.7 ms for `_fold`; `_staged`, which folds NaN in, 2.6 ms.
+    """
+    spatial = tuple(x.shape[2:])
+
+    def exact():
+        if tap_count(spatial, output_shape) <= _UNROLLED_TAPS:
+            return _fold(x, output_shape, index_dtype)
+        return _staged(x, output_shape, index_dtype)
+
+    return rules.redo_if(jnp.isnan(jnp.sum(x)), _tiled(x, output_shape, index_dtype), exact)
 
 
 def tap_count(spatial: tuple[int, ...], output_shape: tuple[int, ...]) -> int:

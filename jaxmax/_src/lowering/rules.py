@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -23,6 +24,8 @@ from jax import lax
 
 from jaxmax._src import dtypes
 from jaxmax._src.lowering import reduce_cpu
+
+T = TypeVar("T")
 
 
 def cross_device_possible(*arrays) -> bool:
@@ -60,10 +63,10 @@ def finite_sum(v: jax.Array) -> jax.Array:
     return jnp.isfinite(jnp.sum(v, dtype=wide))
 
 
-def redo_if(redo: jax.Array, value: jax.Array, recompute: Callable[[], jax.Array]) -> jax.Array:
-    """`value`, or ``recompute()`` where the scalar `redo` holds: a ``while_loop`` of zero or one
-    trip, whose carry XLA updates in place and keeps in memory (a ``lax.cond`` returning `value`
-    copies it, and runs its branch on one thread)."""
+def redo_if(redo: jax.Array, value: T, recompute: Callable[[], T]) -> T:
+    """`value` (an array or a tuple of arrays), or ``recompute()`` where the scalar `redo` holds:
+    a ``while_loop`` of zero or one trip, whose carry XLA updates in place and keeps in memory (a
+    ``lax.cond`` returning `value` copies it, and runs its branch on one thread)."""
     return lax.while_loop(lambda c: c[1], lambda c: (recompute(), jnp.zeros((), bool)),
                           (value, redo))[0]
 
