@@ -175,23 +175,27 @@ def test_onnx_gradient(path):
     assert_same(got, _grad_oracle(x, ct, want_v, want_i, False), "grad")
 
 
+def _values_and_oracle(face, x, kernel, strides, dil, pb, pe):
+    """The face's pooled values of `x` and its oracle's."""
+    if face == "openvino":
+        return (_ov(x, kernel, strides, dil, pb, pe, False),
+                _ov_oracle(x, kernel, strides, dil, pb, pe)[0])
+    return (_onnx(x, kernel, strides, dil, pb, pe, False),
+            _onnx_oracle(x, kernel, strides, dil, pb, pe)[0])
+
+
 @pytest.mark.parametrize("face", ["openvino", "onnx"])
 def test_first_zero_is_kept(face):
     """Of -0.0 and +0.0 in one window the first is the value, as OpenVINO, onnxruntime and
     PyTorch return it (and the oracles' scans), on every path: interior, border, phased,
-    stride 1, dilated, one scan of 27 taps."""
+    stride 1, dilated, 27 taps in two stages."""
     x = np.zeros((1, 1, 4, 4, 4), np.float32)
     x[..., ::2] = -0.0  # -0 first along W in every pair, +0 first in the shifted windows
     for kernel, strides, dil, pb, pe in [((3, 3, 3), (2, 2, 2), (1, 1, 1), (1,) * 3, (1,) * 3),
                                          ((1, 1, 2), (1, 1, 1), (1, 1, 1), (0,) * 3, (0,) * 3),
                                          ((1, 3, 3), (1, 1, 1), (1, 2, 2), (0, 2, 2),
                                           (0, 2, 2))]:
-        if face == "openvino":
-            got = _ov(x, kernel, strides, dil, pb, pe, False)
-            want = _ov_oracle(x, kernel, strides, dil, pb, pe)[0]
-        else:
-            got = _onnx(x, kernel, strides, dil, pb, pe, False)
-            want = _onnx_oracle(x, kernel, strides, dil, pb, pe)[0]
+        got, want = _values_and_oracle(face, x, kernel, strides, dil, pb, pe)
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
         assert_same(got, want, str(kernel))
     # the 2x1 case by hand: [-0, +0] -> -0, [+0, -0] -> +0
@@ -254,8 +258,8 @@ def test_chunked_large_window_against_the_oracle():
 @pytest.mark.parametrize("chunked", [False, True], ids=["one_chunk", "chunks"])
 @pytest.mark.parametrize("face", ["openvino", "onnx"])
 def test_two_stages_keep_the_first_zero_in_row_major_order(face, chunked):
-    """A window whose maximum is zero: +0.0 in its first W column (second D row) and -0.0 in
-    its second column (first D row). The first element in row-major window order is the -0.0;
+    """A window whose maximum is zero: +0.0 in its first W column (a later D row) and -0.0 in
+    its second column (its first D row). The first element in row-major window order is the -0.0;
     W's stage alone would keep the first column's +0.0, so the tie is found and the window
     recomputed by the one-stage scan."""
     shape = CHUNKED[0] if chunked else (1, 2, 4, 4, 4)
@@ -265,12 +269,7 @@ def test_two_stages_keep_the_first_zero_in_row_major_order(face, chunked):
     x[..., 1, 0, 1] = 0.0
     x[..., 0, 0, 2] = -0.0
     kernel, strides, dil, ones = (3, 3, 3), (2, 2, 2), (1, 1, 1), (1, 1, 1)
-    if face == "openvino":
-        got = _ov(x, kernel, strides, dil, ones, ones, False)
-        want = _ov_oracle(x, kernel, strides, dil, ones, ones)[0]
-    else:
-        got = _onnx(x, kernel, strides, dil, ones, ones, False)
-        want = _onnx_oracle(x, kernel, strides, dil, ones, ones)[0]
+    got, want = _values_and_oracle(face, x, kernel, strides, dil, ones, ones)
     assert_same(got, want)
     assert np.signbit(np.asarray(got)[..., 0, 0, 1]).all()
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
