@@ -46,7 +46,7 @@ from jaxmax._src import dtypes
 
 __all__ = ["applies", "pooled"]
 
-#: Windows of more taps than this over at least `_MIN_WIDE_AXES` axes take this form.
+#: Windows of at least this many taps over at least `_MIN_WIDE_AXES` axes take this form.
 _MIN_TAPS = 17
 _MIN_WIDE_AXES = 3
 #: The input bytes of one chunk, at most: the largest whole number of planes under it (at least
