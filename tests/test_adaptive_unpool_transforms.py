@@ -95,7 +95,7 @@ def test_check_grads_tie_free():
     rng = np.random.default_rng(2)
     x = rng.permutation(2 * 2 * 7 * 5).reshape(2, 2, 7, 5).astype(np.float64) / 7
     with jax.enable_x64(True):
-        for out in [(3, 2)]:
+        for out in [(3, 2), (7, 5), (1, 5)]:  # overlapping windows; windows that tile the input
             check_grads(lambda v, out=out: ov.adaptive_max_pool(v, out)[0], (x,), order=1,
                         modes=("fwd", "rev"))
         values, flat = maxpool_indices(rng, (2, 2, 3, 4))
@@ -112,7 +112,9 @@ def test_adaptive_grad_routes_to_index_and_accumulates():
     g = jax.grad(lambda v: ov.adaptive_max_pool(v, [2], index_element_type="i32")[0].sum())(x)
     assert_exact(g, np.array([[[0.0, 2.0, 0.0]]], np.float32))
     rng = np.random.default_rng(3)
-    for shape, out in [((2, 2, 7, 5), (3, 4)), ((1, 1, 3, 2, 3), (2, 3, 2)), ((2, 1, 7), (12,))]:
+    # overlapping windows, repeated elements, and windows that tile the input (2-D and 3-D)
+    for shape, out in [((2, 2, 7, 5), (3, 4)), ((1, 1, 3, 2, 3), (2, 3, 2)), ((2, 1, 7), (12,)),
+                       ((2, 2, 8, 6), (4, 3)), ((1, 2, 4, 6, 4), (2, 3, 2))]:
         x = tricky(rng, shape)
         cot = rng.standard_normal(shape[:2] + out).astype(np.float32)
         g = jax.grad(lambda v, out=out, cot=cot: (pool(v, out)[0] * cot).sum())(x)

@@ -17,8 +17,8 @@ transposes add up the contributions of overlapping windows).
 
 Where the windows tile the input (``O`` divides ``L`` on every axis: a ResNet head's (14, 14)
 to (7, 7)), the fold runs one axis at a time instead (`_tiled`: 2-3x faster), which is the
-seeded fold unless the data holds a NaN; then the unrolled fold is taken (`_tiled_or_fold`).
-Those floating forms are differentiated through their indices (`_routed`).
+seeded fold unless the data holds a NaN; then the unrolled fold is taken (`_tiled_or_fold`),
+whose derivative is also the one taken in every case.
 """
 
 from __future__ import annotations
@@ -114,8 +114,7 @@ def _adaptive_jit(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.d
         spatial = tuple(x.shape[2:])
         divisible = all(n % o == 0 for n, o in zip(spatial, output_shape, strict=True))
         if divisible and dtypes.is_floating(x.dtype):
-            return _routed(partial(_tiled_or_fold, output_shape=output_shape,
-                                   index_dtype=index_dtype), x)
+            return _tiled_or_fold(x, output_shape, index_dtype)
         if divisible:  # integers: no NaN, so the stages are the seeded fold
             return _tiled(x, output_shape, index_dtype)
         if _window_reads(spatial, output_shape) <= _WINDOW_READS:
@@ -212,21 +211,33 @@ def _tiled(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
     return val, jnp.broadcast_to(idx + origin, val.shape)
 
 
-def _tiled_or_fold(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dtype):
-    """`_tiled`, or the unrolled `_fold` (or `_staged`, for many taps) when the data may hold a
-    NaN (its sum is NaN; a false alarm only costs time).
+def _unrolled_or_staged(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
+    """The fold over every tap in one fusion, or axis by axis with NaN folded in (many taps):
+    both exact on any data."""
+    if tap_count(tuple(x.shape[2:]), output_shape) <= _UNROLLED_TAPS:
+        return _fold(x, output_shape, index_dtype)
+    return _staged(x, output_shape, index_dtype)
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(1, 2))
+def _tiled_or_fold(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
+    """`_tiled`, or `_unrolled_or_staged` when the data may hold a NaN (its sum is NaN; a false
+    alarm only costs time). Differentiated as `_unrolled_or_staged` (the autodiff of its
+    selects: a zero-or-one-trip loop has no reverse mode, and routing the tangent through the
+    indices, as `_routed` does, made the gradient of (32, 512, 14, 14) -> (7, 7) 2.5 ms against
+    1.0 ms).
 
     Measured on (32, 512, 14, 14) float32 to (7, 7), in process: `_tiled` with the NaN check
     1.1-1.5 ms against 2.3-3.7 ms for `_fold`; `_staged`, which folds NaN in, 2.6 ms.
     """
-    spatial = tuple(x.shape[2:])
+    return rules.redo_if(jnp.isnan(jnp.sum(x)), _tiled(x, output_shape, index_dtype),
+                         lambda: _unrolled_or_staged(x, output_shape, index_dtype))
 
-    def exact():
-        if tap_count(spatial, output_shape) <= _UNROLLED_TAPS:
-            return _fold(x, output_shape, index_dtype)
-        return _staged(x, output_shape, index_dtype)
 
-    return rules.redo_if(jnp.isnan(jnp.sum(x)), _tiled(x, output_shape, index_dtype), exact)
+@_tiled_or_fold.defjvp
+def _tiled_or_fold_jvp(output_shape, index_dtype, primals, tangents):
+    return jax.jvp(lambda v: _unrolled_or_staged(v, output_shape, index_dtype), primals,
+                   tangents)
 
 
 def tap_count(spatial: tuple[int, ...], output_shape: tuple[int, ...]) -> int:
