@@ -80,6 +80,15 @@ def test_vmap_equals_loop():
             want = adaptive_oracle(xs[k], (5, 3), np.int32)
             assert_exact(v[k], want[0])
             assert_exact(i[k], want[1])
+    # windows that tile the input, one batch element without NaN (its NaN check passes while
+    # another's does not)
+    tiles = tricky(rng, (3, 2, 2, 8, 6))
+    tiles[1] = np.where(np.isnan(tiles[1]), np.float32(2.5), tiles[1])
+    v, i = jax.vmap(lambda t: ov.adaptive_max_pool(t, (4, 3), index_element_type="i32"))(tiles)
+    for k in range(3):
+        want = adaptive_oracle(tiles[k], (4, 3), np.int32)
+        assert_exact(v[k], want[0])
+        assert_exact(i[k], want[1])
     values = np.stack([maxpool_indices(rng, (2, 2, 3, 3))[0] for _ in range(3)])
     idx = np.stack([rng.integers(0, 2 * 2 * 36, size=(2, 2, 3, 3)).astype(np.int32)
                     for _ in range(3)])
