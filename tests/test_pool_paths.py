@@ -5,11 +5,11 @@ exactly, under jit, vmap and grad:
   runtimes' loop), with no NaN check and no redo: ties, signed zeros, NaN, -inf, +inf, lowest(T);
 * the interior / border split on strided (phased) axes as well as stride-1 and dilated ones:
   sizes that are and are not multiples of the stride, pads on one or both sides;
-* windows of more than 16 taps (3-D k3: 27): the value in two stages over chunks of planes
-  (D and H, then W; the one-stage scan again when a window's maximal elements are zeros of
-  both signs), the derivative through two stages (the inner axes first), whose composition
-  must give the one-stage winners; an input of more than `pool_stages.CHUNK_BYTES` takes the
-  loop over chunks;
+* windows of more than 16 taps (3-D k3: 27): the value in one scan, or, strided and on an
+  input of more than `pool_stages.CHUNK_BYTES`, in two stages over chunks of planes (D and H,
+  then W; the one-stage scan again when a window's maximal zeros differ in sign); the
+  derivative through two stages (the inner axes first), whose composition must give the
+  one-stage winners;
 * MaxPool-8 indices and ONNX Indices on those paths.
 
 The gradient oracle is the scatter of each window's cotangent to the oracle's index (the first
@@ -188,7 +188,7 @@ def _values_and_oracle(face, x, kernel, strides, dil, pb, pe):
 def test_first_zero_is_kept(face):
     """Of -0.0 and +0.0 in one window the first is the value, as OpenVINO, onnxruntime and
     PyTorch return it (and the oracles' scans), on every path: interior, border, phased,
-    stride 1, dilated, 27 taps in two stages."""
+    stride 1, dilated, one scan of 27 taps."""
     x = np.zeros((1, 1, 4, 4, 4), np.float32)
     x[..., ::2] = -0.0  # -0 first along W in every pair, +0 first in the shifted windows
     for kernel, strides, dil, pb, pe in [((3, 3, 3), (2, 2, 2), (1, 1, 1), (1,) * 3, (1,) * 3),
@@ -204,9 +204,10 @@ def test_first_zero_is_kept(face):
     assert np.signbit(np.asarray(got)).tolist() == [[[True, False]]]
 
 
-def test_large_window_value_and_gradient_in_two_stages():
-    """27 taps on data made of ties only: the value (two stages) and its gradient (two stages,
-    the first kept in memory) match the oracle."""
+def test_large_window_value_is_one_scan_and_gradient_two_stages():
+    """27 taps: the jitted value holds no while loop (one scan); its gradient does (the first
+    stage of the two-stage derivative kept in memory), and both match the oracle on data made
+    of ties only."""
     shape, kernel = (1, 1, 6, 6, 6), (3, 3, 3)
     x = np.random.default_rng(11).integers(0, 2, size=shape).astype(np.float32)
 
@@ -214,27 +215,31 @@ def test_large_window_value_and_gradient_in_two_stages():
         return jov.max_pool(v, kernel=kernel, strides=(2,) * 3, pads_begin=(1,) * 3,
                             pads_end=(1,) * 3)
 
+    value_hlo = jax.jit(f).lower(x).as_text()
+    assert "while" not in value_hlo
     grad = jax.jit(jax.grad(lambda v: f(v).sum()))
     assert "while" in grad.lower(x).as_text()
     want_v, want_i = _ov_oracle(x, kernel, (2,) * 3, (1,) * 3, (1,) * 3, (1,) * 3)
     assert_same(f(x), want_v)
     ones = np.ones(want_v.shape, np.float32)
-    assert_same(grad(x), _grad_oracle(x, ct=ones, values=want_v, indices=want_i,
-                                      raised_passes_none=True))
+    assert_same(grad(x), _grad_oracle(x, ones, want_v, want_i, True))
     assert_same(jnp.asarray(f(x)), want_v)
 
 
-# More than pool_stages.CHUNK_BYTES (2 MiB): 30 planes of 8x34x66 float32, two chunks of 15.
+# More than pool_stages.CHUNK_BYTES (2 MiB): 30 planes of 8x34x66 float32, two chunks of 15
+# (the two stages' condition, checked in the test).
 CHUNKED = ((3, 10, 8, 34, 66), (3, 3, 3), (2, 2, 2), (1, 1, 1), (1, 1, 1), (1, 1, 1))
 
 
 def test_chunked_large_window_against_the_oracle():
     """The loop over chunks of planes, both faces, jit and vmap, values, indices and gradient:
     ties, signed zeros, NaN, -inf, +inf and lowest(T) in the data."""
-    from jaxmax._src.lowering import pool_stages
+    from jaxmax._src.lowering import pool_phase, pool_stages
 
     shape, kernel, strides, dil, pb, pe = CHUNKED
-    assert np.prod(shape) * 4 > pool_stages.CHUNK_BYTES
+    g = pool_phase.geometry(shape, (1, 1) + kernel, (1, 1) + strides,
+                            ((0, 0), (0, 0)) + tuple(zip(pb, pe, strict=True)))
+    assert pool_stages.applies(g, 4)
     x = _data(shape, 21)
     want_v, want_i = _ov_oracle(x, kernel, strides, dil, pb, pe)
     got_v, got_i = jax.jit(lambda v: _ov(v, kernel, strides, dil, pb, pe, True))(x)
@@ -255,13 +260,13 @@ def test_chunked_large_window_against_the_oracle():
     assert_same(grad(x), _grad_oracle(x, ct, want_v, want_i, True), "grad")
 
 
-@pytest.mark.parametrize("chunked", [False, True], ids=["one_chunk", "chunks"])
+@pytest.mark.parametrize("chunked", [False, True], ids=["one_stage", "two_stages"])
 @pytest.mark.parametrize("face", ["openvino", "onnx"])
 def test_two_stages_keep_the_first_zero_in_row_major_order(face, chunked):
     """A window whose maximum is zero: +0.0 in its first W column (a later D row) and -0.0 in
     its second column (its first D row). The first element in row-major window order is the -0.0;
     W's stage alone would keep the first column's +0.0, so the tie is found and the window
-    recomputed by the one-stage scan."""
+    recomputed by the one-stage scan. A small input takes the one-stage scan directly."""
     shape = CHUNKED[0] if chunked else (1, 2, 4, 4, 4)
     x = np.full(shape, -5.0, np.float32)
     # output (.., 0, 0, 1) reads D and H rows -1..1 and W rows 1..3 (pads of 1, stride 2): +0

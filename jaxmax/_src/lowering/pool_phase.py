@@ -42,9 +42,10 @@ output gathers the tangent of its winner, zero without one), so forward mode, re
 included, where ``lax.reduce_window`` has no derivative. The tangent reads the phase pieces of
 the input tangent through ``lax.split``, so its transpose interleaves them back in one pass.
 
-Windows of more than 16 taps over three axes or more (3-D k3: 27) take their value from two
-stages over cache-sized chunks (:mod:`jaxmax._src.lowering.pool_stages`; the one-stage scan
-only when a window's maximal elements are zeros of both signs), and their OpenVINO-rule
+Windows of more than 16 taps over three strided axes or more (3-D k3 s2: 27) take their value
+from two stages over cache-sized chunks of planes (:mod:`jaxmax._src.lowering.pool_stages`,
+where it is faster; the one-stage scan when a window's maximal elements are zeros of both
+signs), and their OpenVINO-rule
 derivative from two stages, the inner axes first (`_stages`); the first maximal element
 composes, so the two-stage derivative is the one-stage one.
 """
@@ -281,7 +282,7 @@ def pooled(x: jax.Array, g: Geometry, fill, skip_nan: bool = False) -> jax.Array
     fill = np.asarray(fill, x.dtype)
     if 0 in g.out_shape:
         return jnp.full(g.out_shape, fill)
-    if pool_stages.applies(g):  # 3-D windows: two stages over cache-sized chunks
+    if pool_stages.applies(g, x.dtype.itemsize):  # 3-D strided windows: two stages, chunked
         staged, tie = pool_stages.pooled(x, g, fill, skip_nan)
         if not dtypes.is_floating(x.dtype):  # equal integers are equal bits: no tie to redo
             return staged
