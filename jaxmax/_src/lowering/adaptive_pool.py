@@ -128,9 +128,7 @@ def _adaptive_jit(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.d
         if _window_reads(spatial, output_shape) <= _WINDOW_READS:
             return _routed(partial(_per_window, output_shape=output_shape,
                                    index_dtype=index_dtype), x)
-        if tap_count(spatial, output_shape) <= _UNROLLED_TAPS:
-            return _fold(x, output_shape, index_dtype)
-        return _staged(x, output_shape, index_dtype)
+        return _unrolled_or_staged(x, output_shape, index_dtype)
 
     def out_spec(mesh):
         return explicit_axes.divisible(mesh, explicit_axes.spec_of(x), out_shape)

@@ -14,9 +14,9 @@ The pooling machinery of both faces (OpenVINO MaxPool, ONNX MaxPool), a CPU-frie
    whose window lies inside the input are computed from plain slices and the few border rows
    separately, written into the result in place (`pooled`);
 3. the value is a scan of the ``k1 * k2 * ...`` taps in row-major window order that keeps the
-   first maximum (`_max_of`: a compare and select per tap, the runtimes' loop, signed zeros
-   included); the OpenVINO scan starts from lowest(T) and skips NaN by itself, the ONNX one
-   lets NaN through.
+   first maximum (`pool_scan.first_max`: a compare and select per tap, the runtimes' loop,
+   signed zeros included); the OpenVINO scan starts from lowest(T) and skips NaN by itself,
+   the ONNX one lets NaN through.
 
 The *winner* of a window is the kernel tap it selects: its input element is the window's index
 (MaxPool-8/-14 Indices, ONNX Indices; :mod:`jaxmax._src.lowering.pool_indices`) and receives the
@@ -45,9 +45,8 @@ the input tangent through ``lax.split``, so its transpose interleaves them back 
 Windows of more than 16 taps over three strided axes or more (3-D k3 s2: 27) take their value
 from two stages over cache-sized chunks of planes (:mod:`jaxmax._src.lowering.pool_stages`,
 where it is faster; the one-stage scan when a window's maximal elements are zeros of both
-signs), and their OpenVINO-rule
-derivative from two stages, the inner axes first (`_stages`); the first maximal element
-composes, so the two-stage derivative is the one-stage one.
+signs), and their OpenVINO-rule derivative from two stages, the inner axes first (`_stages`);
+the first maximal element composes, so the two-stage derivative is the one-stage one.
 """
 
 from __future__ import annotations
@@ -62,7 +61,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes
-from jaxmax._src.lowering import pool_stages, rules
+from jaxmax._src.lowering import pool_scan, pool_stages, rules
 
 __all__ = ["Geometry", "first_equal", "gather_tangent", "geometry", "index_dtype",
            "max_pool_at_least_lowest", "onnx_first", "onnx_rule", "openvino_winner", "pooled"]
@@ -187,32 +186,6 @@ def _taps(v: jax.Array, g: Geometry, fill, read=None) -> list[jax.Array]:
     return [_tap(phases, g, tap, fill, read) for tap in g.taps]
 
 
-def _max_of(taps: list[jax.Array], fill, skip_nan: bool) -> jax.Array:
-    """The first maximal tap of each window, scanned in row-major window order from `fill`
-    (the runtimes' loop: a later tap replaces the value only when it is greater, so of two equal
-    values (``-0`` and ``+0`` too) the first is kept).
-
-    `skip_nan` (OpenVINO, `fill` = lowest(T)): NaN is never greater, so NaN and ``-inf`` are
-    skipped and the result is ``max(lowest(T), non-NaN taps)`` with no check. Otherwise (ONNX)
-    a window with a NaN gives NaN (the taps' NaN flags or-ed along the scan).
-
-    A compare and select per tap: ``lax.max`` compiles on CPU to LLVM's ``maximum`` (NaN and
-    signed-zero aware, ~1.4x the instructions of the whole 3x3 fusion measured) and returns
-    ``+0`` for ``max(-0, +0)``, where OpenVINO, onnxruntime and PyTorch keep the first zero.
-    Each tap is read twice, so a padded tap would be written to memory (`pooled` splits the
-    borders off so that interior taps are plain slices).
-    """
-    acc = jnp.asarray(fill)
-    nan = None
-    for tap in taps:
-        acc = jnp.where(tap > acc, tap, acc)
-        if not skip_nan and dtypes.is_floating(tap.dtype):
-            nan = (tap != tap) if nan is None else nan | (tap != tap)
-    if nan is not None:  # some tap is NaN: the value is NaN
-        acc = jnp.where(nan, np.array(np.nan, acc.dtype), acc)
-    return acc
-
-
 def index_dtype(count: int) -> type:
     """Tap indices (and -1) as int8 when they fit: a quarter of int32's memory and page faults,
     at the same speed (measured); int32 otherwise."""
@@ -270,7 +243,8 @@ def _boxes(g: Geometry):
 
 
 def pooled(x: jax.Array, g: Geometry, fill, skip_nan: bool = False) -> jax.Array:
-    """The first maximal tap of each window of `x` (`_max_of`), padding read as `fill`.
+    """The first maximal tap of each window of `x` (`pool_scan.first_max`), padding read as
+    `fill`.
 
     When an axis has padded outputs, the interior outputs (every tap a plain slice) are pooled
     and padded to the full output, and each border box (`_boxes`) is pooled apart and written
@@ -294,13 +268,13 @@ def _scanned(x: jax.Array, g: Geometry, fill: np.ndarray, skip_nan: bool) -> jax
     """`pooled` as one scan of every tap (interior and border boxes apart)."""
     split = _boxes(g)
     if split is None:
-        return _max_of(_taps(x, g, fill), fill, skip_nan)
+        return pool_scan.first_max(_taps(x, g, fill), fill, skip_nan)[0]
     inner, boxes = split
-    out = _max_of(_taps(x, _restricted(g, inner), fill), fill, skip_nan)
+    out = pool_scan.first_max(_taps(x, _restricted(g, inner), fill), fill, skip_nan)[0]
     out = lax.pad(out, fill, [(first, a.out - end, 0)
                               for a, (first, end) in zip(g.axes, inner, strict=True)])
     for box in boxes:
-        part = _max_of(_taps(x, _restricted(g, box), fill), fill, skip_nan)
+        part = pool_scan.first_max(_taps(x, _restricted(g, box), fill), fill, skip_nan)[0]
         out = lax.dynamic_update_slice(out, part, [lo for lo, _ in box])
     return out
 
@@ -481,9 +455,9 @@ def onnx_rule(x: jax.Array, g: Geometry) -> jax.Array:
 # ----------------------------------------------------------------------------- the OpenVINO rule
 
 def _lowest_rule_forward(x: jax.Array, g: Geometry) -> jax.Array:
-    """The pooled value under the OpenVINO rule: the scan of `_max_of` from lowest(T) skips NaN
-    and ``-inf`` by itself, so no check of the data or the output is needed (nor across
-    devices: no reduction is involved)."""
+    """The pooled value under the OpenVINO rule: the scan of `pool_scan.first_max` from
+    lowest(T) skips NaN and ``-inf`` by itself, so no check of the data or the output is
+    needed (nor across devices: no reduction is involved)."""
     return pooled(x, g, dtypes.lowest(x.dtype), skip_nan=True)
 
 
