@@ -7,7 +7,9 @@
 
 Side by side with the plain JAX forms (``jnp.argmax``, ``lax.top_k`` with the axis moved last),
 onnxruntime, the OpenVINO CPU plugin (ArgMax as the TopK k=1 its ONNX frontend emits) and torch.
-Ratios: each jaxmax row over the plain JAX row (the price of the NaN, signed-zero and tie rules).
+Ratios: each jaxmax row over the plain JAX row (the price of the NaN, signed-zero and tie rules),
+and two info rows over it: ``lax.top_k`` with a pass over the data, and ``lax.top_k`` of an array
+computed from the data (what the rules need beyond ``lax.top_k``, each alone).
 The data are NaN-free normals: the jaxmax lowerings take their fast branch (a ``cond`` sends
 the data that need it to the exact key). ``--quick`` runs smaller shapes.
 """
@@ -41,13 +43,17 @@ def _with(name: str, shape: tuple[int, ...]):
     return wrap
 
 
-def _lax_top_k(k: int, axis: int):
+def _lax_top_k(k: int, axis: int, *, summed: bool = False, scale: float | None = None):
+    """``lax.top_k`` with the axis moved last; `summed`: also the data's sum (one more pass over
+    the data); `scale`: of the data times `scale` (an array computed from the data)."""
     def make():
         import jax
 
         def f(x):
-            values, indices = jax.lax.top_k(jnp().moveaxis(x, axis, -1), k)
-            return jnp().moveaxis(values, -1, axis), jnp().moveaxis(indices, -1, axis)
+            data = x if scale is None else x * np.float32(scale)
+            values, indices = jax.lax.top_k(jnp().moveaxis(data, axis, -1), k)
+            out = jnp().moveaxis(values, -1, axis), jnp().moveaxis(indices, -1, axis)
+            return out + (jnp().sum(x),) if summed else out
         return f
     return make
 
@@ -122,12 +128,19 @@ def _top_k_case(shapes: dict, key: str, k: int, axis: int) -> Case:
     onnx_face = "jaxmax.onnx.top_k (jit)"
     ov_face = "jaxmax.openvino.top_k (jit)"
     plain = "lax.top_k (jit)"
+    with_pass = "lax.top_k and jnp.sum of the data (jit)"
+    of_computed = "lax.top_k of x * 2 (jit)"
     impls = [
         Impl(onnx_face, "jax", wrap(_jax(lambda x: jonnx().top_k(x, k, axis=axis), key)),
              JAXMAX),
         Impl(ov_face, "jax", wrap(_jax(
             lambda x: jov().top_k(x, k, axis=axis, mode="max", sort="value"), key)), JAXMAX),
         Impl(plain, "jax", wrap(jax_jit(_lax_top_k(k, axis), (key,)))),
+        # What a rule needs beyond lax.top_k, alone: a pass over the data (the ONNX face must
+        # find an unselected -NaN, its maximum), and a lax.top_k of an array computed from the
+        # data (the exact key that data with NaN or selected zeros take)
+        Impl(with_pass, "jax", wrap(jax_jit(_lax_top_k(k, axis, summed=True), (key,))), INFO),
+        Impl(of_computed, "jax", wrap(jax_jit(_lax_top_k(k, axis, scale=2.0), (key,))), INFO),
         Impl("onnxruntime TopK-11", "ort", wrap(_ort_top_k(key, k, axis))),
         Impl("OpenVINO CPU TopK-11 (stable)", "ov", wrap(_ov_top_k(key, k, axis))),
         Impl("torch.topk", "torch",
@@ -135,7 +148,9 @@ def _top_k_case(shapes: dict, key: str, k: int, axis: int) -> Case:
     ]
     return Case(GROUP, f"TopK k={k} f32 {shape_label(shape)} axis {axis}", "small", impls,
                 _FLOOR_NONE, ratios=[Ratio("onnx.top_k / lax.top_k", onnx_face, plain),
-                                     Ratio("ov.top_k / lax.top_k", ov_face, plain)])
+                                     Ratio("ov.top_k / lax.top_k", ov_face, plain),
+                                     Ratio("top_k and a pass / lax.top_k", with_pass, plain),
+                                     Ratio("top_k of x * 2 / lax.top_k", of_computed, plain)])
 
 
 _FLOOR_NONE = "top_k: no floor"
