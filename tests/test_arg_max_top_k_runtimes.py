@@ -227,6 +227,44 @@ def test_onnx_top_k_against_runtimes(opset):
                 assert_bits(got_v, want_v, "onnxruntime " + context)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8])
+def test_top_k_along_long_axes_against_runtimes(dtype):
+    """Axes long enough for the selection by chunk maxima (lowering/top_k_chunked.py), with NaN,
+    +-0 and heavy ties across chunks: ONNX TopK-11 against onnx.reference and onnxruntime,
+    OpenVINO TopK-11 (stable, by value and by index) against ``Node.evaluate``, with NaN made
+    ``-0.0`` there."""
+    from jaxmax._src.lowering import top_k_chunked
+
+    rng = np.random.default_rng(61)
+    for shape, axis, k in [((16, 1024), 1, 5), ((2, 2048, 4), 1, 9), ((4, 8, 640), 2, 3)]:
+        assert top_k_chunked.chunk_size(shape, axis, k, dtype)
+        x = draw(rng, shape, np.dtype(dtype))
+        for largest in (1, 0):
+            model = _model("TopK", x, {"axis": axis, "largest": largest, "sorted": 1}, 11, k=k)
+            context = f"{dtype} {shape} axis {axis} k {k} largest {largest}"
+            with x64_for(dtype, np.int64):
+                values, indices = (np.asarray(a) for a in jonnx.top_k(
+                    x, k, axis=axis, largest=largest))
+            for name, (want_v, want_i) in (("reference", run_reference(model, x)),
+                                           ("onnxruntime", run_ort(model, x))):
+                assert_bits(values, want_v, f"{name} {context}")
+                np.testing.assert_array_equal(indices, want_i, f"{name} {context}")
+        # every drawn row of this length holds a NaN, whose order evaluate leaves undefined
+        # (module docstring): their NaN become -0.0, more ties with the zeros
+        x = np.where(np.isnan(x), np.array(-0.0, x.dtype), x) if is_float(x.dtype) else x
+        for mode in ("max", "min"):
+            for sort in ("value", "index"):
+                try:
+                    ref_v, ref_i = evaluate(_ov_node(11, k, axis, mode, sort, "i64", True), x,
+                                            Const(np.array(k, np.int64)))
+                except Unsupported:  # no uint8 kernel (module docstring)
+                    continue
+                values, indices = _ours(x, k, axis, mode, sort, "i64", True, 11)
+                context = f"{dtype} {shape} axis {axis} k {k} {mode} {sort}"
+                assert_bits(values, ref_v, context)
+                np.testing.assert_array_equal(indices, ref_i.astype(np.int64), context)
+
+
 # --------------------------------------------------------------------------------------------
 # OpenVINO TopK-1/-3/-11
 # --------------------------------------------------------------------------------------------

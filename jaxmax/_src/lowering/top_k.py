@@ -12,8 +12,12 @@ Both faces use these two jitted functions; the face only decides the key's NaN p
   (``_chunked_arg_max``), exact unless a slice's maximum is zero or subnormal. Otherwise (and
   where those are not exact) two integer reductions: the largest key, then the smallest
   (largest) index holding it.
-* ``top_k``: one ``lax.top_k`` of the key along the last axis (the axis is moved there), which is
-  index-stable, so ties go to the lower index; ``by_index`` re-sorts the selected indices.
+* ``top_k``: along an axis long against ``k`` (:func:`top_k_chunked.chunk_size`: from 512
+  elements and 16384 in all, keys of at most 32 bits), two short ``lax.top_k``, of chunk maxima
+  of the key and of the best chunks' elements (:mod:`jaxmax._src.lowering.top_k_chunked`),
+  exact on any data with no branch. Otherwise one ``lax.top_k`` of the key along the last axis
+  (the axis is moved there), which is index-stable, so ties go to the lower index; ``by_index``
+  re-sorts the selected indices.
   float32 in descending order over the last axis tries the plain ``lax.top_k`` of the data
   first and keeps it when no NaN is in the data and no zero was selected (``_select``); over a
   moved axis the key is computed inside the transpose instead. The
@@ -40,7 +44,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import order
+from jaxmax._src.lowering import order, top_k_chunked
 
 #: ArgMax over a non-last axis of at most this many elements runs as one fused fold.
 FOLD_LIMIT = 64
@@ -240,6 +244,11 @@ def top_k(x: jax.Array, k: int, *, axis: int, descending: bool, face: str, by_in
          inline=True)
 def _top_k_jit(x, *, k, axis, descending, face, by_index, index_dtype):
     def compute(x):
+        c = top_k_chunked.chunk_size(x.shape, axis, k, x.dtype)
+        if c:
+            values, indices = top_k_chunked.select(x, k, c, axis=axis, descending=descending,
+                                                   face=face, by_index=by_index)
+            return values, indices.astype(index_dtype)
         moved = jnp.moveaxis(x, axis, -1)
         if k == 0 or math.prod(moved.shape) == 0:
             values = moved[..., :k]  # empty: no element to select

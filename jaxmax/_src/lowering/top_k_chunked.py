@@ -1,0 +1,117 @@
+"""Top k along a long axis by chunk maxima: ``lax.top_k`` of two short arrays, not of the axis.
+
+The axis of ``n`` elements is cut into ``m = n / c`` chunks of ``c`` consecutive elements. Every
+element of the top k lies in one of the ``k`` chunks whose maxima rank first: an element's chunk
+holds its own first maximal element, which ranks at least as high (order: larger key first,
+then lower index), so that chunk maximum is itself in the top k, and at most ``k`` chunk maxima
+are. Chunks compare as their first maximal elements do, by maximal key and then by chunk number
+(chunks are index ranges). So the selection is
+
+1. the integer ordering key (:mod:`jaxmax._src.lowering.order`, the face's NaN rule) and its
+   maximum per chunk, one fusion reading the data once, along the axis where it lies (no
+   transpose of the data);
+2. ``lax.top_k`` of the ``m`` chunk maxima, the ``k`` chunks put back in index order;
+3. their ``k * c`` elements gathered (as bits, so zero signs and NaN payloads survive any
+   sharding), in index order, and ``lax.top_k`` of their keys, which ties equal keys by position,
+   that is by index.
+
+``lax.top_k`` runs on float32 keys whose IEEE total order (the one ``lax.top_k`` sorts by; it is
+fast only for float32) is the integer key's order (`_ranked`). Exact on every input, no branch.
+
+Measured (jax 0.10.2, 2 cores, NaN-free normals, in process against ``lax.top_k``): k=5 of
+(256, 1000) 0.68-0.80x; (32, 32000) k=10 0.22x; (16, 2048, 8) k=5 on axis 1 0.36x;
+(64, 1000, 16) k=10 on axis 1 0.7x. Where ``m + k * c`` is not well below ``n`` it is not faster
+((256, 1000) k=20: 1.12x; (2, 80, 8400) k=100: 1.04x; (4096, 64) k=4: 1.35x), hence
+`chunk_size`.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxmax._src.lowering import order
+
+#: Chunk lengths tried; the two short ``lax.top_k`` together may read at most 2/9 of the axis
+#: (``m + k * c <= 2 * n / 9``).
+CHUNK_SIZES = (8, 16, 32, 64)
+#: Axes shorter than this, or inputs smaller than CHUNK_MIN_SIZE elements, are selected by one
+#: ``lax.top_k``: the extra steps cost more than they save there ((1, 4096) k=10: 2.2-2.9x).
+CHUNK_MIN_LENGTH = 512
+CHUNK_MIN_SIZE = 16384
+
+
+def chunk_size(shape: tuple[int, ...], axis: int, k: int, dtype) -> int:
+    """The chunk length `select` uses for the top `k` along `axis` of an array of `shape` and
+    `dtype`, or 0 when one ``lax.top_k`` of the whole axis is the better choice (or the key is
+    wider than 32 bits)."""
+    n = shape[axis]
+    if (n < CHUNK_MIN_LENGTH or math.prod(shape) < CHUNK_MIN_SIZE or k < 1
+            or order.signed_bits_dtype(dtype).itemsize > 4):
+        return 0
+    best, best_work = 0, 2 * n // 9
+    for c in CHUNK_SIZES:
+        if n % c == 0 and n // c + k * c <= best_work:
+            best, best_work = c, n // c + k * c
+    return best
+
+
+def select(x: jax.Array, k: int, c: int, *, axis: int, descending: bool, face: str,
+           by_index: bool) -> tuple[jax.Array, jax.Array]:
+    """The values and int32 indices of the top `k` along `axis` under `face`'s key (`by_index`:
+    the same elements in index order), in chunks of `c` (``c`` divides the axis; ``k`` is at
+    most the number of chunks). The values' derivative is the tangent gathered at the
+    indices."""
+    if jnp.issubdtype(x.dtype, jnp.floating):
+        return _select_differentiable(x, k, c, axis, descending, face, by_index)
+    return _select(x, k, c, axis, descending, face, by_index)
+
+
+def _ranked(keys: jax.Array) -> jax.Array:
+    """An integer key of at most 32 bits as float32 bits whose IEEE total order is the key's
+    order: non-negative keys as they are, negative ones with the magnitude bits flipped."""
+    if keys.dtype == np.uint32:
+        k = lax.bitcast_convert_type(keys ^ np.uint32(1 << 31), np.int32)
+    else:
+        k = keys.astype(np.int32)
+    return lax.bitcast_convert_type(jnp.where(k < 0, k ^ np.int32(0x7FFFFFFF), k), np.float32)
+
+
+def _select(x, k, c, axis, descending, face, by_index):
+    def key(v):
+        return order.key(v, descending=descending, nan_is_first=order.nan_first(face, descending))
+
+    n = x.shape[axis]
+    pre, post = x.shape[:axis], x.shape[axis + 1:]
+    chunked = pre + (n // c, c) + post
+    chunk_max = lax.reduce_max(key(x).reshape(chunked), (axis + 1,))
+    chunks = lax.top_k(_ranked(jnp.moveaxis(chunk_max, axis, -1)), k)[1]
+    chunks = lax.sort(chunks, dimension=chunks.ndim - 1)  # index order
+    at = lax.expand_dims(jnp.moveaxis(chunks, -1, axis), (axis + 1,))
+    picked = jnp.take_along_axis(order.bits(x).reshape(chunked), at, axis=axis,
+                                 mode="promise_in_bounds")
+    picked = jnp.moveaxis(picked.reshape(pre + (k * c,) + post), axis, -1)  # index order
+    pos = lax.top_k(_ranked(key(order.from_bits(picked, x.dtype))), k)[1]
+    if by_index:
+        pos = lax.sort(pos, dimension=pos.ndim - 1)
+    indices = jnp.take_along_axis(chunks, pos // c, axis=-1) * np.int32(c) + pos % c
+    values = order.from_bits(jnp.take_along_axis(picked, pos, axis=-1), x.dtype)
+    return jnp.moveaxis(values, -1, axis), jnp.moveaxis(indices, -1, axis)
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3, 4, 5, 6))
+def _select_differentiable(x, k, c, axis, descending, face, by_index):
+    return _select(x, k, c, axis, descending, face, by_index)
+
+
+@_select_differentiable.defjvp
+def _select_jvp(k, c, axis, descending, face, by_index, primals, tangents):
+    (x,), (t,) = primals, tangents
+    values, indices = _select(x, k, c, axis, descending, face, by_index)
+    picked = jnp.take_along_axis(t, indices, axis=axis)
+    return (values, indices), (picked, np.zeros(indices.shape, jax.dtypes.float0))

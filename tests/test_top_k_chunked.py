@@ -1,0 +1,206 @@
+"""TopK over long axes, selected by chunk maxima (jaxmax/_src/lowering/top_k_chunked.py), on both
+faces, against the NumPy loop oracle of arg_max_oracle.py, at sizes that take that path.
+
+The path must give what one selection over the whole axis gives, so the data stress what it
+could get wrong: ties between chunks (equal chunk maxima, a chunk with more copies of the
+maximum than the chunks before it), NaN of both signs with payloads, +-0 and subnormals, every
+integer key range (int8 keys rank as subnormal float32 bit patterns), ascending and descending
+order, index order, an axis before the last, jit, vmap, gradients and sharded inputs.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+from arg_max_oracle import top_k
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+from jax.test_util import check_grads
+from test_arg_max_top_k import assert_bits, draw, dtype_of
+from test_arg_max_top_k_transforms import scatter_at
+
+from jaxmax import onnx
+from jaxmax import openvino as ov
+from jaxmax._src.lowering import top_k_chunked
+
+
+@pytest.fixture(autouse=True)
+def _quiet_index_warning():
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*indices, which JAX stores as int32")
+        yield
+
+
+# (shape, axis, k): each takes the chunk path (asserted in `_chunked`)
+CASES = [((16, 1024), 1, 5), ((2, 2048, 4), 1, 7), ((16384,), 0, 12), ((4, 8, 640), -1, 3),
+         ((20, 1000), 1, 1), ((2, 4, 4096), 2, 40)]
+DTYPES = ["float32", "float16", "bfloat16", "int8", "uint8", "int16", "uint16", "int32",
+          "uint32"]
+FACES = [("onnx", True, False), ("onnx", False, False), ("openvino", True, False),
+         ("openvino", False, False), ("openvino", True, True), ("openvino", False, True)]
+
+
+def _chunked(shape, axis, k, dtype=np.float32):
+    c = top_k_chunked.chunk_size(shape, axis % len(shape), k, dtype)
+    assert c, f"{shape} axis {axis} k {k} does not take the chunk path"
+    return c
+
+
+def run(x, k, axis, face, descending, by_index):
+    """The public call for one face and mode, with int32 indices."""
+    if face == "onnx":
+        return onnx.top_k(x, k, axis=axis, largest=int(descending))
+    return ov.top_k(x, k, axis=axis, mode="max" if descending else "min",
+                    sort="index" if by_index else "value")
+
+
+def check(x, k, axis, face, descending, by_index, context=""):
+    values, indices = run(x, k, axis, face, descending, by_index)
+    want_v, want_i = top_k(x, k, axis, face=face, descending=descending, by_index=by_index)
+    context = f"{context} {face} descending={descending} by_index={by_index}"
+    assert_bits(values, want_v, context)
+    assert_bits(indices, want_i.astype(np.int32), context)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_oracle_heavy_ties_and_specials(dtype):
+    """Drawn data: ~45% NaN of both signs (payloads), +-inf, +-0, subnormals and extremes, the
+    rest from 0-3 (heavy ties across chunks) and normals."""
+    rng = np.random.default_rng(31)
+    dt = dtype_of(dtype)
+    for shape, axis, k in CASES:
+        _chunked(shape, axis, k, dt)
+        x = draw(rng, shape, dt)
+        for face, descending, by_index in FACES:
+            check(x, k, axis, face, descending, by_index, f"{dtype} {shape} axis {axis} k {k}")
+
+
+def _tie_rows():
+    """Float32 rows of 2048 (chunks of 16 for k=5) that only a correct tie rule gets right."""
+    n = 2048
+    rows = {"all equal": np.full(n, 1.5, np.float32),
+            "zeros of both signs": np.where(np.arange(n) % 3 == 0, -0.0, 0.0).astype(np.float32)}
+    one_per_chunk = np.full(n, -1.0, np.float32)
+    one_per_chunk[7::16] = 4.0  # every chunk maximum equal, at its eighth element
+    rows["equal chunk maxima"] = one_per_chunk
+    crowded = np.full(n, -1.0, np.float32)
+    crowded[[1000, 1001, 1002, 1003, 1004]] = 9.0  # a late chunk holding all of the top 5
+    crowded[[40, 2040]] = 9.0  # and single copies before and after it
+    rows["a crowded late chunk"] = crowded
+    nan_everywhere = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+    nans = np.array([0x7FC00000, 0xFFC00000, 0xFF800001, 0x7F800002], np.uint32).view(np.float32)
+    nan_everywhere[5::16] = nans[np.arange(n // 16) % 4]
+    rows["a NaN in every chunk"] = nan_everywhere
+    tiny = np.float32(ml_dtypes.finfo(np.float32).smallest_subnormal)
+    rows["subnormals and zeros"] = np.array([-tiny, 0.0, tiny, -0.0] * (n // 4), np.float32)
+    return rows
+
+
+@pytest.mark.parametrize("name", sorted(_tie_rows()))
+def test_ties_between_chunks(name):
+    x = np.stack([_tie_rows()[name]] * 8)  # (8, 2048): 16384 elements, the chunk path
+    for k in (1, 5, 20):
+        _chunked(x.shape, 1, k)
+        for face, descending, by_index in FACES:
+            check(x, k, 1, face, descending, by_index, f"{name} k {k}")
+
+
+def test_axis_before_the_last_and_jit():
+    """The chunks are taken along an axis before the last, in place; jit equals eager."""
+    x = draw(np.random.default_rng(32), (3, 1024, 6), np.dtype(np.float32))
+    _chunked(x.shape, 1, 4)
+    for face, descending, by_index in FACES:
+        check(x, 4, 1, face, descending, by_index, "axis 1")
+        eager = run(x, 4, 1, face, descending, by_index)
+        jitted = jax.jit(lambda v, f=face, d=descending, b=by_index: run(v, 4, 1, f, d, b))(x)
+        for a, e in zip(jitted, eager, strict=True):
+            assert_bits(a, e, f"jit {face} {descending} {by_index}")
+
+
+@pytest.mark.parametrize("batch_axis", [0, 1])
+def test_vmap_equals_loop(batch_axis):
+    x = draw(np.random.default_rng(33), (3, 2, 8192), np.dtype(np.float32))
+    _chunked((2, 8192), 1, 6)
+
+    def fn(v):
+        return onnx.top_k(v, 6, axis=-1)
+
+    out = jax.vmap(fn, in_axes=batch_axis)(x)
+    for b in range(x.shape[batch_axis]):
+        want = fn(np.take(x, b, axis=batch_axis))
+        for got, w in zip(out, want, strict=True):
+            assert_bits(got[b], w, f"batch {b}")
+
+
+@pytest.mark.parametrize("face", ["onnx", "onnx_smallest", "ov_max", "ov_min_index"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, jnp.bfloat16])
+def test_gradient_is_scatter_at_indices(face, dtype):
+    """Heavy ties, +-0, NaN and +-inf along an axis before the last: the cotangent goes exactly
+    where the indices say."""
+    x = draw(np.random.default_rng(34), (2, 1024, 8), np.dtype(dtype))
+    x[0, :, 0] = np.where(np.arange(1024) % 2, 0.0, -0.0)  # zero ties
+    _chunked(x.shape, 1, 4, np.dtype(dtype))
+    fn = {
+        "onnx": lambda v: onnx.top_k(v, 4, axis=1),
+        "onnx_smallest": lambda v: onnx.top_k(v, 4, axis=1, largest=0),
+        "ov_max": lambda v: ov.top_k(v, 4, axis=1, mode="max", sort="value"),
+        "ov_min_index": lambda v: ov.top_k(v, 4, axis=1, mode="min", sort="index"),
+    }[face]
+    values, indices = fn(x)
+    ct = np.random.default_rng(35).standard_normal(values.shape).astype(dtype)
+    _, pullback = jax.vjp(lambda v: fn(v)[0], jnp.asarray(x))
+    (grad,) = pullback(jnp.asarray(ct))
+    assert_bits(grad, scatter_at(x.shape, 1, np.asarray(indices), ct), face)
+
+
+def test_check_grads():
+    """Distinct values 0.002 apart (>> the finite-difference step), the selected ones near zero
+    (so their rounding does not swamp the finite differences)."""
+    ranks = np.random.default_rng(36).permutation(2 * 2048 * 4).reshape(2, 2048, 4)
+    x = (ranks * 0.002).astype(np.float32)
+    _chunked(x.shape, 1, 3)
+    check_grads(lambda v: ov.top_k(v, 3, axis=1, mode="max", sort="value")[0], (-x,), order=1,
+                modes=("fwd", "rev"), atol=1e-2, rtol=1e-2)
+    check_grads(lambda v: onnx.top_k(v, 3, axis=1, largest=0)[0], (x,), order=1,
+                modes=("fwd", "rev"), atol=1e-2, rtol=1e-2)
+
+
+def test_jaxpr_holds_two_short_top_k_and_no_branch():
+    x = jnp.zeros((4, 4096), np.float32)
+    jaxpr = str(jax.make_jaxpr(lambda v: onnx.top_k(v, 5, axis=1))(x))
+    assert jaxpr.count("top_k[") == 2 and "cond[" not in jaxpr
+    assert "operand_shape=(4, 4096)" not in jaxpr.replace(" ", "")  # no top_k of the whole axis
+
+
+@pytest.mark.parametrize("axis_type", [AxisType.Explicit, AxisType.Auto],
+                         ids=["explicit", "auto"])
+@pytest.mark.parametrize("spec", [P(None, "a", "b"), P("a", "b")])
+def test_sharded_equals_unsharded(axis_type, spec):
+    """The top-k axis (1) sharded, with NaN, ties and selected -0.0: bit for bit the oracle."""
+    mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(axis_type,) * 2)
+    x = draw(np.random.default_rng(37), (8, 1024, 4), np.dtype(np.float32))
+    x[:, ::7, :] = -0.0
+    _chunked(x.shape, 1, 5)
+    xs = jax.device_put(x, NamedSharding(mesh, spec))
+    for face, descending, by_index in FACES:
+        want_v, want_i = top_k(x, 5, 1, face=face, descending=descending, by_index=by_index)
+        for fn in (run, jax.jit(run, static_argnums=(1, 2, 3, 4, 5))):
+            values, indices = fn(xs, 5, 1, face, descending, by_index)
+            context = f"{spec} {axis_type} {face} {descending} {by_index}"
+            assert_bits(values, want_v, context)
+            assert_bits(indices, want_i.astype(np.int32), context)
+
+
+def test_where_one_selection_is_kept():
+    """Short axes, small inputs, a large k or 64-bit keys keep one lax.top_k of the axis."""
+    f32 = np.float32
+    assert top_k_chunked.chunk_size((64, 256), 1, 2, f32) == 0  # axis under 512
+    assert top_k_chunked.chunk_size((1, 4096), 1, 10, f32) == 0  # under 16384 elements
+    assert top_k_chunked.chunk_size((256, 1000), 1, 20, f32) == 0  # 125 + 160 of 1000
+    assert top_k_chunked.chunk_size((64, 1024), 1, 4, np.float64) == 0
+    assert top_k_chunked.chunk_size((256, 1000), 1, 5, f32) == 8
