@@ -1,10 +1,11 @@
-"""Same-process A/B of the pooling, SegmentMax and eager rows: this tree's jaxmax against a
+"""Same-process A/B of the pooling, SegmentMax, eager and TopK rows: this tree's jaxmax against a
 base commit's (imported next to it as ``jaxmax_base``), strictly alternating, with and
 without ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` (one child process per setting).
 
     python benchmarks/pool_ab.py                      # base = main, both allocator settings
     python benchmarks/pool_ab.py --base 1d0fa0c --only pool,segment --reps 11
     python benchmarks/pool_ab.py --hugetlb off        # default allocator only
+    python benchmarks/pool_ab.py --only top_k --hugetlb off --reps 15
 
 Each row prints the medians (wall ms) of the base and the new code, the median of the paired
 ratios new / base (each pair timed back to back, after 30 ms of untimed calls of its own), and
@@ -115,7 +116,25 @@ def _rows(only: set[str]):
             ("eager", "eager segment_max 8x8", lambda m: lambda x, i: m.openvino.segment_max(
                 x, i, 4, fill_mode="ZERO"), "small_seg", None),
         ]
+    if "top_k" in only:
+        def onnx_top_k(k, axis):
+            return lambda m: lambda x: m.onnx.top_k(x, k, axis=axis)
+
+        def ov_top_k(k, axis):
+            return lambda m: lambda x: m.openvino.top_k(x, k, axis=axis, mode="max",
+                                                       sort="value")
+        for key, k, axis, label in (("cls", 5, 1, "k=5 of (256, 1000)"),
+                                    ("mid", 10, 1, "k=10 of (64, 1000, 16) axis 1"),
+                                    ("det", 100, 1, "k=100 of (1, 25200)"),
+                                    ("vocab", 10, 1, "k=10 of (32, 32000)"),
+                                    ("row", 10, 1, "k=10 of (1, 4096)")):
+            rows += [("top_k", f"ONNX TopK {label}", onnx_top_k(k, axis), key, None),
+                     ("top_k", f"TopK-11 {label}", ov_top_k(k, axis), key, None)]
     return rows
+
+
+_TOP_K_SHAPES = {"cls": (256, 1000), "mid": (64, 1000, 16), "det": (1, 25200),
+                 "vocab": (32, 32000), "row": (1, 4096)}
 
 
 def _inputs(key: str):
@@ -131,6 +150,8 @@ def _inputs(key: str):
         ids = np.sort(rng.integers(0, 20000, 2_000_000)).astype(np.int32)
         return (jax.device_put(rng.standard_normal((2_000_000, 32), dtype=np.float32)),
                 jax.device_put(ids))
+    if key in _TOP_K_SHAPES:
+        return (jax.device_put(rng.standard_normal(_TOP_K_SHAPES[key], dtype=np.float32)),)
     if key == "small":
         return (jax.device_put(rng.standard_normal((8, 8), dtype=np.float32)),)
     return (jax.device_put(rng.standard_normal((8, 8), dtype=np.float32)),
@@ -199,8 +220,8 @@ def child(args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", default="main", help="git commit of the base code")
-    parser.add_argument("--only", default="pool,grad,segment,eager",
-                        help="comma-separated groups: pool, grad, segment, eager")
+    parser.add_argument("--only", default="pool,grad,segment,eager,top_k",
+                        help="comma-separated groups: pool, grad, segment, eager, top_k")
     parser.add_argument("--reps", type=int, default=9)
     parser.add_argument("--hugetlb", choices=("both", "on", "off"), default="both")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
