@@ -152,24 +152,36 @@ def scatter_at(shape, axis, indices, ct):
     return out
 
 
-@pytest.mark.parametrize("face", ["onnx", "onnx_smallest", "ov_max", "ov_min_index"])
+GRADIENT_FACES = ["onnx", "onnx_smallest", "ov_max", "ov_min_index"]
+
+
+def top_k_along_1(face, k_large, k_small):
+    """TopK values and indices along axis 1 for one of `GRADIENT_FACES`."""
+    return {
+        "onnx": lambda v: onnx.top_k(v, k_large, axis=1),
+        "onnx_smallest": lambda v: onnx.top_k(v, k_small, axis=1, largest=0),
+        "ov_max": lambda v: ov.top_k(v, k_large, axis=1, mode="max", sort="value"),
+        "ov_min_index": lambda v: ov.top_k(v, k_small, axis=1, mode="min", sort="index"),
+    }[face]
+
+
+def assert_gradient_is_scatter(fn, x, seed, context=""):
+    """The pullback of `fn`'s values sends a random cotangent exactly to the elements its
+    indices name (along axis 1)."""
+    values, indices = fn(x)
+    ct = np.random.default_rng(seed).standard_normal(values.shape).astype(x.dtype)
+    _, pullback = jax.vjp(lambda v: fn(v)[0], jnp.asarray(x))
+    (grad,) = pullback(jnp.asarray(ct))
+    assert_bits(grad, scatter_at(x.shape, 1, np.asarray(indices), ct), context)
+
+
+@pytest.mark.parametrize("face", GRADIENT_FACES)
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, jnp.bfloat16])
 def test_gradient_is_scatter_at_indices(face, dtype):
     """Heavy ties, +-0, NaN and +-inf: the cotangent goes exactly where the indices say."""
     x = data(6, (3, 7, 4), dtype)
     x[0, :, 0] = [0.0, -0.0, 0.0, -0.0, 1.0, 1.0, -0.0]  # zero ties
-    fn = {
-        "onnx": lambda v: onnx.top_k(v, 3, axis=1),
-        "onnx_smallest": lambda v: onnx.top_k(v, 4, axis=1, largest=0),
-        "ov_max": lambda v: ov.top_k(v, 3, axis=1, mode="max", sort="value"),
-        "ov_min_index": lambda v: ov.top_k(v, 4, axis=1, mode="min", sort="index"),
-    }[face]
-    values, indices = fn(x)
-    ct = np.random.default_rng(7).standard_normal(values.shape).astype(dtype)
-    _, pullback = jax.vjp(lambda v: fn(v)[0], jnp.asarray(x))
-    (grad,) = pullback(jnp.asarray(ct))
-    expected = scatter_at(x.shape, 1, np.asarray(indices), ct)
-    assert_bits(grad, expected, face)
+    assert_gradient_is_scatter(top_k_along_1(face, 3, 4), x, 7, face)
 
 
 def test_grad_through_jit_and_vmap():

@@ -22,7 +22,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 from jax.test_util import check_grads
 from test_arg_max_top_k import assert_bits, draw, dtype_of
-from test_arg_max_top_k_transforms import scatter_at
+from test_arg_max_top_k_transforms import GRADIENT_FACES, assert_gradient_is_scatter, top_k_along_1
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
@@ -137,7 +137,7 @@ def test_vmap_equals_loop(batch_axis):
             assert_bits(got[b], w, f"batch {b}")
 
 
-@pytest.mark.parametrize("face", ["onnx", "onnx_smallest", "ov_max", "ov_min_index"])
+@pytest.mark.parametrize("face", GRADIENT_FACES)
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, jnp.bfloat16])
 def test_gradient_is_scatter_at_indices(face, dtype):
     """Heavy ties, +-0, NaN and +-inf along an axis before the last: the cotangent goes exactly
@@ -145,17 +145,7 @@ def test_gradient_is_scatter_at_indices(face, dtype):
     x = draw(np.random.default_rng(34), (2, 1024, 8), np.dtype(dtype))
     x[0, :, 0] = np.where(np.arange(1024) % 2, 0.0, -0.0)  # zero ties
     _chunked(x.shape, 1, 4, np.dtype(dtype))
-    fn = {
-        "onnx": lambda v: onnx.top_k(v, 4, axis=1),
-        "onnx_smallest": lambda v: onnx.top_k(v, 4, axis=1, largest=0),
-        "ov_max": lambda v: ov.top_k(v, 4, axis=1, mode="max", sort="value"),
-        "ov_min_index": lambda v: ov.top_k(v, 4, axis=1, mode="min", sort="index"),
-    }[face]
-    values, indices = fn(x)
-    ct = np.random.default_rng(35).standard_normal(values.shape).astype(dtype)
-    _, pullback = jax.vjp(lambda v: fn(v)[0], jnp.asarray(x))
-    (grad,) = pullback(jnp.asarray(ct))
-    assert_bits(grad, scatter_at(x.shape, 1, np.asarray(indices), ct), face)
+    assert_gradient_is_scatter(top_k_along_1(face, 4, 4), x, 35, face)
 
 
 def test_check_grads():
