@@ -10,8 +10,9 @@ onnxruntime, the OpenVINO CPU plugin (ArgMax as the TopK k=1 its ONNX frontend e
 Ratios: each jaxmax row over the plain JAX row (the price of the NaN, signed-zero and tie rules),
 and two info rows over it: ``lax.top_k`` with a pass over the data, and ``lax.top_k`` of an array
 computed from the data (what the rules need beyond ``lax.top_k``, each alone).
-The data are NaN-free normals: the jaxmax lowerings take their fast branch (a ``cond`` sends
-the data that need it to the exact key). ``--quick`` runs smaller shapes.
+The data are NaN-free normals: the ArgMax lowerings take their fast branch (a ``cond`` sends
+the data that need it to the exact key); the full-size TopK cases take the selection by chunk
+maxima, which has no branch. ``--quick`` runs smaller shapes.
 """
 
 from __future__ import annotations
