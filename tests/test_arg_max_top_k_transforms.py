@@ -152,36 +152,41 @@ def scatter_at(shape, axis, indices, ct):
     return out
 
 
-GRADIENT_FACES = ["onnx", "onnx_smallest", "ov_max", "ov_min_index"]
+GRADIENT_FACES = {  # name: (face, descending, by_index)
+    "onnx": ("onnx", True, False), "onnx_smallest": ("onnx", False, False),
+    "ov_max": ("openvino", True, False), "ov_min_index": ("openvino", False, True),
+}
 
 
-def top_k_along_1(face, k_large, k_small):
+def top_k_along_1(name, k):
     """TopK values and indices along axis 1 for one of `GRADIENT_FACES`."""
-    return {
-        "onnx": lambda v: onnx.top_k(v, k_large, axis=1),
-        "onnx_smallest": lambda v: onnx.top_k(v, k_small, axis=1, largest=0),
-        "ov_max": lambda v: ov.top_k(v, k_large, axis=1, mode="max", sort="value"),
-        "ov_min_index": lambda v: ov.top_k(v, k_small, axis=1, mode="min", sort="index"),
-    }[face]
+    face, descending, by_index = GRADIENT_FACES[name]
+    if face == "onnx":
+        return lambda v: onnx.top_k(v, k, axis=1, largest=int(descending))
+    return lambda v: ov.top_k(v, k, axis=1, mode="max" if descending else "min",
+                              sort="index" if by_index else "value")
 
 
-def assert_gradient_is_scatter(fn, x, seed, context=""):
-    """The pullback of `fn`'s values sends a random cotangent exactly to the elements its
-    indices name (along axis 1)."""
-    values, indices = fn(x)
-    ct = np.random.default_rng(seed).standard_normal(values.shape).astype(x.dtype)
+def assert_gradient_is_scatter(name, x, k, seed):
+    """The pullback of the TopK values (`name` of `GRADIENT_FACES`, along axis 1) sends a random
+    cotangent exactly to the elements the oracle's indices name."""
+    face, descending, by_index = GRADIENT_FACES[name]
+    fn = top_k_along_1(name, k)
+    want_i = top_k(x, k, 1, face=face, descending=descending, by_index=by_index)[1]
+    ct = np.random.default_rng(seed).standard_normal(want_i.shape).astype(x.dtype)
     _, pullback = jax.vjp(lambda v: fn(v)[0], jnp.asarray(x))
     (grad,) = pullback(jnp.asarray(ct))
-    assert_bits(grad, scatter_at(x.shape, 1, np.asarray(indices), ct), context)
+    assert_bits(grad, scatter_at(x.shape, 1, want_i, ct), name)
 
 
-@pytest.mark.parametrize("face", GRADIENT_FACES)
+@pytest.mark.parametrize("name", sorted(GRADIENT_FACES))
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, jnp.bfloat16])
-def test_gradient_is_scatter_at_indices(face, dtype):
-    """Heavy ties, +-0, NaN and +-inf: the cotangent goes exactly where the indices say."""
+def test_gradient_is_scatter_at_indices(name, dtype):
+    """Heavy ties, +-0, NaN and +-inf: the cotangent goes exactly where the oracle's indices
+    say."""
     x = data(6, (3, 7, 4), dtype)
     x[0, :, 0] = [0.0, -0.0, 0.0, -0.0, 1.0, 1.0, -0.0]  # zero ties
-    assert_gradient_is_scatter(top_k_along_1(face, 3, 4), x, 7, face)
+    assert_gradient_is_scatter(name, x, 3 if GRADIENT_FACES[name][1] else 4, 7)
 
 
 def test_grad_through_jit_and_vmap():

@@ -236,7 +236,7 @@ def _tiled_or_fold(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.
     Measured on (32, 512, 14, 14) float32 to (7, 7), in process: `_tiled` with the NaN check
     1.1-1.5 ms against 2.3-3.7 ms for `_fold`; `_staged`, which folds NaN in, 2.6 ms.
     """
-    return rules.redo_if(jnp.isnan(jnp.sum(x)), _tiled(x, output_shape, index_dtype),
+    return rules.redo_if(rules.sum_is_nan(x), _tiled(x, output_shape, index_dtype),
                          lambda: _unrolled_or_staged(x, output_shape, index_dtype))
 
 

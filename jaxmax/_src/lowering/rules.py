@@ -63,6 +63,13 @@ def finite_sum(v: jax.Array) -> jax.Array:
     return jnp.isfinite(jnp.sum(v, dtype=wide))
 
 
+def sum_is_nan(x: jax.Array) -> jax.Array:
+    """A scalar bool: whether the sum of `x` is NaN, which it is when `x` holds a NaN (exact in
+    any summation order; an ``inf - inf`` or an overflow to both infinities is a false alarm,
+    which only costs the caller its exact path). One fused pass over the data."""
+    return jnp.isnan(jnp.sum(x))
+
+
 def redo_if(redo: jax.Array, value: T, recompute: Callable[[], T]) -> T:
     """`value` (an array or a tuple of arrays), or ``recompute()`` where the scalar `redo` holds:
     a ``while_loop`` of zero or one trip, whose carry XLA updates in place and keeps in memory (a
@@ -75,7 +82,7 @@ def _nan_found(x: jax.Array, plain: jax.Array, check_data: bool) -> jax.Array:
     """A scalar bool: True when `x` holds a NaN (false positives only cost time)."""
     found = jnp.isnan(plain).any()
     if check_data:
-        found = found | jnp.isnan(jnp.sum(x))
+        found = found | sum_is_nan(x)
     return found
 
 

@@ -44,7 +44,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import order, top_k_chunked
+from jaxmax._src.lowering import order, rules, top_k_chunked
 
 #: ArgMax over a non-last axis of at most this many elements runs as one fused fold.
 FOLD_LIMIT = 64
@@ -115,7 +115,7 @@ def _plain_float_ok(x, top):
     data (their sum is NaN otherwise; an ``inf - inf`` only costs the exact path) and every
     slice's maximum a normal number or infinity. Then ``x == max`` is exact although XLA's CPU
     float compare treats subnormals as zero, and ``-0.0``/``+0.0`` ties cannot arise."""
-    return ~jnp.isnan(jnp.sum(x)) & jnp.all(jnp.abs(top) >= _F32_TINY)
+    return ~rules.sum_is_nan(x) & jnp.all(jnp.abs(top) >= _F32_TINY)
 
 
 def _float_arg_max(x, top, axis, last):
@@ -301,7 +301,7 @@ def _select(x, k, descending, face, by_index, try_plain=True):
     values, indices = lax.top_k(x, k)
     plain = ~jnp.any((values == 0) | jnp.isnan(values))
     if order.nan_first(face, descending):  # an unselected -NaN is ONNX's maximum
-        plain = plain & ~jnp.isnan(jnp.sum(x))
+        plain = plain & ~rules.sum_is_nan(x)
     return lax.cond(plain, lambda: finish(indices) if by_index else (values, indices), exact)
 
 
