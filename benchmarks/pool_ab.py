@@ -1,11 +1,13 @@
-"""Same-process A/B of the pooling, SegmentMax, eager and TopK rows: this tree's jaxmax against a
-base commit's (imported next to it as ``jaxmax_base``), strictly alternating, with and
-without ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` (one child process per setting).
+"""Same-process A/B of the pooling, SegmentMax, eager, TopK and AdaptiveMaxPool rows: this
+tree's jaxmax against a base commit's (imported next to it as ``jaxmax_base``), strictly
+alternating, with and without ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` (one child process per
+setting).
 
     python benchmarks/pool_ab.py                      # base = main, both allocator settings
     python benchmarks/pool_ab.py --base 1d0fa0c --only pool,segment --reps 11
     python benchmarks/pool_ab.py --hugetlb off        # default allocator only
     python benchmarks/pool_ab.py --only top_k --hugetlb off --reps 15
+    python benchmarks/pool_ab.py --only adaptive --hugetlb off --reps 15
 
 Each row prints the medians (wall ms) of the base and the new code, the median of the paired
 ratios new / base (each pair timed back to back, after 30 ms of untimed calls of its own), and
@@ -130,6 +132,18 @@ def _rows(only: set[str]):
                                     ("row", 10, 1, "k=10 of (1, 4096)")):
             rows += [("top_k", f"ONNX TopK {label}", onnx_top_k(k, axis), key, None),
                      ("top_k", f"TopK-11 {label}", ov_top_k(k, axis), key, None)]
+    if "adaptive" in only:
+        def adaptive(out):
+            return lambda m: lambda x: m.openvino.adaptive_max_pool(x, out,
+                                                                    index_element_type="i32")
+        rows += [
+            ("adaptive", "AdaptiveMaxPool-8 to (5, 3), i32 indices", adaptive((5, 3)),
+             "adaptive", None),
+            ("adaptive", "AdaptiveMaxPool-8 to (7, 7), i32 indices", adaptive((7, 7)),
+             "adaptive", None),
+            ("adaptive", "AdaptiveMaxPool-8 to (5, 3), gradient",
+             grad(lambda m: lambda x: adaptive((5, 3))(m)(x)[0]), "adaptive", None),
+        ]
     return rows
 
 
@@ -150,6 +164,8 @@ def _inputs(key: str):
         ids = np.sort(rng.integers(0, 20000, 2_000_000)).astype(np.int32)
         return (jax.device_put(rng.standard_normal((2_000_000, 32), dtype=np.float32)),
                 jax.device_put(ids))
+    if key == "adaptive":
+        return (jax.device_put(rng.standard_normal((32, 512, 14, 14), dtype=np.float32)),)
     if key in _TOP_K_SHAPES:
         return (jax.device_put(rng.standard_normal(_TOP_K_SHAPES[key], dtype=np.float32)),)
     if key == "small":
@@ -221,7 +237,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", default="main", help="git commit of the base code")
     parser.add_argument("--only", default="pool,grad,segment,eager,top_k",
-                        help="comma-separated groups: pool, grad, segment, eager, top_k")
+                        help="comma-separated groups: pool, grad, segment, eager, top_k, "
+                             "adaptive")
     parser.add_argument("--reps", type=int, default=9)
     parser.add_argument("--hugetlb", choices=("both", "on", "off"), default="both")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
