@@ -139,6 +139,8 @@ def _rows(only: set[str]):
         rows += [
             ("adaptive", "AdaptiveMaxPool-8 to (5, 3), i32 indices", adaptive((5, 3)),
              "adaptive", None),
+            ("adaptive", "AdaptiveMaxPool-8 to (5, 3), values only",
+             lambda m: lambda x: adaptive((5, 3))(m)(x)[0], "adaptive", None),
             ("adaptive", "AdaptiveMaxPool-8 to (7, 7), i32 indices", adaptive((7, 7)),
              "adaptive", None),
             ("adaptive", "AdaptiveMaxPool-8 to (5, 3), gradient",

@@ -165,8 +165,7 @@ def mesh(request):
     return jax.make_mesh((2, 4), ("a", "b"), axis_types=(request.param,) * 2)
 
 
-# The second spec shards both spatial axes: the per-window form gathers its values within each
-# plane, along the flattened spatial axes (a float gather there returned +0.0 for a -0.0).
+# The second spec shards both spatial axes, which the windows' slices cross.
 @pytest.mark.parametrize("spec", [P("b", None, "a"), P(None, None, "b", "a")], ids=str)
 def test_sharded_adaptive_exact(mesh, spec):
     rng = np.random.default_rng(5)
