@@ -158,13 +158,17 @@ GRADIENT_FACES = {  # name: (face, descending, by_index)
 }
 
 
+def run_top_k(x, k, axis, face, descending, by_index):
+    """The public TopK call of one face and mode (int32 indices without 64-bit mode)."""
+    if face == "onnx":
+        return onnx.top_k(x, k, axis=axis, largest=int(descending))
+    return ov.top_k(x, k, axis=axis, mode="max" if descending else "min",
+                    sort="index" if by_index else "value")
+
+
 def top_k_along_1(name, k):
     """TopK values and indices along axis 1 for one of `GRADIENT_FACES`."""
-    face, descending, by_index = GRADIENT_FACES[name]
-    if face == "onnx":
-        return lambda v: onnx.top_k(v, k, axis=1, largest=int(descending))
-    return lambda v: ov.top_k(v, k, axis=1, mode="max" if descending else "min",
-                              sort="index" if by_index else "value")
+    return lambda v: run_top_k(v, k, 1, *GRADIENT_FACES[name])
 
 
 def assert_gradient_is_scatter(name, x, k, seed):

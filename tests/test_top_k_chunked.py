@@ -23,6 +23,7 @@ from jax.sharding import PartitionSpec as P
 from jax.test_util import check_grads
 from test_arg_max_top_k import assert_bits, draw, dtype_of
 from test_arg_max_top_k_transforms import GRADIENT_FACES, assert_gradient_is_scatter
+from test_arg_max_top_k_transforms import run_top_k as run
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
@@ -49,14 +50,6 @@ def _chunked(shape, axis, k, dtype=np.float32):
     c = top_k_chunked.chunk_size(shape, axis % len(shape), k, dtype)
     assert c, f"{shape} axis {axis} k {k} does not take the chunk path"
     return c
-
-
-def run(x, k, axis, face, descending, by_index):
-    """The public call for one face and mode, with int32 indices."""
-    if face == "onnx":
-        return onnx.top_k(x, k, axis=axis, largest=int(descending))
-    return ov.top_k(x, k, axis=axis, mode="max" if descending else "min",
-                    sort="index" if by_index else "value")
 
 
 def check(x, k, axis, face, descending, by_index, context=""):

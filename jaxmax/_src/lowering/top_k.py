@@ -246,9 +246,9 @@ def _top_k_jit(x, *, k, axis, descending, face, by_index, index_dtype):
     def compute(x):
         c = top_k_chunked.chunk_size(x.shape, axis, k, x.dtype)
         if c:
-            values, indices = top_k_chunked.select(x, k, c, axis=axis, descending=descending,
-                                                   face=face, by_index=by_index)
-            return values, indices.astype(index_dtype)
+            indices = top_k_chunked.select(x, k, c, axis=axis, descending=descending, face=face,
+                                           by_index=by_index)
+            return _take(x, indices, axis), indices.astype(index_dtype)
         moved = jnp.moveaxis(x, axis, -1)
         if k == 0 or math.prod(moved.shape) == 0:
             values = moved[..., :k]  # empty: no element to select
@@ -305,21 +305,21 @@ def _select(x, k, descending, face, by_index, try_plain=True):
     return lax.cond(plain, lambda: finish(indices) if by_index else (values, indices), exact)
 
 
-def _take(x, indices):
-    """``x[..., indices]`` along the last axis with every bit kept (see `_take_exact`)."""
+def _take(x, indices, axis=-1):
+    """`x` at `indices` along `axis` with every bit kept (see `_take_exact`)."""
     if dtypes.is_floating(x.dtype):
-        return _take_exact(x, indices)
-    return jnp.take_along_axis(x, indices, axis=-1)
+        return _take_exact(x, indices, axis)
+    return jnp.take_along_axis(x, indices, axis=axis)
 
 
-@jax.custom_jvp
-def _take_exact(x, indices):
+@partial(jax.custom_jvp, nondiff_argnums=(2,))
+def _take_exact(x, indices, axis):
     """The gather done on the data's bits; its derivative is the float gather of the tangent at
     the same indices, whose transpose scatters each cotangent to the element its index names."""
-    return order.from_bits(jnp.take_along_axis(order.bits(x), indices, axis=-1), x.dtype)
+    return order.from_bits(jnp.take_along_axis(order.bits(x), indices, axis=axis), x.dtype)
 
 
 @_take_exact.defjvp
-def _take_exact_jvp(primals, tangents):
+def _take_exact_jvp(axis, primals, tangents):
     x, indices = primals
-    return _take_exact(x, indices), jnp.take_along_axis(tangents[0], indices, axis=-1)
+    return _take_exact(x, indices, axis), jnp.take_along_axis(tangents[0], indices, axis=axis)

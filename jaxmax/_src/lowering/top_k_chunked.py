@@ -13,7 +13,8 @@ are. Chunks compare as their first maximal elements do, by maximal key and then 
 2. ``lax.top_k`` of the ``m`` chunk maxima, the ``k`` chunks put back in index order;
 3. their ``k * c`` elements gathered (as bits, so zero signs and NaN payloads survive any
    sharding), in index order, and ``lax.top_k`` of their keys, which ties equal keys by position,
-   that is by index.
+   that is by index. The caller gathers the values at the indices this gives (`select`), with
+   the derivative every TopK lowering has: the tangent gathered at them.
 
 ``lax.top_k`` runs on float32 keys whose IEEE total order (the one ``lax.top_k`` sorts by; it is
 fast only for float32) is the integer key's order (`_ranked`). Exact on every input, no branch.
@@ -28,14 +29,12 @@ Measured (jax 0.10.2, 2 cores, NaN-free normals, in process against ``lax.top_k`
 from __future__ import annotations
 
 import math
-from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import dtypes
 from jaxmax._src.lowering import order
 
 #: Chunk lengths tried (chunks of 64 or 128 ran 2-3x chunks of 32 on (32, 32000) k=10,
@@ -68,27 +67,10 @@ def chunk_size(shape: tuple[int, ...], axis: int, k: int, dtype) -> int:
 
 
 def select(x: jax.Array, k: int, c: int, *, axis: int, descending: bool, face: str,
-           by_index: bool) -> tuple[jax.Array, jax.Array]:
-    """The values and int32 indices of the top `k` along `axis` under `face`'s key (`by_index`:
-    the same elements in index order), in chunks of `c` (``c`` divides the axis; ``k`` is at
-    most the number of chunks). The values' derivative is the tangent gathered at the
-    indices."""
-    if dtypes.is_floating(x.dtype):
-        return _select_differentiable(x, k, c, axis, descending, face, by_index)
-    return _select(x, k, c, axis, descending, face, by_index)
-
-
-def _ranked(keys: jax.Array) -> jax.Array:
-    """An integer key of at most 32 bits as float32 bits whose IEEE total order is the key's
-    order: non-negative keys as they are, negative ones with the magnitude bits flipped."""
-    if keys.dtype == np.uint32:
-        k = lax.bitcast_convert_type(keys ^ np.uint32(1 << 31), np.int32)
-    else:
-        k = keys.astype(np.int32)
-    return lax.bitcast_convert_type(jnp.where(k < 0, k ^ np.int32(0x7FFFFFFF), k), np.float32)
-
-
-def _select(x, k, c, axis, descending, face, by_index):
+           by_index: bool) -> jax.Array:
+    """The int32 indices, along `axis`, of the top `k` along `axis` under `face`'s key
+    (`by_index`: the same elements in index order), in chunks of `c` (``c`` divides the axis;
+    ``k`` is at most the number of chunks). The caller gathers the values at them."""
     def key(v):
         return order.key(v, descending=descending, nan_is_first=order.nan_first(face, descending))
 
@@ -106,18 +88,14 @@ def _select(x, k, c, axis, descending, face, by_index):
     if by_index:
         pos = lax.sort(pos, dimension=pos.ndim - 1)
     indices = jnp.take_along_axis(chunks, pos // c, axis=-1) * np.int32(c) + pos % c
-    values = order.from_bits(jnp.take_along_axis(picked, pos, axis=-1), x.dtype)
-    return jnp.moveaxis(values, -1, axis), jnp.moveaxis(indices, -1, axis)
+    return jnp.moveaxis(indices, -1, axis)
 
 
-@partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3, 4, 5, 6))
-def _select_differentiable(x, k, c, axis, descending, face, by_index):
-    return _select(x, k, c, axis, descending, face, by_index)
-
-
-@_select_differentiable.defjvp
-def _select_jvp(k, c, axis, descending, face, by_index, primals, tangents):
-    (x,), (t,) = primals, tangents
-    values, indices = _select(x, k, c, axis, descending, face, by_index)
-    picked = jnp.take_along_axis(t, indices, axis=axis)
-    return (values, indices), (picked, np.zeros(indices.shape, jax.dtypes.float0))
+def _ranked(keys: jax.Array) -> jax.Array:
+    """An integer key of at most 32 bits as float32 bits whose IEEE total order is the key's
+    order: non-negative keys as they are, negative ones with the magnitude bits flipped."""
+    if keys.dtype == np.uint32:
+        k = lax.bitcast_convert_type(keys ^ np.uint32(1 << 31), np.int32)
+    else:
+        k = keys.astype(np.int32)
+    return lax.bitcast_convert_type(jnp.where(k < 0, k ^ np.int32(0x7FFFFFFF), k), np.float32)
