@@ -31,6 +31,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import explicit_axes
+from jaxmax._src.lowering import order
 
 
 def max_unpool(x: jax.Array, indices: jax.Array, out_shape: tuple[int, ...],
@@ -144,15 +145,10 @@ def _scatter(x, indices, *, out_shape):
     return _place(x.reshape(-1), winner, at, valid).reshape(out_shape)
 
 
-def _bits(dtype) -> np.dtype:
-    return np.dtype(f"uint{np.dtype(dtype).itemsize * 8}")
-
-
 def _exact_take(values: jax.Array, at: jax.Array) -> jax.Array:
-    """``values[at]`` (`at` in range), gathered as unsigned integers so that a gather split over
-    devices cannot change a zero's sign."""
-    bits = lax.bitcast_convert_type(values, _bits(values.dtype))
-    return lax.bitcast_convert_type(jnp.take(bits, at, mode="clip"), values.dtype)
+    """``values[at]`` (`at` in range), gathered as unsigned integers (`order.bits`) so that a
+    gather split over devices cannot change a zero's sign."""
+    return order.from_bits(jnp.take(order.bits(values), at, mode="clip"), values.dtype)
 
 
 @jax.custom_jvp
