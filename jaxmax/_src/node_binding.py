@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -37,6 +37,20 @@ class NodeBindingError(ValueError):
         super().__init__(message)
         self.missing = missing
         self.input_name = input_name
+
+
+def check_version(where: str, op_type: str, version: int,
+                  versions: Mapping[str, Sequence[int]]) -> None:
+    """Raise a `NodeBindingError` unless jaxmax binds `op_type` at `version` (`versions`: the
+    face's ``VERSIONS``, the versions it binds of each operator)."""
+    if op_type not in versions:
+        raise NodeBindingError(
+            f"{where}: jaxmax has no {op_type} operator (it binds {', '.join(versions)})",
+            missing=f"operator {op_type}")
+    if version not in versions[op_type]:
+        raise NodeBindingError(
+            f"{where}: jaxmax has {op_type} versions {list(versions[op_type])}, not {version}",
+            missing=f"operator {op_type}-{version}")
 
 
 def format_value(value: Any) -> str:

@@ -117,14 +117,7 @@ def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -
             f"{opset}", missing=f"operator {op_type}") from None
     version = int(schema.since_version)
     where = f"ONNX node {label} ({op_type}-{version})"
-    if op_type not in VERSIONS:
-        raise NodeBindingError(
-            f"{where}: jaxmax has no {op_type} operator (it binds {', '.join(VERSIONS)})",
-            missing=f"operator {op_type}")
-    if version not in VERSIONS[op_type]:
-        raise NodeBindingError(
-            f"{where}: jaxmax has {op_type} versions {list(VERSIONS[op_type])}, not {version}",
-            missing=f"operator {op_type}-{version}")
+    node_binding.check_version(where, op_type, version, VERSIONS)
     attrs = _attributes(onnx, node, schema, where)
 
     # each node input: its formal name (the schema's), the tensor name, and its constant value

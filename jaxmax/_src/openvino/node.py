@@ -108,14 +108,7 @@ def from_node(node) -> NodeFunction:
     version = _version(node)
     label = repr(node.get_friendly_name())
     where = f"OpenVINO node {label} ({op_type}-{version})"
-    if op_type not in VERSIONS:
-        raise NodeBindingError(
-            f"{where}: jaxmax has no {op_type} operator (it binds {', '.join(VERSIONS)})",
-            missing=f"operator {op_type}")
-    if version not in VERSIONS[op_type]:
-        raise NodeBindingError(
-            f"{where}: jaxmax has {op_type} versions {list(VERSIONS[op_type])}, not {version}",
-            missing=f"operator {op_type}-{version}")
+    node_binding.check_version(where, op_type, version, VERSIONS)
     attrs = dict(node.get_attributes())
     inputs = []
     for i in range(node.get_input_size()):
