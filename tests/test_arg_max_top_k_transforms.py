@@ -166,19 +166,14 @@ def run_top_k(x, k, axis, face, descending, by_index):
                     sort="index" if by_index else "value")
 
 
-def top_k_along_1(name, k):
-    """TopK values and indices along axis 1 for one of `GRADIENT_FACES`."""
-    return lambda v: run_top_k(v, k, 1, *GRADIENT_FACES[name])
-
-
 def assert_gradient_is_scatter(name, x, k, seed):
     """The pullback of the TopK values (`name` of `GRADIENT_FACES`, along axis 1) sends a random
     cotangent exactly to the elements the oracle's indices name."""
     face, descending, by_index = GRADIENT_FACES[name]
-    fn = top_k_along_1(name, k)
     want_i = top_k(x, k, 1, face=face, descending=descending, by_index=by_index)[1]
     ct = np.random.default_rng(seed).standard_normal(want_i.shape).astype(x.dtype)
-    _, pullback = jax.vjp(lambda v: fn(v)[0], jnp.asarray(x))
+    _, pullback = jax.vjp(lambda v: run_top_k(v, k, 1, face, descending, by_index)[0],
+                          jnp.asarray(x))
     (grad,) = pullback(jnp.asarray(ct))
     assert_bits(grad, scatter_at(x.shape, 1, want_i, ct), name)
 
