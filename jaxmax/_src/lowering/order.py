@@ -17,7 +17,7 @@ inside ``[-inf_bits, inf_bits]``. NaN (``magnitude > inf_bits``, either sign) th
 ascending modes (ONNX ``largest=0``, OpenVINO ``mode="min"``) the numeric key is complemented
 (``~key = -key - 1``, an exact reversal with no overflow) before NaN is placed.
 
-The faces (SEMANTICS.md section 6):
+The faces (docs/semantics.md §6.2-§6.4):
 
 * ONNX (ArgMax, TopK): NaN is the maximum: first in descending order, last in ascending order.
 * OpenVINO (TopK-1/-3/-11): NaN ranks after every number in both modes.
