@@ -25,8 +25,8 @@ The faces (docs/semantics.md §6.2-§6.4):
 Integers are their own numeric key (complemented for ascending order; that reverses unsigned
 types too).
 
-``lax.top_k`` is fast on CPU only for float32 (a dedicated kernel; other types XLA sorts, some
-fifty times slower). Its float order is the IEEE
+``lax.top_k`` is fast on CPU only for float32 (a dedicated kernel; other types XLA sorts,
+fifty to a hundred times slower). Its float order is the IEEE
 total order (``-NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN``). So :func:`top_k_key` gives a
 float32 key wherever that is exact (float16, bfloat16, float32, integers of at most 16 bits):
 the value (negated for ascending order), zeros made ``+0``, NaN made ``+NaN`` (first) or ``-NaN``
