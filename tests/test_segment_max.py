@@ -277,7 +277,7 @@ def test_spec_example3_lowest_fill():
 @pytest.mark.parametrize("dtype", [np.float32, np.int32], ids=["float32", "int32"])
 def test_jit_traced_ids_out_of_range_and_unsorted(dtype, fill):
     """Traced ids are not checked: ids outside [0, 5) are dropped, unsorted ids still give the
-    per-id maximum (docs/semantics.md §2)."""
+    per-id maximum (docs/semantics.md §3.3)."""
     f = jax.jit(lambda d, i: jov.segment_max(d, i, 5, fill_mode=fill))
     rng = np.random.default_rng(7 if dtype == np.float32 else 8)
     pool = _value_pool(dtype)
