@@ -1,5 +1,5 @@
 """NumPy loop oracles for AdaptiveMaxPool-8 and ONNX MaxUnpool, written from the spec texts and
-SEMANTICS.md section 7 (independent of jaxmax: plain Python loops over windows and elements)."""
+docs/semantics.md §7.1-7.2 (independent of jaxmax: plain Python loops over windows and elements)."""
 
 from __future__ import annotations
 

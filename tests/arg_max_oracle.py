@@ -1,4 +1,4 @@
-"""NumPy/Python loop oracles for ONNX ArgMax, ONNX TopK and OpenVINO TopK (SEMANTICS.md section 6).
+"""NumPy/Python loop oracles for ONNX ArgMax, ONNX TopK and OpenVINO TopK (docs/semantics.md §6).
 
 Written from the contract, independent of jaxmax: every 1-D slice along the axis is handled by a
 Python loop over its elements, numbers compared as Python ``float``/``int`` (so ``-0.0 == 0.0``

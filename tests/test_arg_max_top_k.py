@@ -1,5 +1,5 @@
 """ONNX ArgMax (1, 11, 12, 13), ONNX TopK (1, 10, 11, 24) and OpenVINO TopK-1/-3/-11 against the
-NumPy loop oracles of arg_max_oracle.py (SEMANTICS.md section 6).
+NumPy loop oracles of arg_max_oracle.py (docs/semantics.md §6).
 
 Several hundred seeded configurations per operator: ranks 1-4, every axis (positive and negative
 spellings), every dtype the version allows, data drawn with heavy ties and, for floats, NaN of
@@ -119,7 +119,7 @@ def test_onnx_arg_max_oracle(opset):
 
 
 def test_onnx_arg_max_corner_rows():
-    """SEMANTICS 6.2 and 6.5 rows, one by one."""
+    """docs/semantics.md §6.2 and §6.5 rows, one by one."""
     f32 = np.float32
     cases = [
         ([1, np.nan, 3], 0, 1), ([1, np.nan, 3], 1, 1), ([np.nan, np.nan, np.nan], 0, 0),

@@ -1,7 +1,7 @@
 """ONNX ArgMax / TopK against onnx.reference and onnxruntime, OpenVINO TopK-1/-3/-11 against
 OpenVINO's ``Node.evaluate`` (reference kernels) and CPU plugin (f32 inference precision):
 seeded configurations over ranks 1-4, every axis, the dtypes each runtime implements, with NaN,
-+-inf, +-0 and heavy ties (SEMANTICS.md section 6).
++-inf, +-0 and heavy ties (docs/semantics.md §6.5).
 
 Runtime deviations from the contract, each excluded explicitly where it is compared:
 * onnxruntime ArgMax seeds its scan with the first element, so NaN wins only at index 0
@@ -160,7 +160,7 @@ def test_onnx_arg_max_against_runtimes(opset):
 
 def test_onnx_arg_max_nan_rows_where_onnxruntime_differs():
     """The excluded rows: jaxmax and onnx.reference say NaN is the maximum, onnxruntime 1.32
-    does not (SEMANTICS.md 6.5)."""
+    does not (docs/semantics.md §6.5)."""
     x = np.array([[1, np.nan, 3], [np.nan, np.nan, np.nan]], np.float32)
     model = _model("ArgMax", x, {"axis": 1, "keepdims": 0, "select_last_index": 1}, 13)
     with x64_for(np.int64):

@@ -1,4 +1,4 @@
-"""The JAX transformation contract of ONNX ArgMax / TopK and OpenVINO TopK (SEMANTICS.md 6.6):
+"""The JAX transformation contract of ONNX ArgMax / TopK and OpenVINO TopK (docs/semantics.md §6.6):
 jit equals eager, vmap equals a loop (batch axis first and in the middle), ``check_grads`` on the
 TopK values, the TopK gradient is the scatter of the cotangent at the returned indices (ties and
 signed zeros follow the index rule), no retrace on a second call, and sharded inputs (Explicit and

@@ -580,7 +580,7 @@ def test_ragged_or_foreign_data_is_a_type_error():
 
 
 # --------------------------------------------------------------------------------------------
-# ONNX ArgMax / TopK and OpenVINO TopK: version and dtype gates (SEMANTICS.md 6.1)
+# ONNX ArgMax / TopK and OpenVINO TopK: version and dtype gates (docs/semantics.md §6.1)
 # --------------------------------------------------------------------------------------------
 
 def test_arg_max_top_k_fuzz_covers_every_argument():

@@ -1,4 +1,4 @@
-"""ONNX Max (1, 6, 8, 12, 13) and OpenVINO Maximum-1 (SEMANTICS.md 7.3, 7.4) against the NumPy
+"""ONNX Max (1, 6, 8, 12, 13) and OpenVINO Maximum-1 (docs/semantics.md §7.3-§7.4) against the NumPy
 scalar oracles in max_oracle.py, the ONNX node cases, and the bad-input contract.
 
 Zero signs are compared bit for bit (``assert_same`` alone treats ``-0.0 == +0.0``).
@@ -83,7 +83,7 @@ def test_every_special_pair(dtype):
 
 
 def test_semantics_table_row():
-    """SEMANTICS.md 7.3's table, both faces."""
+    """docs/semantics.md §7.3's table, both faces."""
     a = np.array([np.nan, 1, np.nan, -0.0, 0.0, -np.inf], np.float32)
     b = np.array([1, np.nan, np.nan, 0.0, -0.0, np.nan], np.float32)
     nan = np.nan

@@ -1,6 +1,6 @@
 """ONNX Max against onnxruntime and onnx.reference, OpenVINO Maximum-1 against OpenVINO's
 ``Node.evaluate`` (its reference kernels): seeded configurations over broadcasting shapes, every
-dtype the version allows, and NaN, +-inf and +-0 in every position (SEMANTICS.md 7.3).
+dtype the version allows, and NaN, +-inf and +-0 in every position (docs/semantics.md §7.3).
 
 Runtime deviations from the contract, each excluded explicitly below:
 * onnxruntime's zero on a ``-0.0``/``+0.0`` tie depends on the length and broadcasting, and
@@ -67,7 +67,7 @@ def run_reference(xs, opset):
 
 def zero_tie_mask(xs):
     """Elements where the inputs' maximum is a zero reached by both -0.0 and +0.0: the runtimes
-    choose a zero there by their own rules (SEMANTICS.md 7.3), jaxmax gives +0.0."""
+    choose a zero there by their own rules (docs/semantics.md §7.3), jaxmax gives +0.0."""
     wide = np.broadcast_arrays(*(np.asarray(x).astype(np.float64) for x in xs))
     stacked = np.stack(wide)
     top = np.max(np.where(np.isnan(stacked), -np.inf, stacked), axis=0)
@@ -108,10 +108,10 @@ def test_onnx_max_against_runtimes(opset, dtype):
                 got = np.asarray(jonnx.max(*xs, opset=opset))
                 ties = zero_tie_mask(xs) if is_float(dtype) else None
                 context = f"opset {opset} {dtype} {shapes} round {round_}"
-                # onnx.reference: the second argument on a +-0 tie (SEMANTICS.md 7.3)
+                # onnx.reference: the second argument on a +-0 tie (docs/semantics.md §7.3)
                 assert_matches(got, run_reference(xs, opset), "reference " + context, ties)
                 if use_ort:
-                    # onnxruntime: the zero of a +-0 tie varies with length (SEMANTICS.md 7.3)
+                    # onnxruntime: the zero of a +-0 tie varies with length (docs/semantics.md §7.3)
                     assert_matches(got, run_ort(xs, opset), "onnxruntime " + context, ties)
 
 

@@ -1,6 +1,6 @@
 """ONNX Max and OpenVINO Maximum-1 under jit, vmap, grad and on 8 sharded CPU devices
 (Explicit and Auto meshes): each equals the plain eager answer exactly (zero signs and NaN bits
-compared as bit patterns), and the gradients follow each face's tie rule (SEMANTICS.md 7.3)."""
+compared as bit patterns), and gradients follow each face's tie rule (docs/semantics.md §7.3)."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@
 Checked against
 * the independent NumPy oracle of tests/pool_oracle.py (``max_pool_1``): one accumulator per
   window, folded element by element as ``acc = x if (x is not NaN and x > acc) else acc`` from
-  ``acc = lowest(T)`` (docs/semantics.md section 3), with the auto_pad pads and the floor/ceil
-  output lengths computed there from the docs/semantics.md formulas;
+  ``acc = lowest(T)`` (docs/semantics.md §3), with the auto_pad pads and the floor/ceil
+  output lengths computed there from the docs/semantics.md §3.2 formulas;
 * OpenVINO's own reference kernel (``Node.evaluate`` of an ``openvino.opset1.max_pool`` node)
   and its shape inference, through a small private helper in this file.
 

@@ -1,6 +1,6 @@
 """Tests of ``jaxmax.onnx.reduce_max``: ONNX ReduceMax, since-versions 1, 11, 12, 13, 18 and 20.
 
-The contract is docs/semantics.md (ONNX ReduceMax) and the ONNX ReduceMax schemas 1-20.
+The contract is docs/semantics.md §4 and the ONNX ReduceMax schemas 1-20.
 Everything here is checked against oracles that do not call jaxmax:
 
 * ``onnx_reduce_max`` of tests/reduce_oracle.py: plain Python loops over every output element

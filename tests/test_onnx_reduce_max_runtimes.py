@@ -238,11 +238,11 @@ def _negative_axes(case):
     return case["axes"] is not None and bool(np.any(np.asarray(case["axes"]) < 0))
 
 
-# onnxruntime deviations from the contract, excluded by name. None of them is listed in
-# docs/semantics.md (section 4 documents no onnxruntime deviation); all three are reported.
+# onnxruntime deviations from the contract, excluded by name. Only the first is listed in
+# docs/semantics.md (§3.4, §4); all three are reported.
 ORT_DEVIATIONS = {
     # NaN does not propagate: onnxruntime keeps a NaN only when it comes first in the slice,
-    # max([1, NaN, 3]) -> 3, max([+inf, NaN]) -> inf. docs/semantics.md (ONNX ReduceMax): NaN
+    # max([1, NaN, 3]) -> 3, max([+inf, NaN]) -> inf. docs/semantics.md §4: NaN
     # propagates (numpy semantics, as onnx.reference). The onnxruntime tests therefore draw
     # NaN-free data.
     "nan_in_data": lambda case, x: is_float(x.dtype) and bool(np.isnan(x.astype(np.float64)).any()),
@@ -251,7 +251,7 @@ ORT_DEVIATIONS = {
     # or (2, 3); the same axes written as positive numbers are right.
     "negative_axes_on_empty_input": lambda case, x: x.size == 0 and _negative_axes(case),
     # Bool data with a size-0 dimension raises "ReduceMax is not defined for empty set with
-    # bool type"; the ReduceMax-20 schema (and docs/semantics.md (ONNX ReduceMax)) give False.
+    # bool type"; the ReduceMax-20 schema (and docs/semantics.md §4) give False.
     "bool_empty_input": lambda case, x: x.dtype == np.bool_ and x.size == 0,
 }
 

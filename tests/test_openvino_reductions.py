@@ -9,7 +9,7 @@ Three kinds of evidence (docs/semantics.md):
 * differential runs against OpenVINO's reference kernels (``Node.evaluate`` of
   ``openvino.opset1.reduce_max`` / ``reduce_logical_or``) on hundreds of seeded random cases,
   plus a small CPU-plugin check; every runtime deviation is excluded by name below;
-* the error contract of section 2 (error class, operator name first, argument named).
+* the error contract of docs/semantics.md §2 (error class, operator name first, argument named).
 
 Behaviour of ``Node.evaluate`` (OpenVINO 2026.4) found while writing these tests:
 
@@ -468,7 +468,7 @@ def test_reference_deviations_documented_above():
         ref_reduce_max(np.zeros((2, 2)), [1], False)
 
 
-# The CPU plugin deviates more (docs/semantics.md (the max rules)): NaN handling is order-dependent,
+# The CPU plugin deviates more (docs/semantics.md §3.4): NaN handling is order-dependent,
 # 64-bit and unsigned 32-bit integers are computed in 32 bits, float16 lowest is -inf, and empty
 # axes fail to compile. Found here and not in docs/semantics.md: int32 data is reduced in float32
 # (values beyond 2**24 are rounded). This check uses NaN-free float32, int32 within 2**23, int8
@@ -498,7 +498,7 @@ def test_cpu_plugin_agrees_on_plain_data():
 
 
 # ---------------------------------------------------------------------------------------------
-# Errors (docs/semantics.md (errors)).
+# Errors (docs/semantics.md §2).
 
 F2 = np.zeros((2, 3), np.float32)
 B2 = np.zeros((2, 3), bool)

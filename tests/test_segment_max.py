@@ -277,7 +277,7 @@ def test_spec_example3_lowest_fill():
 @pytest.mark.parametrize("dtype", [np.float32, np.int32], ids=["float32", "int32"])
 def test_jit_traced_ids_out_of_range_and_unsorted(dtype, fill):
     """Traced ids are not checked: ids outside [0, 5) are dropped, unsorted ids still give the
-    per-id maximum (docs/semantics.md (errors))."""
+    per-id maximum (docs/semantics.md §3.3)."""
     f = jax.jit(lambda d, i: jov.segment_max(d, i, 5, fill_mode=fill))
     rng = np.random.default_rng(7 if dtype == np.float32 else 8)
     pool = _value_pool(dtype)
@@ -305,7 +305,7 @@ def test_jit_traced_ids_hand_example():
 
 
 # --------------------------------------------------------------------------------------------
-# Errors (docs/semantics.md (errors)): the class, the operator name first, the argument named
+# Errors (docs/semantics.md §2): the class, the operator name first, the argument named
 # --------------------------------------------------------------------------------------------
 
 _D = np.arange(4, dtype=np.float32)

@@ -3,7 +3,7 @@
 
 The second operand is the first one reversed along the last axis, built once outside the timed
 region. Every call writes a fresh 205 MB output: most of its time is the kernel's first-touch
-page faults on that buffer (see docs/semantics.md, "Max and Maximum"), which is also where the
+page faults on that buffer (see docs/semantics.md §9.3), which is also where the
 runtimes differ, not in the comparisons. ``Maximum-1`` returns a different zero on ``-0/+0``
 ties and ``a`` on NaN, so its digest is not compared with the IEEE rows (the data has neither).
 """

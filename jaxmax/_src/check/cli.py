@@ -27,7 +27,7 @@ TopK-1/-3/-11, AdaptiveMaxPool-8. Every other node is listed as not covered, by 
 
 The table has one row per max-family node: its name, operator and version, the jaxmax call it is
 bound to, its output shapes, and "exact" or the number of differing elements with the first
-one. Where the runtime is known to deviate from the spec (SEMANTICS.md lists each: NaN order,
+one. Where the runtime is known to deviate from the spec (docs/semantics.md: NaN order,
 +-0 ties, TopK tie order, 64-bit integers on the CPU plugin, ...), the row says
 "runtime deviation: <which>" and still shows the differing count.
 

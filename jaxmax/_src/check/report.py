@@ -1,4 +1,4 @@
-"""Exact comparison, the runtime deviations SEMANTICS.md lists, the table and the progress bar."""
+"""Exact comparison, the runtime deviations docs/semantics.md lists, the table, the progress bar."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def compare_output(ours: np.ndarray, theirs: np.ndarray) -> tuple[int, str]:
     return count, _first(mask, ours, theirs) if count else ""
 
 
-# --- the runtime deviations of SEMANTICS.md ------------------------------------------------
+# --- the runtime deviations of docs/semantics.md ----------------------------------------
 
 def _has_nan(arrays) -> bool:
     return any(a.dtype.kind == "f" and np.isnan(a).any() for a in arrays)
@@ -99,19 +99,19 @@ def _sorted0_as_set(ours, theirs, binding) -> bool:
 
 
 def deviation(runtime: str, op_type: str, binding, inputs, ours, theirs) -> str | None:
-    """Which documented runtime deviation explains a mismatch, or None (SEMANTICS.md §3, §5.5,
-    §6.5, §7)."""
+    """Which documented runtime deviation explains a mismatch, or None (docs/semantics.md
+    §3.4, §4, §5.5, §6.5, §7.3)."""
     nan = _has_nan(inputs)
     if runtime == "onnxruntime":
         if op_type in ("ReduceMax", "MaxPool", "GlobalMaxPool", "ArgMax") and nan:
             return ("NaN order (onnxruntime drops NaN or lets the first element decide, "
-                    "SEMANTICS.md 4, 5.5, 6.5)")
+                    "docs/semantics.md §4, §5.5, §6.5)")
         if op_type == "Max" and all(_zero_sign_only(a, b) for a, b in zip(ours, theirs,
                                                                            strict=True)
                                     if differing(a, b).any()):
-            return "sign of a +-0 tie (onnxruntime Max, SEMANTICS.md 7.3)"
+            return "sign of a +-0 tie (onnxruntime Max, docs/semantics.md §7.3)"
         if op_type == "TopK" and _sorted0_as_set(ours, theirs, binding):
-            return "sorted=0 returns heap order (equal as a set, SEMANTICS.md 6.3)"
+            return "sorted=0 returns heap order (equal as a set, docs/semantics.md §6.3)"
         if op_type in ("MaxPool", "GlobalMaxPool"):
             lowest = [np.finfo(o.dtype).min if o.dtype.kind == "f" else None for o in ours[:1]]
             y, t = ours[0], theirs[0]
@@ -119,30 +119,30 @@ def deviation(runtime: str, op_type: str, binding, inputs, ours, theirs) -> str 
                 mask = differing(y, t)
                 if mask.any() and (np.isneginf(y[mask]) & (t[mask] == lowest[0])).all():
                     return ("-inf-only or empty window given as -FLT_MAX (onnxruntime MLAS, "
-                            "SEMANTICS.md 5.5)")
+                            "docs/semantics.md §5.5)")
             if len(ours) == 2 and not differing(y, t).any() and (ours[1] == -1).any():
                 mask = differing(ours[1], theirs[1])
                 if (ours[1][mask] == -1).all():
-                    return "index of a window with no input element (SEMANTICS.md 5.5)"
+                    return "index of a window with no input element (docs/semantics.md §5.5)"
             call = binding.call
             if "auto_pad='SAME" in call.upper().replace('"', "'") and (
                     "dilations=" in call or "strides=" in call):
-                return "SAME padding with dilations or kernel < stride (SEMANTICS.md 5.5)"
+                return "SAME padding with dilations or kernel < stride (docs/semantics.md §5.5)"
         return None
     # OpenVINO's CPU plugin
     # (MaxPool-1/-8/-14 and AdaptiveMaxPool-8 on the CPU plugin follow the spec with NaN too)
     if op_type in ("ReduceMax", "TopK", "Maximum") and nan:
-        return "NaN order (the CPU plugin, SEMANTICS.md 3, 6.5, 7.3)"
+        return "NaN order (the CPU plugin, docs/semantics.md §3.4, §6.5, §7.3)"
     if _has_64bit_int(inputs):
-        return "64-bit integers computed in 32 bits (the CPU plugin, SEMANTICS.md 3, 6.5)"
+        return "64-bit integers computed in 32 bits (the CPU plugin, docs/semantics.md §3.4, §6.5)"
     if inputs and inputs[0].dtype == np.float16 and any(
             np.isneginf(t).any() for t in theirs if t.dtype == np.float16):
-        return "float16 lowest given as -inf (the CPU plugin, SEMANTICS.md 3)"
+        return "float16 lowest given as -inf (the CPU plugin, docs/semantics.md §3.4)"
     if op_type == "Maximum" and all(_zero_sign_only(a, b) for a, b in zip(ours, theirs,
                                                                            strict=True)):
-        return "+-0 tie: the CPU plugin returns the second argument (SEMANTICS.md 7.3)"
+        return "+-0 tie: the CPU plugin returns the second argument (docs/semantics.md §7.3)"
     if op_type == "TopK" and _ties_only(inputs, ours, theirs, binding):
-        return "tie order: the CPU plugin picks another tied element (SEMANTICS.md 6.5)"
+        return "tie order: the CPU plugin picks another tied element (docs/semantics.md §6.5)"
     return None
 
 

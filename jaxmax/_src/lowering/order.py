@@ -17,7 +17,7 @@ inside ``[-inf_bits, inf_bits]``. NaN (``magnitude > inf_bits``, either sign) th
 ascending modes (ONNX ``largest=0``, OpenVINO ``mode="min"``) the numeric key is complemented
 (``~key = -key - 1``, an exact reversal with no overflow) before NaN is placed.
 
-The faces (SEMANTICS.md section 6):
+The faces (docs/semantics.md §6.2-§6.4):
 
 * ONNX (ArgMax, TopK): NaN is the maximum: first in descending order, last in ascending order.
 * OpenVINO (TopK-1/-3/-11): NaN ranks after every number in both modes.
@@ -25,8 +25,8 @@ The faces (SEMANTICS.md section 6):
 Integers are their own numeric key (complemented for ascending order; that reverses unsigned
 types too).
 
-``lax.top_k`` is fast on CPU only for float32 (a dedicated kernel, ~1 ms for k=5 of (256, 1000)
-against ~55 ms for int32 and ~110 ms for float64, which XLA sorts). Its float order is the IEEE
+``lax.top_k`` is fast on CPU only for float32 (a dedicated kernel; other types XLA sorts,
+fifty to a hundred times slower). Its float order is the IEEE
 total order (``-NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN``). So :func:`top_k_key` gives a
 float32 key wherever that is exact (float16, bfloat16, float32, integers of at most 16 bits):
 the value (negated for ascending order), zeros made ``+0``, NaN made ``+NaN`` (first) or ``-NaN``

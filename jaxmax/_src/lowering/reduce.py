@@ -11,13 +11,12 @@ ReduceMax on one device, on CPU, applies the rule while it reads the data, in on
 (:mod:`jaxmax._src.lowering.reduce_cpu`), as fast on data with NaN as without.
 
 Elsewhere the plain max runs first with the ``-inf`` identity (so ``lax`` keeps its dedicated max
-primitives). Finding NaN: XLA's CPU ``reduce_max`` drops NaN on all but small inputs (jax 0.10,
-where XLA hands such reductions to YNNPACK, ``__ynn_fusion`` in the compiled HLO; measured here on
-300 random shapes: two thirds gave values that were neither NaN nor the NaN-free maximum), and so
-does the cross-device max that combines partial results when a reduced axis is sharded. So the
-OpenVINO rule checks the data's sum too (addition propagates NaN in every order, so this check is
-exact; an ``inf + -inf`` can flag NaN-free data, which only sends it down the exact masked path),
-and the ONNX rule finds NaN slices by a sum of squares (``reduce_cpu.propagating``).
+primitives). Finding NaN: XLA's CPU ``reduce_max`` drops NaN on all but small inputs (jax 0.10
+hands such reductions to YNNPACK, ``__ynn_fusion`` in the compiled HLO; docs/semantics.md §9.3),
+and so does the cross-device max that combines partial results when a reduced axis is sharded.
+So the OpenVINO rule checks the data's sum too (addition propagates NaN in every order, so this
+check is exact; an ``inf + -inf`` can flag NaN-free data, which only sends it down the exact
+masked path), and the ONNX rule finds NaN slices by a sum of squares (``reduce_cpu.propagating``).
 """
 
 from __future__ import annotations
@@ -67,7 +66,7 @@ def _reduce_max_jit(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_na
     """Max over `axes` (normalised, unique); logical or for bool data.
 
     On CPU, a reduction of leading axes only over a large kept block folds its rows with
-    elementwise maxima (XLA's own reduction of outer axes is ~30x slower there); everything else
+    elementwise maxima (XLA's own reduction of outer axes is far slower there); everything else
     is ``lax.reduce_max``. Integers have no NaN and their identity is lowest(T), so both rules
     are the plain max for them.
     """

@@ -2,15 +2,15 @@
 
 XLA's CPU reductions (jax 0.10 hands them to YNNPACK) are fast only on a plain array input or
 with a multiply fused in: a select fused into the reduce, such as masking NaN, sends it to XLA's
-scalar loop (~10-20x slower on a 51M-element float32 array), and YNNPACK's max drops NaN in an
+scalar loop (an order of magnitude slower), and YNNPACK's max drops NaN in an
 order-dependent way, though it is exact on a slice without NaN. Hence:
 
 * **NaN-bearing slices** are found by a sum of squares (:func:`where_nan`): every term is
   ``>= 0`` or NaN, so the sum is NaN exactly when the slice holds a NaN, in any order and across
   devices (overflow gives ``+inf``, never NaN), and ``x * x`` keeps the fast reduction.
 * **fold** (only leading axes reduced, over a large kept block): the rows are combined by
-  elementwise maxima in a loop, with the NaN rule inside the elementwise step. XLA's reduction
-  of outer axes is ~30x slower than this on CPU.
+  elementwise maxima in a loop, with the NaN rule inside the elementwise step, because XLA's
+  reduction of outer axes is far slower than this on CPU.
 * **blocks** (NaN skipped, everything else): the data is cut along its leading axes into blocks
   of about ``_BLOCK_BYTES``; each block is masked in one fusion whose result is materialised (an
   ``optimization_barrier`` keeps the mask out of the reduce, and the buffer is reused from one
@@ -43,8 +43,9 @@ from jaxmax._src import dtypes
 
 # Below this many kept elements per row XLA's own reduction of leading axes is as fast as a fold.
 _FOLD_MIN_ROW = 32768
-# Blocks of about this size are masked and reduced one at a time (on (64, 256, 56, 56) float32,
-# 1 MiB blocks ran ~2x slower than 4 MiB ones, 16 MiB ones ~1.3x: freshly mapped pages).
+# Blocks of about this size are masked and reduced one at a time: the size that ran fastest,
+# between the cost of many small blocks and the freshly mapped pages of large ones
+# (benchmarks/RESULTS.md, "ReduceMax").
 _BLOCK_BYTES = 4 << 20
 
 
@@ -82,7 +83,7 @@ def _propagating_jvp(axes, reducer, primals, tangents):
 def one_pass(dtype, shape: tuple[int, ...], axes: tuple[int, ...], propagate: bool) -> bool:
     """Whether :func:`max_over` is fast for this reduction. Not for bfloat16 with NaN skipped
     off the fold: every elementwise bfloat16 operation (the mask, even a bitcast to int16 and
-    back in a block) runs at ~30x the read on CPU, while its plain max is fast."""
+    back in a block) runs far slower than the read on CPU, while its plain max is fast."""
     return propagate or np.dtype(dtype) != jnp.bfloat16 or folds_rows(shape, axes)
 
 
@@ -106,7 +107,7 @@ def _float_max(x: jax.Array, axes: tuple[int, ...], propagate: bool) -> jax.Arra
         return _fold(x, axes, propagate)
     if not propagate:
         return _blocks(x, axes)
-    if x.dtype == jnp.float16:  # float16 sums are slow on CPU (~30x a max): map NaN in blocks
+    if x.dtype == jnp.float16:  # float16 sums are slow on CPU: map NaN in blocks
         nan = np.array(np.nan, x.dtype)
         return jnp.where(_blocks(x, axes, _nan_map_max) > 0, nan, lax.reduce_max(x, axes))
     return where_nan(x, axes, lax.reduce_max(x, axes))
@@ -186,8 +187,8 @@ def _fold(x: jax.Array, axes: tuple[int, ...], propagate: bool) -> jax.Array:
     """``max`` over the leading `axes` by elementwise maxima of the rows, with the NaN rule."""
     y = x.reshape((-1,) + x.shape[len(axes):])
     if y.dtype == jnp.bfloat16:
-        # bfloat16 elementwise maxima are slow on CPU (a loop ran at ~20x the floor, a halving
-        # tree at ~6x); the same tree over int16 order keys runs at ~1.5x.
+        # bfloat16 elementwise maxima are slow on CPU, a halving tree over int16 order keys is
+        # not (benchmarks/RESULTS.md, "ReduceMax").
         return _bfloat16_from_key(_halving_max(_bfloat16_order_key(y, propagate)))
     acc_dtype = jnp.float32 if y.dtype == jnp.float16 else y.dtype  # exact widening
 

@@ -19,11 +19,8 @@ are. Chunks compare as their first maximal elements do, by maximal key and then 
 ``lax.top_k`` runs on float32 keys whose IEEE total order (the one ``lax.top_k`` sorts by; it is
 fast only for float32) is the integer key's order (`_ranked`). Exact on every input, no branch.
 
-Measured (jax 0.10.2, 2 cores, NaN-free normals, in process against ``lax.top_k``): k=100 of
-(1, 25200) 0.92-0.99x; k=5 of (256, 1000) 0.68-0.80x; (32, 32000) k=10 0.22-0.24x;
-(16, 2048, 8) k=5 on axis 1 0.36x; (64, 1000, 16) k=10 on axis 1 0.64-0.7x. Where
-``m + k * c`` is not well below ``n`` it is not faster ((256, 1000) k=20: 1.12x;
-(2, 80, 8400) k=100: 1.04x; (4096, 64) k=4: 1.35x), hence `chunk_size`.
+It pays only where the two short selections read well under the axis (``m + k * c`` well below
+``n``), hence `chunk_size`; the figures are in benchmarks/RESULTS.md ("TopK and ArgMax").
 """
 
 from __future__ import annotations
@@ -37,14 +34,13 @@ from jax import lax
 
 from jaxmax._src.lowering import order
 
-#: Chunk lengths tried (chunks of 64 or 128 ran 2-3x chunks of 32 on (32, 32000) k=10,
-#: (4, 65536) k=5 and (64, 8192) k=3); the two short ``lax.top_k`` together may read at most 2/9
-#: of the axis (``m + k * c <= 2 * n / 9``), and of those lengths the one with the least
-#: ``m + 2 * k * c`` is taken (the second selection costs more per element: (8, 32000) k=50
-#: ran 0.26 ms in chunks of 16 against 0.29 in chunks of 32).
+#: Chunk lengths tried (longer chunks make the second selection longer than it saves); the two
+#: short ``lax.top_k`` together may read at most 2/9 of the axis (``m + k * c <= 2 * n / 9``),
+#: and of those lengths the one with the least ``m + 2 * k * c`` is taken, because the second
+#: selection costs more per element than the first (benchmarks/RESULTS.md, "TopK and ArgMax").
 CHUNK_SIZES = (8, 16, 32)
 #: Axes shorter than this, or inputs smaller than CHUNK_MIN_SIZE elements, are selected by one
-#: ``lax.top_k``: the extra steps cost more than they save there ((1, 4096) k=10: 2.2-2.9x).
+#: ``lax.top_k``: the extra steps cost more than they save there.
 CHUNK_MIN_LENGTH = 512
 CHUNK_MIN_SIZE = 16384
 
