@@ -11,7 +11,7 @@ import numpy as np
 from jaxmax._src import node_binding
 from jaxmax._src.node_binding import NodeBindingError, NodeFunction, Slot
 
-#: ONNX operator -> the since-versions jaxmax implements (SEMANTICS.md sections 4-7).
+#: ONNX operator -> the since-versions jaxmax implements (docs/semantics.md §4-§7).
 VERSIONS: dict[str, tuple[int, ...]] = {
     "ReduceMax": (1, 11, 12, 13, 18, 20),
     "MaxPool": (1, 8, 10, 11, 12, 22),
