@@ -133,6 +133,9 @@ def test_onnxruntime_reduce_max_nan_negatives(reduce_nan, monkeypatch):
     corrupt(monkeypatch, row_without_nan)
     fails(check(path, x=x), unexplained=1)
     monkeypatch.undo()
+    corrupt(monkeypatch, lambda ys: ys[0].__setitem__(2, np.nan))  # NaN, but none in the row
+    fails(check(path, x=x), unexplained=1)
+    monkeypatch.undo()
 
     def not_the_contract(ys):  # a row with a NaN, but a number, not NaN
         ys[0][0] = 3.0
@@ -181,6 +184,9 @@ def test_onnxruntime_max_pool_nan_negatives(pool_nan, monkeypatch):
     corrupt(monkeypatch, value_in_clean_plane)
     fails(check(path, x=x), unexplained=1)
     monkeypatch.undo()
+    corrupt(monkeypatch, lambda ys: ys[0].__setitem__((0, 1, 1, 1), np.nan))  # no NaN there
+    fails(check(path, x=x), unexplained=1)
+    monkeypatch.undo()
     break_binder(monkeypatch, onnx_node, "MaxPool", lambda k: {**k, "pads": (0, 0, 0, 0)})
     out = fails(check(path, x=x))
     assert "shape (1, 2, 2, 2) != runtime (1, 2, 3, 3)" in out and "deviation" not in out
@@ -191,7 +197,7 @@ def arg_max_nan(tmp_path):
     node = helper.make_node("ArgMax", ["x"], ["y"], axis=1, keepdims=0)
     path = onnx_model(tmp_path / "argmax.onnx", node, [("x", F32, [3, 3])], [("y", I64)])
     # onnxruntime seeds with the first element: [1, NaN, 3] gives 2, the contract 1
-    x = np.array([[1, np.nan, 3], [np.nan, 0, 5], [4, 2, 1]], np.float32)
+    x = np.array([[1, np.nan, 3], [np.nan, 0, 5], [2, 4, 1]], np.float32)
     return path, x
 
 
@@ -206,7 +212,8 @@ def test_onnxruntime_arg_max_nan_negatives(arg_max_nan, monkeypatch):
     corrupt(monkeypatch, lambda ys: ys[0].__setitem__(0, 0))  # a NaN slice, not its NaN
     fails(check(path, x=x), unexplained=1)
     monkeypatch.undo()
-    corrupt(monkeypatch, lambda ys: ys[0].__setitem__(2, 1))  # a slice without NaN
+    # a slice without NaN: index 0 is what a first-NaN search finds there, not its maximum
+    corrupt(monkeypatch, lambda ys: ys[0].__setitem__(2, 0))
     fails(check(path, x=x), unexplained=1)
 
 
@@ -254,8 +261,8 @@ def max_zeros(tmp_path):
     path = onnx_model(tmp_path / "max.onnx", node, [("a", F32, [8]), ("b", F32, [8])],
                       [("y", F32)])
     # f32 of length 8: onnxruntime returns the second argument's zero
-    return (path, np.array([0.0, 1, -0.0, 3, 0.0, 5, 6, 7], np.float32),
-            np.array([-0.0, 2, 0.0, 1, 0.0, 5, 6, 7], np.float32))
+    return (path, np.array([0.0, 1, -0.0, 3, 0.0, -0.0, 6, 7], np.float32),
+            np.array([-0.0, 2, 0.0, 1, 0.0, -0.0, 6, 7], np.float32))
 
 
 def test_onnxruntime_max_zero_tie(max_zeros):
@@ -267,6 +274,9 @@ def test_onnxruntime_max_zero_tie(max_zeros):
 def test_onnxruntime_max_zero_tie_negatives(max_zeros, monkeypatch):
     path, a, b = max_zeros
     corrupt(monkeypatch, lambda ys: ys[0].__setitem__(4, -0.0))  # +0 and +0: no -0 there
+    fails(check(path, a=a, b=b), unexplained=1)
+    monkeypatch.undo()
+    corrupt(monkeypatch, lambda ys: ys[0].__setitem__(5, 0.0))  # -0 and -0: no tie of signs
     fails(check(path, a=a, b=b), unexplained=1)
     monkeypatch.undo()
     # -0 and +0, where onnxruntime gives the contract's +0: jaxmax's -0 is not the contract's
