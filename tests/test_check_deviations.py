@@ -168,6 +168,18 @@ def test_onnxruntime_max_pool_nan_with_indices(pool_nan):
     assert "output 1: first at [0, 0, 1, 1]: jaxmax 6, runtime 10" in out, out
 
 
+def test_onnxruntime_max_pool_nan_column_major_indices(tmp_path):
+    # storage_order=1: the first NaN (row 1, column 2 of a 4x4 plane) is index 1 + 2*4 = 9
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2],
+                            strides=[2, 2], pads=[1, 1, 1, 1], storage_order=1)
+    path = onnx_model(tmp_path / "pool.onnx", node, [("x", F32, [1, 1, 4, 4])],
+                      [("y", F32), ("i", I64)])
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    x[0, 0, 1, 2] = np.nan
+    out = passes(check(path, x=x), {"NaN order": 2})
+    assert "output 1: first at [0, 0, 1, 1]: jaxmax 9, runtime 10" in out, out
+
+
 def test_onnxruntime_max_pool_nan_negatives(pool_nan, monkeypatch):
     path, x = pool_nan
 

@@ -5,7 +5,7 @@ The test reads each Maximum node's version and attributes from the ``ov.Model``,
 on the CPU plugin with each node's inputs and output exposed, and calls
 ``jaxmax.openvino.maximum`` with those attributes on those inputs. The data holds no NaN and no
 ``-0/+0`` tie, where the CPU plugin returns the second argument instead of the reference's
-``a < b ? b : a`` (SEMANTICS.md 7.3); with them the node is compared with ``Node.evaluate``.
+``a < b ? b : a`` (docs/semantics.md §7.3); with them the node is compared with ``Node.evaluate``.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ initializers (none today) are the constants, and the callable from ``from_node``
 every expected output exactly, dtype included (under ``jax_enable_x64``, as ONNX is 64-bit).
 Nothing is hand-translated: the attributes come from the node and the schema's defaults.
 
-Known, documented deviation (SEMANTICS.md 7.2): ``test_maxunpool_export_with_output_shape``
+Known, documented deviation (docs/semantics.md §7.2): ``test_maxunpool_export_with_output_shape``
 expects the reference's top-left copy of the inferred block, jaxmax follows onnxruntime and
 torch (``I`` indexes the given shape); that one case is compared against onnxruntime instead.
 
@@ -30,7 +30,7 @@ from jaxmax import onnx as jonnx  # noqa: E402
 from jaxmax._src.onnx.node import VERSIONS  # noqa: E402
 
 OPS = tuple(VERSIONS)
-#: the case whose expected output is the reference's documented bug (SEMANTICS.md 7.2)
+#: the case whose expected output is the reference's documented bug (docs/semantics.md §7.2)
 ORT_INSTEAD = {"test_maxunpool_export_with_output_shape"}
 
 

@@ -1,7 +1,7 @@
 """``jaxmax.openvino.from_node`` on nodes built with ``openvino.opsetN``, one per bound operator and
 version: the callable's outputs equal OpenVINO's CPU plugin (compiled with
 ``INFERENCE_PRECISION_HINT=f32``) on tie-free, NaN-free float32 data, where the plugin follows
-the spec (SEMANTICS.md lists where it does not: NaN order, ties under TopK ``stable=false``,
+the spec (docs/semantics.md lists where it does not: NaN order, ties under TopK ``stable=false``,
 64-bit integers); then jit, vmap over a leading batch and grad; then the errors.
 """
 
