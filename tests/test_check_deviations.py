@@ -22,7 +22,9 @@ pytest.importorskip("onnxruntime")
 openvino = pytest.importorskip("openvino")
 
 import openvino.opset1 as ov1  # noqa: E402 (after the importorskips)
+import openvino.opset8 as ov8  # noqa: E402
 import openvino.opset11 as ov11  # noqa: E402
+import openvino.opset16 as ov16  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
 
 from jaxmax._src.check import cli  # noqa: E402
@@ -499,3 +501,55 @@ def test_cpu_float16_lowest_negative(ov_f16, monkeypatch):
     path, x = ov_f16
     corrupt(monkeypatch, lambda ys: ys[0].__setitem__(0, -65472.0))  # not lowest exactly
     fails(check(path, x=x), unexplained=1)
+
+
+# --- the CPU plugin's narrower arithmetic on the other operators --------------------------------
+
+BIG = [1, 2**40 + 3, 5, 2**40 + 1]  # int64 values int32 does not hold
+
+
+# each builds a one-node model of parameter `x` (shape [1, 1, 1, 4]; SegmentMax: [4]):
+# (outputs, parameters)
+
+def _pool(kind):
+    def build(x):
+        if kind == "max_pool":
+            node = ov8.max_pool(x, [1, 2], [1, 1], [0, 0], [0, 0], [1, 2])
+        else:
+            node = ov8.adaptive_max_pool(x, ov1.constant(np.array([1, 2])), "i32")
+        return [node.output(0), node.output(1)], [x]
+    return build
+
+
+def _segment(x):
+    # a runtime `segment_ids` (fed [0, 0, 1, 1])
+    ids = ov1.parameter([4], np.int32, name="ids")
+    return [ov16.segment_max(x, ids, ov1.constant(np.int32(2)),
+                             fill_mode="LOWEST").output(0)], [x, ids]
+
+
+def _reduce(x):
+    return [ov1.reduce_max(x, ov1.constant(np.array([3]))).output(0)], [x]
+
+
+@pytest.mark.parametrize(("build", "dtype", "values", "want"), [
+    (_pool("max_pool"), np.int64, BIG, {"64-bit data": 3}),
+    (_pool("max_pool"), np.float16, [-np.inf] * 4, {"float16 lowest": 2}),
+    (_pool("adaptive"), np.int64, BIG, {"64-bit data": 3}),
+    (_pool("adaptive"), np.float64, [1 + 2**-40, 1, 0, 0.5], {"64-bit data": 1}),
+    (_pool("adaptive"), np.int32, [2**24 + 1, 2**24, 3, 2**24 + 3], {"integers": 2}),
+    (_segment, np.int64, BIG, {"64-bit data": 2}),
+    (_segment, np.float16, [-np.inf] * 4, {"float16 lowest": 2}),
+    (_reduce, np.float64, [1 + 2**-40, 1, 0, 0.5], {"64-bit data": 1}),
+], ids=["max_pool-i64", "max_pool-f16", "adaptive-i64", "adaptive-f64", "adaptive-i32",
+        "segment-i64", "segment-f16", "reduce-f64"])
+def test_cpu_narrower_arithmetic(tmp_path, monkeypatch, build, dtype, values, want):
+    shape = [4] if build is _segment else [1, 1, 1, 4]
+    path = ov_model(tmp_path / "narrow.xml", *build(ov1.parameter(shape, dtype, name="x")))
+    ids = {"ids": np.array([0, 0, 1, 1], np.int32)} if build is _segment else {}
+    data = np.array(values, dtype).reshape(shape)
+    passes(check(path, x=data, **ids), want)
+    # the same wrong value where the window holds nothing the deviation is about
+    clean = np.array([1, 2, 3, 4], dtype).reshape(shape)
+    corrupt(monkeypatch, lambda ys: ys[0].reshape(-1).__setitem__(0, 7))
+    fails(check(path, x=clean, **ids), unexplained=1)

@@ -207,12 +207,24 @@ def _wide(x: np.ndarray) -> np.ndarray | None:
     return None
 
 
-def _in_32_bits(case: Case) -> Masks:
-    """The CPU plugin computes 64-bit data in 32 bits: explained where the window holds a
-    value 32 bits would change."""
-    wide = case.holds(_wide)
-    return [np.broadcast_to(wide, y.shape) if y.shape == case.shape else None
-            for y in case.ours]
+def _not_f32(x: np.ndarray) -> np.ndarray | None:
+    """Integers float32 does not hold exactly."""
+    if x.dtype.kind not in "iu":
+        return None
+    exact = x.astype(np.float64)
+    return x.astype(np.float32).astype(np.float64) != exact
+
+
+def _changed_by(mark: Callable[[np.ndarray], np.ndarray | None]):
+    """Explained where the window holds an element `mark` marks (one the CPU plugin's narrower
+    arithmetic changes), in every output (values and indices)."""
+
+    def rule(case: Case) -> Masks:
+        hit = case.holds(mark)
+        return [np.broadcast_to(hit, y.shape) if y.shape == case.shape else None
+                for y in case.ours]
+
+    return rule
 
 
 def _f16_lowest(case: Case) -> Masks:
@@ -269,10 +281,10 @@ _NO_NUMBER = ("a window with no number above -inf",
               "onnxruntime gives lowest(T) for -inf, jaxmax -inf; no input element: index -1")
 
 
-def _cpu_common(section: str) -> list[Rule]:
-    return [Rule(*_CPU_64, section, _in_32_bits),
-            Rule("float16 lowest", "the CPU plugin computes in f32 and gives -inf", "§3",
-                 _f16_lowest)]
+# for the operators whose value can be lowest(f16) with no such element in the data (a clamp or
+# an empty window): elsewhere the rule could never explain anything
+_F16_LOWEST = Rule("float16 lowest", "the CPU plugin computes in f32 and gives -inf", "§3",
+                   _f16_lowest)
 
 
 RULES: dict[tuple[str, str], list[Rule]] = {
@@ -287,19 +299,21 @@ RULES: dict[tuple[str, str], list[Rule]] = {
     (ONNXRUNTIME, "TopK"): [Rule("sorted=0", "onnxruntime returns the same pairs in heap order",
                                  "§6.3", _heap_order)],
     (OPENVINO_CPU, "ReduceMax"): [Rule(*_CPU_NAN, "§3", _ov_nan(_want_reduce)),
-                                  *_cpu_common("§3")],
-    (OPENVINO_CPU, "MaxPool"): _cpu_common("§3"),
-    (OPENVINO_CPU, "SegmentMax"): _cpu_common("§3"),
-    (OPENVINO_CPU, "AdaptiveMaxPool"): _cpu_common("§7.1"),
+                                  Rule(*_CPU_64, "§3", _changed_by(_wide)), _F16_LOWEST],
+    (OPENVINO_CPU, "MaxPool"): [Rule(*_CPU_64, "§5.3", _changed_by(_wide)), _F16_LOWEST],
+    (OPENVINO_CPU, "SegmentMax"): [Rule(*_CPU_64, "§3", _changed_by(_wide)), _F16_LOWEST],
+    (OPENVINO_CPU, "AdaptiveMaxPool"): [
+        Rule(*_CPU_64, "§7.1", _changed_by(_wide)),
+        Rule("integers", "the CPU plugin computes them in f32", "§7.1", _changed_by(_not_f32))],
     (OPENVINO_CPU, "Maximum"): [
         Rule(*_CPU_NAN, "§7.3", _ov_nan(_want_maximum)),
         Rule("sign of a +-0 tie", "the CPU plugin returns the second argument", "§7.3",
              _zero_tie(_ov_zero)),
-        *_cpu_common("§7.3")],
+        Rule(*_CPU_64, "§7.3", _changed_by(_wide))],
     (OPENVINO_CPU, "TopK"): [
         Rule(*_CPU_NAN, "§6.5", _ov_nan(_want_top_k)),
         Rule("tie order", "the CPU plugin picks another tied element", "§6.5", _tie_order),
-        *_cpu_common("§6.5")],
+        Rule(*_CPU_64, "§6.5", _changed_by(_wide))],
 }
 
 
