@@ -27,7 +27,7 @@ import openvino.opset11 as ov11  # noqa: E402
 import openvino.opset16 as ov16  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
 
-from jaxmax._src.check import cli  # noqa: E402
+from jaxmax._src.check import cli, fields  # noqa: E402
 from jaxmax._src.onnx import node as onnx_node  # noqa: E402
 from jaxmax._src.openvino import node as ov_node  # noqa: E402
 
@@ -267,6 +267,18 @@ def test_onnxruntime_global_max_pool_nan_and_minus_inf(tmp_path, monkeypatch):
     passes(check(path, x=x), {"NaN order": 1, "a window with no number above -inf": 1})
     corrupt(monkeypatch, lambda ys: ys[0].__setitem__((0, 2, 0, 0), 0.0))  # channel 2: clean
     fails(check(path, x=x), unexplained=1)
+
+
+def test_a_window_the_binding_cannot_tell_excuses_nothing(tmp_path, monkeypatch):
+    # the indicator run fails (as for an operator that rejects it): the NaN and the -inf-only
+    # channel, explained above, are now unexplained, never excused by default
+    node = helper.make_node("GlobalMaxPool", ["x"], ["y"])
+    path = onnx_model(tmp_path / "global.onnx", node, [("x", F32, [1, 3, 4, 4])], [("y", F32)])
+    x = np.random.default_rng(0).standard_normal((1, 3, 4, 4)).astype(np.float32)
+    x[0, 0, 1, 1] = np.nan
+    x[0, 1] = -np.inf
+    monkeypatch.setattr(fields, "_run", lambda *args: None)
+    fails(check(path, x=x), unexplained=2)
 
 
 @pytest.fixture

@@ -34,6 +34,10 @@ def differing(ours: np.ndarray, theirs: np.ndarray) -> np.ndarray:
     return ours != theirs
 
 
+class Unproven(Exception):
+    """A window fact the binding cannot establish: the rule asking explains nothing."""
+
+
 class Case:
     """One node's run: the binding, its runtime inputs, jaxmax's and the runtime's outputs
     (equal in number, shape and dtype), with the window facts the rules share, computed once."""
@@ -53,7 +57,10 @@ class Case:
     def holds(self, mark: Callable[[np.ndarray], np.ndarray | None]) -> np.ndarray:
         """Where output 0's elements have a window holding an element `mark` marks."""
         masks = [mark(x) if k in self.data else None for k, x in enumerate(self.inputs)]
-        return fields.holds(self.binding, self.inputs, masks, self.shape)
+        hit = fields.holds(self.binding, self.inputs, masks, self.shape)
+        if hit is None:
+            raise Unproven(self.binding.call)
+        return hit
 
     @functools.cached_property
     def nan(self) -> np.ndarray:
@@ -336,7 +343,10 @@ def explain(runtime: str, case: Case) -> Explanation:
     for rule in RULES.get((runtime, case.binding.op_type), []):
         if not any(m.any() for m in left):
             break
-        masks = rule.explain(case)
+        try:
+            masks = rule.explain(case)
+        except Unproven:  # never an excuse by default
+            continue
         n = 0
         for k, mask in enumerate(masks[:len(left)]):
             if mask is None:

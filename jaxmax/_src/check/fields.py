@@ -50,9 +50,10 @@ def _run(binding: NodeFunction, inputs: Sequence[np.ndarray],
 
 
 def holds(binding: NodeFunction, inputs: Sequence[np.ndarray],
-          masks: Sequence[np.ndarray | None], shape: tuple[int, ...]) -> np.ndarray:
+          masks: Sequence[np.ndarray | None], shape: tuple[int, ...]) -> np.ndarray | None:
     """Boolean array of output shape `shape`: True where the output element's window holds an
-    input element marked in `masks` (one mask per runtime input; None marks nothing)."""
+    input element marked in `masks` (one mask per runtime input; None marks nothing). None when
+    the binding cannot tell (it rejects the indicator, or is not a max over windows)."""
     data = data_inputs(binding)
     marked = {k: mask for k, mask in enumerate(masks) if k in data and mask is not None}
     if not any(mask.any() for mask in marked.values()):
@@ -65,12 +66,12 @@ def holds(binding: NodeFunction, inputs: Sequence[np.ndarray],
             hit = np.squeeze(hit, axis)
         return np.broadcast_to(hit, shape)
     if binding.function not in WINDOWED:
-        return np.zeros(shape, bool)
+        return None
     replaced = {k: marked.get(k, np.zeros(inputs[k].shape, bool)).astype(np.float64)
                 for k in data}
     out = _run(binding, inputs, replaced)
     if out is None or out.shape != shape:
-        return np.zeros(shape, bool)
+        return None
     return out == 1
 
 
