@@ -1,5 +1,6 @@
-"""Shared pieces of ``onnx.from_node`` and ``openvino.from_node``: the callable they return, the
-lazy import of the optional runtimes, and the error for a node jaxmax cannot bind.
+"""Shared pieces of ``onnx.from_node`` and ``openvino.from_node``: the `Slot` both binders
+describe a node's inputs with, the callable they return (`bind` -> `NodeFunction`), the lazy
+import of the optional runtimes, and the error for a node jaxmax cannot bind.
 
 Nothing here imports ``onnx``, ``onnxruntime`` or ``openvino`` at module level: importing jaxmax
 must never import them.
