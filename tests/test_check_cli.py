@@ -30,7 +30,7 @@ openvino = pytest.importorskip("openvino")
 
 from onnx import TensorProto, helper  # noqa: E402 (after the importorskips)
 
-from jaxmax._src.check import cli, report  # noqa: E402
+from jaxmax._src.check import cli  # noqa: E402
 
 
 def check(*argv):
@@ -168,8 +168,9 @@ def test_real_inputs_and_a_runtime_deviation(tmp_path):
     np.savez(tmp_path / "nan.npz", x=x)
     status, out, err = check(path, "--inputs", tmp_path / "nan.npz")
     assert status == 0, out + err
-    assert re.search(r"runtime deviation: NaN order .*; \d+ differ \(output 0: first at "
-                     r"\[0, 0, 0, 0\]: jaxmax nan, runtime 5.0", out), out
+    assert re.search(r"runtime deviation, 2 differ, each explained: 2 elements: NaN order "
+                     r"\(.*; docs/semantics.md §5.5\) \(output 0: first at \[0, 0, 0, 0\]: "
+                     r"jaxmax nan, runtime 5.0", out), out
     assert "0 of 1 max-family nodes exact, 1 runtime deviation(s)" in out
 
 
@@ -178,9 +179,19 @@ def test_a_mismatch_exits_1(tmp_path, monkeypatch):
     x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
     x[0, 0, 0, 1] = np.nan
     np.savez(tmp_path / "nan.npz", x=x)
-    monkeypatch.setattr(report, "deviation", lambda *args: None)  # pretend it is not known
+    real = cli.jaxmax_outputs
+
+    def corrupted(*args):  # a wrong value in the last window, which holds no NaN
+        y, i = real(*args)
+        y = y.copy()
+        y[0, 0, 1, 1] += 1
+        return [y, i]
+
+    monkeypatch.setattr(cli, "jaxmax_outputs", corrupted)
     status, out, err = check(path, "--inputs", tmp_path / "nan.npz")
-    assert status == 1
+    assert status == 1, out
+    assert re.search(r"3 differ, 1 unexplained \(output 0: first at \[0, 0, 1, 1\]: jaxmax 16.0, "
+                     r"runtime 15.0\); explained: 2 elements: NaN order", out), out
     assert "0 of 1 max-family nodes exact, 1 differ or failed" in out
 
 
@@ -286,8 +297,8 @@ def test_openvino_nan_rows(tmp_path):
     assert status == 0, out + err
     assert re.search(r"^pool\s+MaxPool-8\s.*exact$", out, re.M), out
     for name, op in (("reduce", "ReduceMax-1"), ("maximum", "Maximum-1")):
-        assert re.search(rf"^{name}\s+{op}\s.*runtime deviation: NaN order .*; \d+ differ", out,
-                         re.M), out
+        assert re.search(rf"^{name}\s+{op}\s.*runtime deviation, (\d+) differ, each explained: "
+                         rf"\1 elements: NaN order ", out, re.M), out
     assert "1 of 3 max-family nodes exact, 2 runtime deviation(s), 0 not covered" in out
 
 
@@ -330,13 +341,15 @@ def test_onnx_every_operator_with_and_without_nan(tmp_path):
     np.savez(tmp_path / "clean.npz", x=x, y=y, y2=y2)
     status, out, err = check(path, "--inputs", tmp_path / "clean.npz")
     assert status == 0, out + err
-    assert re.search(r"^topk_unsorted .*runtime deviation: sorted=0", out, re.M), out
+    assert re.search(r"^topk_unsorted .*runtime deviation, (\d+) differ, each explained: \1 "
+                     r"elements: sorted=0 .*§6.3", out, re.M), out
     assert "8 of 9 max-family nodes exact, 1 runtime deviation(s), 0 not covered" in out
     x[rng.random(x.shape) < 0.2] = np.nan
     np.savez(tmp_path / "nan.npz", x=x, y=y, y2=y2)
     status, out, err = check(path, "--inputs", tmp_path / "nan.npz")
     assert status == 0, out + err
     for name in ("reduce", "pool", "global", "argmax"):
-        assert re.search(rf"^{name} .*runtime deviation: NaN order", out, re.M), (name, out)
+        assert re.search(rf"^{name} .*runtime deviation, (\d+) differ, each explained: \1 "
+                         rf"elements?: NaN order", out, re.M), (name, out)
     for name in ("max", "topk", "unpool"):
         assert re.search(rf"^{name} .*exact$", out, re.M), (name, out)

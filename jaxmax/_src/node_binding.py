@@ -1,5 +1,6 @@
-"""Shared pieces of ``onnx.from_node`` and ``openvino.from_node``: the callable they return, the
-lazy import of the optional runtimes, and the error for a node jaxmax cannot bind.
+"""Shared pieces of ``onnx.from_node`` and ``openvino.from_node``: the `Slot` both binders
+describe a node's inputs with, the callable they return (`bind` -> `NodeFunction`), the lazy
+import of the optional runtimes, and the error for a node jaxmax cannot bind.
 
 Nothing here imports ``onnx``, ``onnxruntime`` or ``openvino`` at module level: importing jaxmax
 must never import them.
@@ -7,6 +8,7 @@ must never import them.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 from collections.abc import Callable, Mapping, Sequence
@@ -102,12 +104,21 @@ class NodeFunction:
       output_names: the node's outputs, in the order of the returned tuple.
       sources: where each runtime input comes from in the graph (ONNX: the tensor names;
         OpenVINO: the ``openvino.Output`` ports), for tools that run the model.
+      function: the public jaxmax function's name (``"max_pool"``).
+      slots: its positional arguments (`Slot`: runtime or constant), in order.
+      attributes: the keyword arguments it is called with: the node's resolved attributes
+        (schema defaults filled in) and the version, as data for tools that reason about the
+        node (``python -m jaxmax check`` reads its axes and windows from them).
     """
 
     def __init__(self, fn: Callable[..., tuple], *, node_name: str, op_type: str, version: int,
                  call: str, input_names: Sequence[str], output_names: Sequence[str],
-                 face: str, sources: Sequence[Any] = ()):
+                 face: str, function: str, slots: Sequence[Slot],
+                 attributes: Mapping[str, Any]):
         self._fn = fn
+        self.function = function
+        self.slots = tuple(slots)
+        self.attributes = dict(attributes)
         self.node_name = node_name
         self.op_type = op_type
         self.version = version
@@ -115,7 +126,7 @@ class NodeFunction:
         self.input_names = tuple(input_names)
         self.output_names = tuple(output_names)
         self.face = face
-        self.sources = tuple(sources)
+        self.sources = tuple(slot.source for slot in self.slots if slot.runtime)
         self.__name__ = f"{face}_{op_type}_{version}"  # for jax.jit's naming
         self.__doc__ = f"{face} {op_type}-{version} node {node_name!r}: {call}"
 
@@ -133,23 +144,6 @@ class NodeFunction:
                 f"{self.call}>")
 
 
-def assemble(function: Callable, slots: Sequence[tuple[str, Any]],
-             keywords: dict[str, Any]) -> Callable[..., Any]:
-    """A function of the runtime inputs that calls `function` with every positional slot filled.
-
-    `slots` lists each positional argument as ``("runtime", None)`` (taken from the call, in
-    order) or ``("constant", value)``.
-    """
-    slots = tuple(slots)
-
-    def fn(*runtime):
-        it = iter(runtime)
-        args = [next(it) if kind == "runtime" else value for kind, value in slots]
-        return function(*args, **keywords)
-
-    return fn
-
-
 class Marker:
     """A named sentinel for an input slot (``RUNTIME``: taken from the call)."""
 
@@ -161,26 +155,70 @@ class Marker:
 
 
 RUNTIME = Marker("<runtime>")
+ABSENT = Marker("<absent>")  # an empty optional ONNX input
+
+
+@dataclasses.dataclass(frozen=True)
+class Slot:
+    """One input of a node as both binders see it, and one positional argument of the bound call.
+
+    Attributes:
+      name: the spec's name of the input (``"X"``, ``"axes"``, ``"data"``), shown in the call text.
+      value: ``RUNTIME`` (fed when the callable is called), ``ABSENT`` (an empty optional input),
+        or the constant value fixed in the callable.
+      source: where a runtime value comes from in the graph: the ONNX tensor name or the
+        ``openvino.Output`` port; None for a value the binder computed.
+    """
+
+    name: str
+    value: Any
+    source: Any = None
+
+    @property
+    def runtime(self) -> bool:
+        return self.value is RUNTIME
+
+    @property
+    def absent(self) -> bool:
+        return self.value is ABSENT
+
+
+def assemble(function: Callable, slots: Sequence[Slot],
+             keywords: dict[str, Any]) -> Callable[..., Any]:
+    """A function of the runtime inputs that calls `function` with every positional slot filled
+    (runtime slots from the call, in order; the others with their constant)."""
+    slots = tuple(slots)
+
+    def fn(*runtime):
+        it = iter(runtime)
+        args = [next(it) if slot.runtime else slot.value for slot in slots]
+        return function(*args, **keywords)
+
+    return fn
+
 
 # face -> (public module, prefix of the call text)
 _FACES = {"onnx": ("jaxmax.onnx", "onnx"), "openvino": ("jaxmax.openvino", "ov")}
 
 
-def bind(where: str, face: str, function: str, named: Sequence[tuple[str, Any]],
-         keywords: dict[str, Any]) -> tuple[Callable[..., Any], str]:
-    """The callable of the runtime inputs and its call text, for the public `function` of
-    `face` ("onnx" or "openvino") with positional arguments `named`: (display name, a value or
-    ``RUNTIME``). The function is looked up now, so that this module imports no operator."""
-    import importlib
-
+def bind(where: str, face: str, function: str, slots: Sequence[Slot], keywords: dict[str, Any],
+         *, node_name: str, op_type: str, version: int, input_names: Sequence[str],
+         output_names: Sequence[str]) -> NodeFunction:
+    """The `NodeFunction` calling the public `function` of `face` ("onnx" or "openvino") with
+    the positional `slots` and `keywords`. The function is looked up now, so that this module
+    imports no operator. `input_names` names the runtime slots, in order."""
     module, prefix = _FACES[face]
+    for slot in slots:
+        if not isinstance(slot, Slot):  # a binder's bug, never the user's input
+            raise TypeError(f"{where}: binder returned {slot!r}, not a node_binding.Slot")
     try:
         public = getattr(importlib.import_module(module), function)
     except AttributeError:  # an operator this install of jaxmax does not have
         raise NodeBindingError(f"{where}: this jaxmax has no {face}.{function}",
                                missing=f"function {face}.{function}") from None
-    slots = [("runtime", None) if value is RUNTIME else ("constant", value)
-             for _, value in named]
-    shown = [name if value is RUNTIME else format_value(value) for name, value in named]
-    return (assemble(public, slots, keywords),
-            format_call(f"{prefix}.{function}", shown, keywords, public))
+    shown = [slot.name if slot.runtime else format_value(slot.value) for slot in slots]
+    return NodeFunction(assemble(public, slots, keywords), node_name=node_name, op_type=op_type,
+                        version=version,
+                        call=format_call(f"{prefix}.{function}", shown, keywords, public),
+                        input_names=input_names, output_names=output_names, face=prefix,
+                        function=function, slots=slots, attributes=keywords)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from jaxmax._src import node_binding
-from jaxmax._src.node_binding import NodeBindingError, NodeFunction
+from jaxmax._src.node_binding import NodeBindingError, NodeFunction, Slot
 
 #: ONNX operator -> the since-versions jaxmax implements (docs/semantics.md §4-§7).
 VERSIONS: dict[str, tuple[int, ...]] = {
@@ -120,53 +120,51 @@ def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -
     node_binding.check_version(where, op_type, version, VERSIONS)
     attrs = _attributes(onnx, node, schema, where)
 
-    # each node input: its formal name (the schema's), the tensor name, and its constant value
+    # each node input as a Slot: its formal name (the schema's), constant value, tensor name
     formal = [p.name for p in schema.inputs]
     variadic = schema.inputs[-1].option.name == "Variadic"  # Max: data_0 names them all
-    inputs: list[tuple[str, str, Any]] = []  # (formal, tensor, constant, _RUNTIME or _ABSENT)
+    inputs: list[Slot] = []
     for i, tensor in enumerate(node.input):
         name = formal[min(i, len(formal) - 1)]  # a variadic last parameter repeats
         if variadic and i >= len(formal) - 1:
             name = f"{name.rstrip('0123456789').rstrip('_')}_{i - len(formal) + 1}"
         if not tensor:
-            inputs.append((name, tensor, _ABSENT))
+            inputs.append(Slot(name, _ABSENT, tensor))
         elif tensor in constants:
-            inputs.append((name, tensor, np.asarray(constants[tensor])))
+            inputs.append(Slot(name, np.asarray(constants[tensor]), tensor))
         elif name in constants and not variadic:
-            inputs.append((name, tensor, np.asarray(constants[name])))
+            inputs.append(Slot(name, np.asarray(constants[name]), tensor))
         else:
-            inputs.append((name, tensor, _RUNTIME))
-    outputs = [o for o in node.output if o]
+            inputs.append(Slot(name, _RUNTIME, tensor))
     binder = _BINDERS[op_type]
     function, positional, keywords = binder(where, version, attrs, inputs, node)
     keywords["opset"] = opset
-    fn, call = node_binding.bind(where, "onnx", function,
-                                 [(name, value) for name, _, value in positional], keywords)
-    runtime_names = [tensor for _, tensor, value in positional if value is _RUNTIME]
-    return NodeFunction(fn, node_name=node.name, op_type=op_type, version=version, call=call,
-                        input_names=runtime_names, output_names=outputs, face="onnx",
-                        sources=runtime_names)
+    return node_binding.bind(
+        where, "onnx", function, positional, keywords, node_name=node.name, op_type=op_type,
+        version=version, input_names=[slot.source for slot in positional if slot.runtime],
+        output_names=[o for o in node.output if o])
 
 
 _RUNTIME = node_binding.RUNTIME
-_ABSENT = node_binding.Marker("<absent>")
+_ABSENT = node_binding.ABSENT
 
 
 def _static_input(where: str, inputs, index: int, why: str):
     """The constant value of input `index`, None when absent; raise when it is a runtime input."""
-    if index >= len(inputs) or inputs[index][2] is _ABSENT:
+    if index >= len(inputs) or inputs[index].absent:
         return None
-    name, tensor, value = inputs[index]
-    if value is _RUNTIME:
+    slot = inputs[index]
+    if slot.runtime:
         raise NodeBindingError(
-            f"{where}: input `{name}` (tensor {tensor!r}) decides {why} and must be a constant: "
-            f"pass it in `constants` (keyed {tensor!r} or {name!r})",
-            missing=f"constant input {name}", input_name=tensor)
-    return value
+            f"{where}: input `{slot.name}` (tensor {slot.source!r}) decides {why} and must be a "
+            f"constant: pass it in `constants` (keyed {slot.source!r} or {slot.name!r})",
+            missing=f"constant input {slot.name}", input_name=slot.source)
+    return slot.value
 
 
-def _runtime(inputs, indices) -> list:
-    return [inputs[i] for i in indices if i < len(inputs) and inputs[i][2] is not _ABSENT]
+def _runtime(inputs: list[Slot], indices) -> list[Slot]:
+    """The slots at `indices` that the node has (an empty optional input is left out)."""
+    return [inputs[i] for i in indices if i < len(inputs) and not inputs[i].absent]
 
 
 def _pick(attrs: dict, names) -> dict:
@@ -218,14 +216,14 @@ def _top_k(where, version, attrs, inputs, node):
                                    missing="input K")
     data = _runtime(inputs, [0])
     keywords = _pick(attrs, ("axis", "largest", "sorted"))
-    return "top_k", [*data, ("K", "K", k)], keywords
+    return "top_k", [*data, Slot("K", k)], keywords
 
 
 def _max_unpool(where, version, attrs, inputs, node):
     output_shape = _static_input(where, inputs, 2, "the output shape")
     positional = _runtime(inputs, [0, 1])
     if output_shape is not None:
-        positional.append(("output_shape", "output_shape", output_shape))
+        positional.append(Slot("output_shape", output_shape))
     return "max_unpool", positional, _pick(attrs, ("kernel_shape", "pads", "strides"))
 
 

@@ -3,12 +3,10 @@ computes it, with the node's attributes and its operator version (``type_info``)
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from jaxmax._src import node_binding
-from jaxmax._src.node_binding import NodeBindingError, NodeFunction
+from jaxmax._src.node_binding import NodeBindingError, NodeFunction, Slot
 
 #: OpenVINO operator -> the versions jaxmax implements.
 VERSIONS: dict[str, tuple[int, ...]] = {
@@ -110,40 +108,38 @@ def from_node(node) -> NodeFunction:
     where = f"OpenVINO node {label} ({op_type}-{version})"
     node_binding.check_version(where, op_type, version, VERSIONS)
     attrs = dict(node.get_attributes())
-    inputs = []
+    inputs: list[Slot] = []
     for i in range(node.get_input_size()):
-        value = node.input_value(i)
-        const = _constant(value)
-        inputs.append((value, _RUNTIME if const is None else const))
+        port = node.input_value(i)
+        const = _constant(port)
+        inputs.append(Slot(f"input {i}", _RUNTIME if const is None else const, port))
     function, positional, keywords = _BINDERS[op_type](where, version, attrs, inputs, node)
-    sources = [port for _, value, port in positional if value is _RUNTIME]
-    fn, call = node_binding.bind(where, "openvino", function,
-                                 [(name, value) for name, value, _ in positional], keywords)
-    runtime_names = [name for name, value, _ in positional if value is _RUNTIME]
     output_names = [node.output(i).get_any_name() if node.output(i).get_names() else
                     f"{node.get_friendly_name()}:{i}" for i in range(node.get_output_size())]
-    return NodeFunction(fn, node_name=node.get_friendly_name(), op_type=op_type,
-                        version=version, call=call, input_names=runtime_names,
-                        output_names=output_names, face="ov", sources=sources)
+    return node_binding.bind(
+        where, "openvino", function, positional, keywords,
+        node_name=node.get_friendly_name(), op_type=op_type, version=version,
+        input_names=[slot.name for slot in positional if slot.runtime],
+        output_names=output_names)
 
 
-def _static(where: str, inputs, index: int, name: str, why: str) -> np.ndarray:
-    output, value = inputs[index]
-    if value is not _RUNTIME:
-        return value
-    folded = _folded(output)
+def _static(where: str, inputs: list[Slot], index: int, name: str, why: str) -> np.ndarray:
+    slot = inputs[index]
+    if not slot.runtime:
+        return slot.value
+    folded = _folded(slot.source)
     if folded is not None:
         return folded
-    producer = output.get_node()
+    producer = slot.source.get_node()
     raise NodeBindingError(
         f"{where}: input {index} `{name}` decides {why} and must be constant, but it comes from "
         f"{producer.get_type_name()} node {producer.get_friendly_name()!r}",
         missing=f"constant input {name}", input_name=name)
 
 
-def _data(inputs, index: int, name: str) -> tuple[str, Any, Any]:
-    """A data input: (name, its constant value or _RUNTIME, its port)."""
-    return name, inputs[index][1], inputs[index][0]
+def _data(inputs: list[Slot], index: int, name: str) -> Slot:
+    """Input `index` as a positional argument named `name` (the spec's name)."""
+    return Slot(name, inputs[index].value, inputs[index].source)
 
 
 def _reduce(function):
@@ -169,15 +165,15 @@ def _segment_max(where, version, attrs, inputs, node):
     positional = [_data(inputs, 0, "data"), _data(inputs, 1, "segment_ids")]
     if len(inputs) > 2:
         num = _static(where, inputs, 2, "num_segments", "the output shape")
-        positional.append(("num_segments", np.asarray(num).reshape(()), None))
-    elif inputs[1][1] is _RUNTIME:
+        positional.append(Slot("num_segments", np.asarray(num).reshape(())))
+    elif inputs[1].runtime:
         shape = node.get_output_partial_shape(0)
         if shape.rank.is_dynamic or shape[0].is_dynamic:
             raise NodeBindingError(
                 f"{where}: without `num_segments` the output shape depends on the values of "
                 f"`segment_ids`, which are not constant, and the node's output shape is dynamic",
                 missing="constant input segment_ids or num_segments", input_name="segment_ids")
-        positional.append(("num_segments", np.asarray(shape[0].get_length()), None))
+        positional.append(Slot("num_segments", np.asarray(shape[0].get_length())))
     return "segment_max", positional, {"fill_mode": attrs["fill_mode"]}
 
 
@@ -202,12 +198,12 @@ def _top_k(where, version, attrs, inputs, node):
     keywords = {name: attrs[name] for name in ("axis", "mode", "sort", "index_element_type",
                                                "stable") if name in attrs}
     keywords["opset"] = version
-    return "top_k", [_data(inputs, 0, "data"), ("k", k, None)], keywords
+    return "top_k", [_data(inputs, 0, "data"), Slot("k", k)], keywords
 
 
 def _adaptive_max_pool(where, version, attrs, inputs, node):
     output_shape = _static(where, inputs, 1, "output_shape", "the output shape")
-    return "adaptive_max_pool", [_data(inputs, 0, "data"), ("output_shape", output_shape, None)], {
+    return "adaptive_max_pool", [_data(inputs, 0, "data"), Slot("output_shape", output_shape)], {
         "index_element_type": attrs.get("index_element_type", "i64"), "opset": version}
 
 

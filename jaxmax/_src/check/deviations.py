@@ -1,0 +1,359 @@
+"""The runtime deviations docs/semantics.md documents, each a proof over single elements.
+
+A rule returns, per node output, the elements it explains: an element is explained only where
+the documented deviation predicts a difference (its window, slice or broadcast partners hold
+the input the deviation is about, found through the binding: see ``fields``) and jaxmax's value
+there is exactly the contract's (see ``contract``). ``explain`` applies a node's rules to its
+differing elements; whatever no rule explains fails the node. A shape or dtype difference is
+never explained (the caller fails the node before asking).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from jaxmax._src.check import contract, fields
+from jaxmax._src.node_binding import NodeFunction
+
+ONNXRUNTIME = "onnxruntime"
+OPENVINO_CPU = "OpenVINO CPU"
+
+
+def differing(ours: np.ndarray, theirs: np.ndarray) -> np.ndarray:
+    """Mask of the elements that are not identical: NaN equals NaN, ``-0.0`` differs from
+    ``+0.0``."""
+    if ours.dtype.kind in "fc" or theirs.dtype.kind in "fc":
+        a = ours.astype(np.float64) if ours.dtype.kind != "c" else ours
+        b = theirs.astype(np.float64) if theirs.dtype.kind != "c" else theirs
+        same = (a == b) & (np.signbit(a) == np.signbit(b))
+        return ~(same | (np.isnan(a) & np.isnan(b)))
+    return ours != theirs
+
+
+class Unproven(Exception):
+    """A window fact the binding cannot establish: the rule asking explains nothing."""
+
+
+class Case:
+    """One node's run: the binding, its runtime inputs, jaxmax's and the runtime's outputs
+    (equal in number, shape and dtype), with the window facts the rules share, computed once."""
+
+    def __init__(self, binding: NodeFunction, inputs: Sequence[np.ndarray],
+                 ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray]):
+        self.binding = binding
+        self.inputs = [np.asarray(x) for x in inputs]
+        self.ours = [np.asarray(y) for y in ours]
+        self.theirs = [np.asarray(t) for t in theirs]
+        self.data = fields.data_inputs(binding)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.ours[0].shape
+
+    def holds(self, mark: Callable[[np.ndarray], np.ndarray | None]) -> np.ndarray:
+        """Where output 0's elements have a window holding an element `mark` marks."""
+        masks = [mark(x) if k in self.data else None for k, x in enumerate(self.inputs)]
+        hit = fields.holds(self.binding, self.inputs, masks, self.shape)
+        if hit is None:
+            raise Unproven(self.binding.call)
+        return hit
+
+    @functools.cached_property
+    def nan(self) -> np.ndarray:
+        return self.holds(lambda x: np.isnan(x) if x.dtype.kind == "f" else None)
+
+
+def _float_mark(test: Callable[[np.ndarray], np.ndarray]):
+    return lambda x: test(x) if x.dtype.kind == "f" else None
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return ~differing(a, b)
+
+
+Masks = list[np.ndarray | None]
+
+
+# --- onnxruntime -----------------------------------------------------------------------------
+
+def _nan_propagated(case: Case) -> Masks:
+    """ReduceMax, MaxPool, GlobalMaxPool: a window holding a NaN gives NaN (and, for Indices,
+    the position of its first NaN); onnxruntime drops NaN or lets the first element decide."""
+    out: Masks = [case.nan & np.isnan(case.ours[0])]
+    if len(case.ours) == 2:  # MaxPool's Indices
+        (k,) = case.data
+        first = fields.first_marked(case.binding, case.inputs, np.isnan(case.inputs[k]),
+                                    case.shape)
+        if first is None:
+            out.append(None)
+        else:
+            if case.binding.attributes.get("storage_order", 0):
+                first = _column_major(first, case.inputs[k].shape)
+            out.append(case.nan & (case.ours[1] == first))
+    return out
+
+
+def _column_major(flat: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """ONNX MaxPool's storage_order=1 index of row-major flat positions: the (n, c) plane
+    offset plus the spatial position in column-major order."""
+    plane = int(np.prod(shape[2:]))
+    safe = np.where(flat >= 0, flat, 0)
+    spatial = np.unravel_index(safe % plane, shape[2:])
+    column = np.ravel_multi_index(spatial, shape[2:], order="F")
+    return np.where(flat >= 0, safe - safe % plane + column, -1)
+
+
+def _arg_max_nan(case: Case) -> Masks:
+    """ArgMax: a slice holding a NaN gives its first NaN (last with select_last_index);
+    onnxruntime seeds with the first element."""
+    want = contract.onnx_arg_max_of_nan(case.binding, case.inputs[0])
+    return [None if want is None else case.nan & (case.ours[0] == want)]
+
+
+def _no_number_window(case: Case) -> Masks:
+    """MaxPool, GlobalMaxPool: a window with no element above -inf (only -inf, or no input
+    element) is -inf in jaxmax and lowest(T) in onnxruntime (MLAS); a window with no input
+    element has index -1 in jaxmax."""
+    y, t = case.ours[0], case.theirs[0]
+    if y.dtype.kind != "f":
+        return [None] * len(case.ours)
+    numbers = case.holds(lambda x: ~np.isneginf(x) if x.dtype.kind == "f" else
+                         np.ones(x.shape, bool))
+    out: Masks = [~numbers & np.isneginf(y) & (t == np.finfo(t.dtype).min)]
+    if len(case.ours) == 2:
+        anything = case.holds(lambda x: np.ones(x.shape, bool))
+        out.append(~anything & (case.ours[1] == -1))
+    return out
+
+
+def _zero_tie(want: Callable[[Case], np.ndarray | None]):
+    """Elementwise max of +0.0 and -0.0: the runtime returns another zero than the contract.
+    Explained where both values are zeros, the broadcast inputs at the element hold zeros of
+    both signs, and jaxmax's zero is the contract's (`want`)."""
+
+    def rule(case: Case) -> Masks:
+        y, t = case.ours[0], case.theirs[0]
+        if y.dtype.kind != "f":
+            return [None]
+        plus = case.holds(_float_mark(lambda x: (x == 0) & ~np.signbit(x)))
+        minus = case.holds(_float_mark(lambda x: (x == 0) & np.signbit(x)))
+        expected = want(case)
+        if expected is None or expected.shape != y.shape:
+            return [None]
+        return [(y == 0) & (t == 0) & plus & minus & _same(y, expected)]
+
+    return rule
+
+
+def _plus_zero(case: Case) -> np.ndarray:
+    return np.zeros(case.shape, case.ours[0].dtype)  # ONNX Max: IEEE, +0.0 for a tie
+
+
+def _heap_order(case: Case) -> Masks:
+    """TopK sorted=0: onnxruntime returns the chosen (value, index) pairs in heap order.
+    Explained per slice, where the two outputs hold the same pairs."""
+    if case.binding.attributes.get("sorted", 1) or len(case.ours) != 2:
+        return [None, None]
+    axis = int(case.binding.attributes.get("axis", -1)) % len(case.shape)
+    moved = [np.moveaxis(a, axis, -1) for a in (*case.ours, *case.theirs)]
+    ours_v, ours_i, their_v, their_i = moved
+    if (ours_i < 0).any() or (their_i < 0).any():
+        return [None, None]
+    a, b = np.argsort(ours_i, axis=-1), np.argsort(their_i, axis=-1)  # pairs by index
+    same = (_same(np.take_along_axis(ours_v, a, -1), np.take_along_axis(their_v, b, -1))
+            & (np.take_along_axis(ours_i, a, -1) == np.take_along_axis(their_i, b, -1)))
+    whole = np.broadcast_to(same.all(axis=-1, keepdims=True), ours_v.shape)
+    slice_ok = np.moveaxis(whole, -1, axis)
+    return [slice_ok, slice_ok]
+
+
+# --- OpenVINO's CPU plugin -------------------------------------------------------------------
+
+def _ov_nan(want: Callable[[Case], Sequence[np.ndarray] | None]):
+    """ReduceMax, Maximum, TopK: the CPU plugin's NaN handling depends on the position; the
+    OpenVINO face never lets NaN win. Explained where the window holds a NaN and jaxmax's
+    value (and index) there is the contract's (`want`)."""
+
+    def rule(case: Case) -> Masks:
+        expected = want(case)
+        if expected is None:
+            return [None] * len(case.ours)
+        return [None if e is None or e.shape != y.shape else case.nan & _same(y, e.astype(y.dtype))
+                for y, e in zip(case.ours, expected, strict=False)]
+
+    return rule
+
+
+def _want_reduce(case: Case):
+    value = contract.ov_reduce_max(case.binding, case.inputs[0])
+    return None if value is None else [value]
+
+
+def _want_maximum(case: Case):
+    value = contract.ov_maximum(case.inputs[0], case.inputs[1])
+    return None if value is None else [value]
+
+
+def _want_top_k(case: Case):
+    return contract.ov_top_k(case.binding, case.inputs[0])
+
+
+def _wide(x: np.ndarray) -> np.ndarray | None:
+    """Elements 32 bits would change: 64-bit integers outside int32, float64 values float32
+    does not hold exactly."""
+    if x.dtype in (np.int64, np.uint64):
+        info = np.iinfo(np.int32)
+        return (x < info.min) | (x > info.max)
+    if x.dtype == np.float64:
+        with np.errstate(over="ignore"):
+            return ~np.isnan(x) & (x.astype(np.float32).astype(np.float64) != x)
+    return None
+
+
+def _not_f32(x: np.ndarray) -> np.ndarray | None:
+    """Integers float32 does not hold exactly."""
+    if x.dtype.kind not in "iu":
+        return None
+    exact = x.astype(np.float64)
+    return x.astype(np.float32).astype(np.float64) != exact
+
+
+def _changed_by(mark: Callable[[np.ndarray], np.ndarray | None]):
+    """Explained where the window holds an element `mark` marks (one the CPU plugin's narrower
+    arithmetic changes), in every output (values and indices)."""
+
+    def rule(case: Case) -> Masks:
+        hit = case.holds(mark)
+        return [np.broadcast_to(hit, y.shape) if y.shape == case.shape else None
+                for y in case.ours]
+
+    return rule
+
+
+def _f16_lowest(case: Case) -> Masks:
+    """float16: the CPU plugin computes in f32 and gives -inf where the reference's lowest is
+    -65504. Explained where jaxmax gives lowest(float16) exactly and the runtime -inf."""
+    return [(y == np.finfo(np.float16).min) & np.isneginf(t) if y.dtype == np.float16 else None
+            for y, t in zip(case.ours, case.theirs, strict=True)]
+
+
+def _ov_zero(case: Case) -> np.ndarray | None:
+    return contract.ov_maximum(case.inputs[0], case.inputs[1])
+
+
+def _tie_order(case: Case) -> Masks:
+    """TopK: the CPU plugin picks another of tied elements. Explained where jaxmax's value and
+    index are the contract's (ties to the lower index) and the runtime's index names an element
+    of the same value, whose value it returns."""
+    expected = contract.ov_top_k(case.binding, case.inputs[0])
+    if expected is None or len(case.ours) != 2:
+        return [None, None]
+    x = case.inputs[0]
+    axis = int(case.binding.attributes["axis"]) % x.ndim
+    n = x.shape[axis]
+    theirs_i = case.theirs[1].astype(np.int64)
+    if (theirs_i < 0).any() or (theirs_i >= n).any():
+        return [None, None]
+    ours_i = case.ours[1].astype(np.int64)
+    picked = np.take_along_axis(x, theirs_i, axis=axis)
+    chosen = np.take_along_axis(x, np.clip(ours_i, 0, n - 1), axis=axis)
+    ok = (_same(case.ours[0], expected[0]) & (ours_i == expected[1])
+          & ((picked == chosen) | (np.isnan(picked) & np.isnan(chosen)))
+          & _same(case.theirs[0], picked.astype(case.theirs[0].dtype)))
+    return [ok, ok]
+
+
+# --- the table -------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    what: str  # "NaN order"
+    why: str  # "onnxruntime drops NaN or lets the first element decide"
+    section: str  # "§5.5" of docs/semantics.md
+    explain: Callable[[Case], Masks]
+
+    @property
+    def label(self) -> str:
+        return f"{self.what} ({self.why}; docs/semantics.md {self.section})"
+
+
+_ORT_NAN = "NaN order", "onnxruntime drops NaN or lets the first element decide"
+_CPU_NAN = "NaN order", "the CPU plugin's result depends on where the NaN is"
+_CPU_64 = "64-bit data", "the CPU plugin computes it in 32 bits"
+_NO_NUMBER = ("a window with no number above -inf",
+              "onnxruntime gives lowest(T) for -inf, jaxmax -inf; no input element: index -1")
+
+
+# for the operators whose value can be lowest(f16) with no such element in the data (a clamp or
+# an empty window): elsewhere the rule could never explain anything
+_F16_LOWEST = Rule("float16 lowest", "the CPU plugin computes in f32 and gives -inf", "§3",
+                   _f16_lowest)
+
+
+RULES: dict[tuple[str, str], list[Rule]] = {
+    (ONNXRUNTIME, "ReduceMax"): [Rule(*_ORT_NAN, "§4", _nan_propagated)],
+    (ONNXRUNTIME, "MaxPool"): [Rule(*_ORT_NAN, "§5.5", _nan_propagated),
+                               Rule(*_NO_NUMBER, "§5.5", _no_number_window)],
+    (ONNXRUNTIME, "GlobalMaxPool"): [Rule(*_ORT_NAN, "§5.5", _nan_propagated),
+                                     Rule(*_NO_NUMBER, "§5.5", _no_number_window)],
+    (ONNXRUNTIME, "ArgMax"): [Rule(*_ORT_NAN, "§6.5", _arg_max_nan)],
+    (ONNXRUNTIME, "Max"): [Rule("sign of a +-0 tie", "onnxruntime's zero depends on the length",
+                                "§7.3", _zero_tie(_plus_zero))],
+    (ONNXRUNTIME, "TopK"): [Rule("sorted=0", "onnxruntime returns the same pairs in heap order",
+                                 "§6.3", _heap_order)],
+    (OPENVINO_CPU, "ReduceMax"): [Rule(*_CPU_NAN, "§3", _ov_nan(_want_reduce)),
+                                  Rule(*_CPU_64, "§3", _changed_by(_wide)), _F16_LOWEST],
+    (OPENVINO_CPU, "MaxPool"): [Rule(*_CPU_64, "§5.3", _changed_by(_wide)), _F16_LOWEST],
+    (OPENVINO_CPU, "SegmentMax"): [Rule(*_CPU_64, "§3", _changed_by(_wide)), _F16_LOWEST],
+    (OPENVINO_CPU, "AdaptiveMaxPool"): [
+        Rule(*_CPU_64, "§7.1", _changed_by(_wide)),
+        Rule("integers", "the CPU plugin computes them in f32", "§7.1", _changed_by(_not_f32))],
+    (OPENVINO_CPU, "Maximum"): [
+        Rule(*_CPU_NAN, "§7.3", _ov_nan(_want_maximum)),
+        Rule("sign of a +-0 tie", "the CPU plugin returns the second argument", "§7.3",
+             _zero_tie(_ov_zero)),
+        Rule(*_CPU_64, "§7.3", _changed_by(_wide))],
+    (OPENVINO_CPU, "TopK"): [
+        Rule(*_CPU_NAN, "§6.5", _ov_nan(_want_top_k)),
+        Rule("tie order", "the CPU plugin picks another tied element", "§6.5", _tie_order),
+        Rule(*_CPU_64, "§6.5", _changed_by(_wide))],
+}
+
+
+@dataclasses.dataclass
+class Explanation:
+    """Per rule that explained something, how many elements; and what is left unexplained."""
+
+    counts: list[tuple[Rule, int]]
+    left: list[np.ndarray]  # per output, the differing elements no rule explains
+
+    @property
+    def unexplained(self) -> int:
+        return int(sum(m.sum() for m in self.left))
+
+
+def explain(runtime: str, case: Case) -> Explanation:
+    """Apply the node's rules, in table order, to its differing elements."""
+    left = [differing(y, t) for y, t in zip(case.ours, case.theirs, strict=True)]
+    counts: list[tuple[Rule, int]] = []
+    for rule in RULES.get((runtime, case.binding.op_type), []):
+        if not any(m.any() for m in left):
+            break
+        try:
+            masks = rule.explain(case)
+        except Unproven:  # never an excuse by default
+            continue
+        n = 0
+        for k, mask in enumerate(masks[:len(left)]):
+            if mask is None:
+                continue
+            hit = left[k] & np.broadcast_to(mask, left[k].shape)
+            n += int(hit.sum())
+            left[k] = left[k] & ~hit
+        if n:
+            counts.append((rule, n))
+    return Explanation(counts, left)

@@ -1,0 +1,106 @@
+"""``python -m jaxmax check`` on the suite's converted PyTorch CNN (``SmallCNN`` of
+tests/test_converted_model.py: ceil-mode pools, one padded, one dilated), exported to ONNX
+(run by onnxruntime) and converted to OpenVINO IR (run by the CPU plugin).
+
+Each model is checked with a seeded image, then with the same image carrying NaN and -0.0
+(``--inputs``): both exit 0, every row exact or a deviation whose every differing element a
+documented deviation explains. A binding that drops the pools' padding fails the run (exit 1).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+openvino = pytest.importorskip("openvino")
+
+from test_converted_model import SmallCNN  # noqa: E402 (after the importorskips)
+
+from jaxmax._src.check import cli  # noqa: E402
+from jaxmax._src.onnx import node as onnx_node  # noqa: E402
+from jaxmax._src.openvino import node as ov_node  # noqa: E402
+
+SHAPE = (2, 3, 29, 31)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("converted")
+    torch.manual_seed(0)
+    net = SmallCNN().eval()
+    x = torch.randn(*SHAPE)
+    onnx_path = root / "cnn.onnx"
+    torch.onnx.export(net, (x,), str(onnx_path), dynamo=False, opset_version=17,
+                      input_names=["x"])
+    xml_path = root / "cnn.xml"
+    openvino.save_model(openvino.convert_model(net, example_input=x, input=[SHAPE]),
+                        str(xml_path), compress_to_fp16=False)
+    image = np.random.default_rng(0).standard_normal(SHAPE).astype(np.float32)
+    marked = image.copy()
+    rng = np.random.default_rng(1)
+    marked[rng.random(SHAPE) < 0.01] = np.nan
+    marked[rng.random(SHAPE) < 0.05] = -0.0
+    files = {}
+    for name, data in (("seeded", image), ("nan", marked)):
+        files[name] = root / f"{name}.npz"
+        np.savez(files[name], x=data)
+    return {"onnx": onnx_path, "xml": xml_path}, files
+
+
+def check(model, inputs) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = cli.main([str(model), "--inputs", str(inputs)], out, err)
+    return status, out.getvalue() + err.getvalue()
+
+
+def rows(out: str) -> list[str]:
+    return [line for line in out.splitlines() if re.match(r"^\S+\s+MaxPool-\d+\s", line)]
+
+
+@pytest.mark.parametrize("kind", ["onnx", "xml"])
+@pytest.mark.parametrize("image", ["seeded", "nan"])
+def test_every_row_exact_or_explained(models, kind, image):
+    paths, files = models
+    status, out = check(paths[kind], files[image])
+    assert status == 0, out
+    found = rows(out)
+    assert len(found) == 3, out
+    for row in found:
+        assert row.endswith("  exact") or re.search(
+            r"runtime deviation, (\d+) differ, each explained: ", row), row
+        if "runtime deviation" in row:
+            total = int(re.search(r"runtime deviation, (\d+) differ", row)[1])
+            counts = [int(n) for n in re.findall(r"(\d+) elements?: ", row)]
+            assert sum(counts) == total and "docs/semantics.md §" in row, row
+    assert re.search(r"^\d of 3 max-family nodes exact", out, re.M), out
+    assert "differ or failed" not in out, out
+    if kind == "onnx" and image == "nan":
+        # onnxruntime's MaxPool drops NaN or lets a window's first element decide, in every
+        # pool: explained element by element, not hidden
+        assert all("elements: NaN order (onnxruntime" in row for row in found), out
+    else:  # no NaN, or the CPU plugin's MaxPool-14, which follows the contract with NaN
+        assert all(row.endswith("  exact") for row in found), out
+
+
+@pytest.mark.parametrize("kind", ["onnx", "xml"])
+def test_a_broken_binding_fails(models, monkeypatch, kind):
+    paths, files = models
+    module, drop = ((onnx_node, {"pads"}) if kind == "onnx"
+                    else (ov_node, {"pads_begin", "pads_end"}))
+    real = module._BINDERS["MaxPool"]
+
+    def without_pads(*args):
+        function, positional, keywords = real(*args)
+        return function, positional, {k: v for k, v in keywords.items() if k not in drop}
+
+    monkeypatch.setitem(module._BINDERS, "MaxPool", without_pads)
+    status, out = check(paths[kind], files["nan"])
+    assert status == 1, out
+    assert re.search(r"shape \(2, 8, 14, 15\) != runtime \(2, 8, 15, 16\)", out), out
+    assert "differ or failed" in out
