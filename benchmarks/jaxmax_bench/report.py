@@ -10,11 +10,11 @@ import platform
 import time
 
 from . import timing
-from .cases import COMPETITOR, FLOOR, INFO, JAXMAX, Case, reps
+from .cases import COMPETITOR, FLOOR, INFO, JAXMAX, Case, Ratio, reps
 from .workers import TORCH_OMP_WAIT_POLICY, Results
 
 COLUMNS = ["case", "implementation", "median ms", "x floor", "x best"]
-RATIO_COLUMNS = ["case", "ratio", "value"]
+RATIO_COLUMNS = ["case", "ratio", "wall time", "CPU time"]
 # Shown when some row's compile cost was measured (`compile_cost`): best-of-3 compile seconds
 # (">N s": killed at the limit), its ratio to the fastest-compiling plain JAX row of the case,
 # the executable's temporary buffers, and resident memory growth (per new shape in the
@@ -141,15 +141,16 @@ def build_table(cases: list[Case], results: Results, notes: list[str],
 
 
 def ratio_rows(cases: list[Case], results: Results) -> list[list[str]]:
-    """The ratios the cases ask for (`Case.ratios`): case, title, value ("n/a" if a row is
-    missing). Both rows of a ratio come from one worker and were sampled in turn."""
-    rows = []
-    for case in cases:
-        for ratio in case.ratios:
-            num, den = _ms(results, case, ratio.num), _ms(results, case, ratio.den)
-            value = timing.fmt_ratio(num / den) if num is not None and den else "n/a"
-            rows.append([case.name, ratio.title, value])
-    return rows
+    """The ratios the cases ask for (`Case.ratios`): case, title, value of the wall times and
+    of the process CPU times ("n/a" if a row is missing). Both rows of a ratio come from one
+    worker and were sampled in turn."""
+    def of(key: str, ratio: Ratio, case: Case) -> str:
+        num = results.get((case.name, ratio.num), {}).get(key)
+        den = results.get((case.name, ratio.den), {}).get(key)
+        return timing.fmt_ratio(num / den) if num is not None and den else "n/a"
+
+    return [[case.name, ratio.title, of("ms", ratio, case), of("cpu_ms", ratio, case)]
+            for case in cases for ratio in case.ratios]
 
 
 def chart_rows(cases: list[Case], results: Results

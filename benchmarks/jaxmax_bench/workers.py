@@ -107,8 +107,8 @@ def worker(backend: str, groups: list[str], quick: bool, compile_all: bool = Fal
             try:
                 timings = timing.measure([run for _, run in built], warmup=warmup,
                                          min_reps=min_reps, max_reps=max_reps, budget_s=budget)
-                for (row, run), (ms, n, inner) in zip(built, timings, strict=True):
-                    row.update(ms=ms, n=n, inner=inner)
+                for (row, run), (ms, n, inner, cpu_ms) in zip(built, timings, strict=True):
+                    row.update(ms=ms, n=n, inner=inner, cpu_ms=cpu_ms)
                     if case.check:
                         row["digest"] = timing.digest(run())
             except Exception as e:  # noqa: BLE001
