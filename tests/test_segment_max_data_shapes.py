@@ -1,6 +1,7 @@
 """SegmentMax-16 on the data shapes of the benchmarks: clean, empty segments, NaN (1 in 10,000
-and 1 in 100), heavy ties and signed zeros, in both fill modes, through the scatter with the
-rule's combiner and through the public form a JAX without that primitive takes.
+and 1 in 100), heavy ties and signed zeros, in both fill modes, through each form of the
+lowering (the scatter with the rule's combiner, the public form a JAX without that primitive
+takes, and the member count on demand that large inputs use).
 
 Oracles: ``segment_max`` of tests/segment_oracle.py (a NumPy/Python loop from the spec text) for
 the values (it does not look at zero signs); for the sign of a zero maximum, IEEE maximum's
@@ -57,11 +58,16 @@ def _zero_signs(data: np.ndarray, ids: np.ndarray, want: np.ndarray, fill: str) 
     return signs
 
 
-@pytest.fixture(params=["combiner", "public"])
+@pytest.fixture(params=["combiner", "public", "count-on-demand"])
 def form(request, monkeypatch):
+    """The scatter with the rule's combiner (members counted always, as for inputs this small),
+    the public masked form, and the combiner with members counted only when an output is
+    lowest(T) (the form of inputs over `segment._COUNT_ALWAYS_ROWS` rows)."""
     jax.clear_caches()  # the jitted lowering must trace again with the chosen form
     if request.param == "public":
         monkeypatch.setattr(segment, "_COMBINER_SCATTER", False)
+    if request.param == "count-on-demand":
+        monkeypatch.setattr(segment, "_COUNT_ALWAYS_ROWS", 0)
     yield request.param
     jax.clear_caches()
 
