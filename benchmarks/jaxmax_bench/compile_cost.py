@@ -107,7 +107,7 @@ def measure_sweep(sweep: ShapeSweep) -> dict[str, Any]:
         if time.perf_counter() - start > sweep.budget_s:
             break
     seconds = time.perf_counter() - start
-    return {"ms": seconds / done * 1e3, "rss_mb": (_rss_mb() - before) / done, "n": done}
+    return {"ms": seconds / done * 1e3, "rss_mb": (_rss_mb() - before) / done, "shapes": done}
 
 
 def child_main(request: str) -> int:

@@ -128,6 +128,8 @@ def build_table(cases: list[Case], results: Results, notes: list[str],
             xf = ms / fl if ms is not None and fl else None
             xb = ms / best if ms is not None and best and impl.role in (JAXMAX, COMPETITOR) \
                 else None
+            if r.get("shapes") is not None:
+                notes.append(f"{case.name} | {impl.label}: over {r['shapes']} new shapes")
             if with_compile and r.get("compile_err"):
                 notes.append(f"{case.name} | {impl.label}: compile cost not measured: "
                              f"{r['compile_err']}")
