@@ -8,6 +8,7 @@ setting).
     python benchmarks/pool_ab.py --hugetlb off        # default allocator only
     python benchmarks/pool_ab.py --only top_k --hugetlb off --reps 15
     python benchmarks/pool_ab.py --only adaptive --hugetlb off --reps 15
+    python benchmarks/pool_ab.py --base 9c643d8 --only segment_shapes --hugetlb off
 
 Each row prints the medians (wall ms) of the base and the new code, the median of the paired
 ratios new / base (each pair timed back to back, after 30 ms of untimed calls of its own), and
@@ -109,6 +110,14 @@ def _rows(only: set[str]):
             ("segment", "ZERO / segment_max(sorted)", seg[0], "seg", sorted_ref),
             ("segment", "LOWEST / segment_max(sorted)", seg[1], "seg", sorted_ref),
         ]
+    if "segment_shapes" in only:  # the data-shape axis of benchmarks/jaxmax_bench/cases.py
+        from jaxmax_bench.cases import DATA_SHAPES
+
+        seg = [lambda m, f=f: lambda x, i: m.openvino.segment_max(x, i, 20000, fill_mode=f)
+               for f in ("ZERO", "LOWEST")]
+        rows += [("segment", f"SegmentMax {fill}, {shape}", make, f"seg@{shape}", None)
+                 for shape in DATA_SHAPES
+                 for fill, make in zip(("ZERO", "LOWEST"), seg, strict=True)]
     if "eager" in only:
         rows += [
             ("eager", "eager reduce_max 8x8", lambda m: lambda x: m.openvino.reduce_max(x, 1),
@@ -162,10 +171,14 @@ def _inputs(key: str):
         return (jax.device_put(rng.standard_normal((32, 64, 112, 112), dtype=np.float32)),)
     if key == "pool3d":
         return (jax.device_put(rng.standard_normal((8, 32, 32, 64, 64), dtype=np.float32)),)
-    if key == "seg":
+    if key == "seg" or key.startswith("seg@"):
+        from jaxmax_bench.cases import with_data_shape
+
         ids = np.sort(rng.integers(0, 20000, 2_000_000)).astype(np.int32)
-        return (jax.device_put(rng.standard_normal((2_000_000, 32), dtype=np.float32)),
-                jax.device_put(ids))
+        arrays = {"x": rng.standard_normal((2_000_000, 32), dtype=np.float32), "ids": ids}
+        if "@" in key:
+            arrays = with_data_shape(arrays, key.split("@")[1], rng)
+        return (jax.device_put(arrays["x"]), jax.device_put(arrays["ids"]))
     if key == "adaptive":
         return (jax.device_put(rng.standard_normal((32, 512, 14, 14), dtype=np.float32)),)
     if key in _TOP_K_SHAPES:
@@ -240,7 +253,7 @@ def main() -> None:
     parser.add_argument("--base", default="main", help="git commit of the base code")
     parser.add_argument("--only", default="pool,grad,segment,eager,top_k",
                         help="comma-separated groups: pool, grad, segment, eager, top_k, "
-                             "adaptive")
+                             "adaptive, segment_shapes (SegmentMax on each data shape)")
     parser.add_argument("--reps", type=int, default=9)
     parser.add_argument("--hugetlb", choices=("both", "on", "off"), default="both")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)

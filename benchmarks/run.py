@@ -5,8 +5,10 @@
     python benchmarks/run.py --quick          # small sizes, few repeats
     python benchmarks/run.py --only reduce,max_pool --out results.md
     python benchmarks/run.py --backends jax,ort
+    python benchmarks/run.py --only segment_max --backends jax --compile   # + compile cost
 
-Groups: reduce, logical_or, max_pool, segment_max, eager, pool_family. Columns: the median wall
+Groups: reduce, logical_or, max_pool, segment_max, eager, pool_family, elementwise, top_k,
+adaptive_unpool, data_shapes, long_window, many_shapes. Columns: the median wall
 time of one call (warm-up excluded, JAX results waited for with ``block_until_ready``), its
 ratio to the group's read floor (the time to merely read the input once: a jitted flat
 ``jnp.sum``; for bool and int8 data a NumPy flat ``max`` of the bytes, since XLA's int8 sum
@@ -14,7 +16,10 @@ widens to int32 and is far slower than a read; for eager calls one eager call of
 jitted ``jnp.sum``), and its ratio to the fastest competitor in the same case (everything that
 is not jaxmax and not a floor). A competitor that is not importable, or that rejects the case,
 shows "n/a" and a note below the table says why. Cases that ask for it (the reduce group's NaN
-cases: NaN data / NaN-free data per jaxmax face) get a ratio line below the table.
+cases: NaN data / NaN-free data per jaxmax face; the data_shapes group: each data shape /
+clean) get a ratio line below the table, in wall and in process CPU time. With ``--compile``
+(always for long_window and many_shapes) each JAX row's compile time and memory is measured
+in a child process with a time limit (see benchmarks/README.md).
 
 Each runtime runs in its own worker subprocess (``--worker``) that prints one JSON line per
 measurement; workers run one after another, and within a worker the implementations of a case

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .cases import Build, Ctx
+from .compile_cost import JaxRun
 
 # -- JAX ------------------------------------------------------------------------------------------
 
@@ -33,8 +34,7 @@ def _jax_call(make: Callable[[], Callable], names: tuple[str, ...], jit: bool) -
         import jax
 
         f = jax.jit(make()) if jit else make()
-        args = [ctx.jax(n) for n in names]
-        return lambda: jax.block_until_ready(f(*args))
+        return JaxRun(f, [ctx.jax(n) for n in names], jit)
 
     return build
 

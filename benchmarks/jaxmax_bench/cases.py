@@ -51,7 +51,22 @@ def reps(quick: bool) -> tuple[int, int, int, float]:
 # ----------------------------------------------------------------------------------------------
 # Inputs: NumPy arrays, generated identically (seeded) in every worker.
 
+# The data-shape axis: every input set `key` also exists as ``key@shape`` for these shapes, so a
+# fast path that only clean data takes cannot hide a slow one (`with_data_shape`).
+DATA_SHAPES = {
+    "clean": "clean",
+    "empty": "empty segments (a tenth of the ids left out; segment inputs only)",
+    "nan4": "NaN, 1 in 10,000 elements",
+    "nan2": "NaN, 1 in 100 elements",
+    "ties": "heavy ties (values from {-1, 0, 1})",
+    "zeros": "signed zeros (non-positive data, 20% of it +0.0 or -0.0)",
+}
+
+
 def make_inputs(key: str, sz: Sizes) -> dict[str, np.ndarray]:
+    if "@" in key:
+        base, shape = key.split("@")
+        return with_data_shape(make_inputs(base, sz), shape, np.random.default_rng(_seed(key)))
     rng = np.random.default_rng(_seed(key))
     if key == "f32":
         return {"x": rng.standard_normal(sz.reduce, dtype=np.float32)}
@@ -81,10 +96,41 @@ def make_inputs(key: str, sz: Sizes) -> dict[str, np.ndarray]:
         return {"x": rng.standard_normal((sz.seg_rows, sz.seg_cols), dtype=np.float32),
                 "ids": ids,
                 "lengths": np.bincount(ids, minlength=sz.seg_count).astype(np.int64)}
+    if key.startswith("shape:"):  # "shape:1x8x64x64": seeded float32 of that shape
+        return {"x": rng.standard_normal(tuple(map(int, key[6:].split("x"))), dtype=np.float32)}
     if key == "small":
         return {"x": rng.standard_normal((8, 8), dtype=np.float32),
                 "ids": np.array([0, 0, 1, 1, 1, 2, 3, 3], np.int32)}
     raise KeyError(key)
+
+
+def with_data_shape(arrays: dict[str, np.ndarray], shape: str,
+                    rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """`arrays` (their float ``x``, and for segment inputs the ``ids``) turned into `shape`, a
+    key of `DATA_SHAPES`."""
+    out = dict(arrays)
+    x = out["x"].copy()
+    if shape == "empty":
+        ids = out["ids"]
+        count = int(ids.max()) + 1
+        keep = np.sort(rng.permutation(count)[: count - count // 10])
+        out["ids"] = np.sort(rng.choice(keep, ids.size)).astype(ids.dtype)
+        out["lengths"] = np.bincount(out["ids"], minlength=count).astype(np.int64)
+    elif shape in ("nan4", "nan2"):
+        flat = x.reshape(-1)
+        flat[rng.random(flat.size, dtype=np.float32) < (1e-4 if shape == "nan4" else 1e-2)] = \
+            np.nan
+    elif shape == "ties":
+        x = rng.integers(-1, 2, x.shape).astype(x.dtype)
+    elif shape == "zeros":
+        x = -np.abs(x)
+        r = rng.random(x.shape, dtype=np.float32)
+        x[r < 0.1] = 0.0
+        x[(r >= 0.1) & (r < 0.2)] = -0.0
+    elif shape != "clean":
+        raise KeyError(shape)
+    out["x"] = x
+    return out
 
 
 def _seed(key: str) -> int:
@@ -157,6 +203,7 @@ class Case:
     floor: str  # name of the floor case whose FLOOR row is the read floor
     check: bool = True  # compare result digests across impls
     ratios: list[Ratio] = dataclasses.field(default_factory=list)
+    compile_first: bool = False  # measure JAX rows' compile cost (in a child) before timing
 
 
 def floor_case(group: str, name: str, inputs: str, impls: list[Impl]) -> Case:

@@ -6,9 +6,12 @@ from collections.abc import Callable
 
 from . import (
     adaptive_unpool,
+    data_shapes,
     eager,
     elementwise,
     logical_or,
+    long_window,
+    many_shapes,
     max_pool,
     pool_family,
     reduce,
@@ -19,7 +22,8 @@ from .cases import Case, Sizes
 
 CASE_BUILDERS: dict[str, Callable[[Sizes], list[Case]]] = {
     m.GROUP: m.cases for m in (reduce, logical_or, max_pool, segment_max, eager, pool_family,
-                               elementwise, top_k, adaptive_unpool)}
+                               elementwise, top_k, adaptive_unpool, data_shapes,
+                               long_window, many_shapes)}
 GROUPS = tuple(CASE_BUILDERS)
 
 

@@ -10,11 +10,17 @@ import platform
 import time
 
 from . import timing
-from .cases import COMPETITOR, FLOOR, INFO, JAXMAX, Case, reps
+from .cases import COMPETITOR, FLOOR, INFO, JAXMAX, Case, Ratio, reps
 from .workers import TORCH_OMP_WAIT_POLICY, Results
 
 COLUMNS = ["case", "implementation", "median ms", "x floor", "x best"]
-RATIO_COLUMNS = ["case", "ratio", "value"]
+RATIO_COLUMNS = ["case", "ratio", "wall time", "CPU time"]
+# Shown when some row's compile cost was measured (`compile_cost`): best-of-3 compile seconds
+# (">N s": killed at the limit), its ratio to the fastest-compiling plain JAX row of the case,
+# the executable's temporary buffers, and resident memory growth (per new shape in the
+# many_shapes group, whose "median ms" is the time per new shape).
+COMPILE_COLUMNS = ["compile s", "x JAX compile", "temp MB", "RSS MB"]
+_COMPILE_KEYS = ("compile_s", "compile_over", "compile_over_mb", "rss_mb", "compile_err")
 PLAIN_JAX = ("jnp.", "lax.", "jax.ops.", "jax.grad of reduce_window")
 
 
@@ -64,9 +70,30 @@ def _ms(results: Results, case: Case, label: str) -> float | None:
     return results.get((case.name, label), {}).get("ms")
 
 
-def build_table(cases: list[Case], results: Results, notes: list[str]) -> list[list[str]]:
-    """One row per implementation: case, label, median ms, x floor, x best. Appends notes for
-    results that differ within a case and for rows without a time."""
+def has_compile(results: Results) -> bool:
+    return any(k in r for r in results.values() for k in _COMPILE_KEYS)
+
+
+def _compile_cells(r: dict, plain_s: float | None) -> list[str]:
+    if "compile_over" in r:
+        seconds = f">{r['compile_over']:.0f}"
+    elif "compile_over_mb" in r:
+        seconds = f"killed at {r['compile_over_mb']} MB"
+    elif r.get("compile_s") is not None:
+        seconds = f"{r['compile_s']:.3f}"
+    else:
+        seconds = ""
+    ratio = r["compile_s"] / plain_s if r.get("compile_s") is not None and plain_s else None
+    temp, rss = r.get("temp_mb"), r.get("rss_mb")
+    return [seconds, timing.fmt_ratio(ratio), "" if temp is None else f"{temp:.1f}",
+            "" if rss is None else f"{rss:.1f}"]
+
+
+def build_table(cases: list[Case], results: Results, notes: list[str],
+                with_compile: bool = False) -> list[list[str]]:
+    """One row per implementation: case, label, median ms, x floor, x best (and with
+    `with_compile` the `COMPILE_COLUMNS`). Appends notes for results that differ within a case
+    and for rows without a time."""
     rows: list[list[str]] = []
     floor_ms = {case.name: _ms(results, case, impl.label)
                 for case in cases for impl in case.impls if impl.role == FLOOR}
@@ -81,6 +108,10 @@ def build_table(cases: list[Case], results: Results, notes: list[str]) -> list[l
                    if impl.role in (JAXMAX, COMPETITOR) and r.get("digest") is not None]
         ref = checked[0][1]["digest"] if checked else None
         ref_label = checked[0][0].label if checked else None
+        plain = [r["compile_s"] for impl, r in rs if impl.backend == "jax"
+                 and impl.role == COMPETITOR and impl.label.startswith(PLAIN_JAX)
+                 and r.get("compile_s") is not None]
+        plain_s = min(plain) if plain else None
         for impl, r in rs:
             ms = r.get("ms")
             label = impl.label
@@ -97,8 +128,14 @@ def build_table(cases: list[Case], results: Results, notes: list[str]) -> list[l
             xf = ms / fl if ms is not None and fl else None
             xb = ms / best if ms is not None and best and impl.role in (JAXMAX, COMPETITOR) \
                 else None
-            rows.append([case.name, label, timing.fmt_ms(ms), timing.fmt_ratio(xf),
-                         timing.fmt_ratio(xb)])
+            if r.get("shapes") is not None:
+                notes.append(f"{case.name} | {impl.label}: over {r['shapes']} new shapes")
+            if with_compile and r.get("compile_err"):
+                notes.append(f"{case.name} | {impl.label}: compile cost not measured: "
+                             f"{r['compile_err']}")
+            cells = [case.name, label, timing.fmt_ms(ms), timing.fmt_ratio(xf),
+                     timing.fmt_ratio(xb)]
+            rows.append(cells + (_compile_cells(r, plain_s) if with_compile else []))
     for (label, err), where in missing.items():
         cases_txt = "; ".join(where) if len(where) <= 3 else f"{len(where)} cases"
         notes.append(f"{label}: n/a in {cases_txt}: {err}")
@@ -106,15 +143,16 @@ def build_table(cases: list[Case], results: Results, notes: list[str]) -> list[l
 
 
 def ratio_rows(cases: list[Case], results: Results) -> list[list[str]]:
-    """The ratios the cases ask for (`Case.ratios`): case, title, value ("n/a" if a row is
-    missing). Both rows of a ratio come from one worker and were sampled in turn."""
-    rows = []
-    for case in cases:
-        for ratio in case.ratios:
-            num, den = _ms(results, case, ratio.num), _ms(results, case, ratio.den)
-            value = timing.fmt_ratio(num / den) if num is not None and den else "n/a"
-            rows.append([case.name, ratio.title, value])
-    return rows
+    """The ratios the cases ask for (`Case.ratios`): case, title, value of the wall times and
+    of the process CPU times ("n/a" if a row is missing). Both rows of a ratio come from one
+    worker and were sampled in turn."""
+    def of(key: str, ratio: Ratio, case: Case) -> str:
+        num = results.get((case.name, ratio.num), {}).get(key)
+        den = results.get((case.name, ratio.den), {}).get(key)
+        return timing.fmt_ratio(num / den) if num is not None and den else "n/a"
+
+    return [[case.name, ratio.title, of("ms", ratio, case), of("cpu_ms", ratio, case)]
+            for case in cases for ratio in case.ratios]
 
 
 def chart_rows(cases: list[Case], results: Results
@@ -185,11 +223,12 @@ def render_ratios(rows: list[list[str]]) -> str:
 
 
 def render_markdown(header: list[str], rows: list[list[str]], notes: list[str],
-                    chart: str = "", ratios: list[list[str]] | None = None) -> str:
+                    chart: str = "", ratios: list[list[str]] | None = None,
+                    columns: list[str] = COLUMNS) -> str:
     out = [f"# {header[0]}", ""] + [f"- {h}" for h in header[1:]] + [""]
     if chart:
         out += ["```text", chart, "```", ""]
-    out += _markdown_table(rows, COLUMNS)
+    out += _markdown_table(rows, columns)
     if ratios:
         out += ["", RATIOS_TITLE, ""] + _markdown_table(ratios, RATIO_COLUMNS)
     if notes:

@@ -10,7 +10,7 @@ import importlib.util
 import sys
 import time
 
-from . import report
+from . import compile_cost, report
 from .cases import sizes
 from .groups import CASE_BUILDERS, GROUPS, group_cases
 from .workers import BACKEND_MODULE, BACKENDS, Results, run_backend, worker
@@ -28,15 +28,24 @@ def main(argv: list[str] | None = None, description: str = "") -> int:
     ap.add_argument("--backends", default=",".join(BACKENDS),
                     help=f"comma-separated runtimes from {', '.join(BACKENDS)}")
     ap.add_argument("--out", help="also write the table (and header, notes) as markdown here")
+    ap.add_argument("--compile", action="store_true",
+                    help="also measure every JAX row's compile time and memory (in a child "
+                         "process each; rows of long_window and many_shapes always are)")
+    ap.add_argument("--compile-timeout", type=float, default=compile_cost.DEFAULT_LIMIT_S,
+                    help="seconds after which a compile child is killed and its row shows "
+                         "'>N s' (default %(default)s)")
     ap.add_argument("--worker", choices=BACKENDS, help=argparse.SUPPRESS)
+    ap.add_argument("--compile-row", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.compile_row:
+        return compile_cost.child_main(args.compile_row)
 
     groups = _names(args.only)
     bad = [g for g in groups if g not in GROUPS]
     if bad:
         ap.error(f"unknown group(s) {bad}; choose from {GROUPS}")
     if args.worker:
-        worker(args.worker, groups, args.quick)
+        worker(args.worker, groups, args.quick, args.compile, args.compile_timeout)
         return 0
     backends = _names(args.backends)
     bad = [b for b in backends if b not in BACKENDS]
@@ -50,6 +59,10 @@ def main(argv: list[str] | None = None, description: str = "") -> int:
     header = report.header_lines(args.quick)
     start = time.perf_counter()
     timeout_s = 120 if args.quick else 600  # per group and worker; a hung worker is killed
+    if args.compile or {"long_window", "many_shapes"} & set(groups):
+        timeout_s += 30 * args.compile_timeout  # each compile child may use its whole limit
+    extra = ["--compile-timeout", str(args.compile_timeout)] + (
+        ["--compile"] if args.compile else [])
     for backend in backends:
         wanted = [g for g in groups if any(i.backend == backend for c in CASE_BUILDERS[g](sz)
                                            for i in c.impls)]
@@ -63,16 +76,18 @@ def main(argv: list[str] | None = None, description: str = "") -> int:
                             "ms": None, "err": f"{BACKEND_MODULE[backend]} not importable"}
             continue
         print(f"[{backend}] groups: {', '.join(wanted)}", file=sys.stderr, flush=True)
-        run_backend(backend, wanted, args.quick, results, notes, timeout_s)
+        run_backend(backend, wanted, args.quick, results, notes, timeout_s, extra)
     for c in cases:  # rows of runtimes left out with --backends are not shown
         c.impls = [i for i in c.impls if i.backend in backends]
     cases = [c for c in cases if c.impls]
-    rows = report.build_table(cases, results, notes)
+    with_compile = report.has_compile(results)
+    columns = report.COLUMNS + (report.COMPILE_COLUMNS if with_compile else [])
+    rows = report.build_table(cases, results, notes, with_compile)
     ratios = report.ratio_rows(cases, results)
     header.append(f"wall time of this run: {time.perf_counter() - start:.0f} s")
     print("\n".join(header))
     print()
-    print(report.render_text(rows))
+    print(report.render_text(rows, columns))
     if ratios:
         print()
         print(report.render_ratios(ratios))
@@ -83,5 +98,5 @@ def main(argv: list[str] | None = None, description: str = "") -> int:
     if args.out:
         chart = report.render_chart(report.chart_rows(cases, results))
         with open(args.out, "w") as f:
-            f.write(report.render_markdown(header, rows, notes, chart, ratios))
+            f.write(report.render_markdown(header, rows, notes, chart, ratios, columns))
     return 0

@@ -23,7 +23,7 @@ SLOW_CALL_S = 0.5
 
 
 def measure(runs: list[Callable[[], Any]], *, warmup: int, min_reps: int, max_reps: int,
-            budget_s: float) -> list[tuple[float, int, int]]:
+            budget_s: float) -> list[tuple[float, int, int, float]]:
     """Median milliseconds per call of each of `runs`, sampled in turn (round-robin).
 
     Each `run` must wait for its own result (``block_until_ready``, a synchronous runtime
@@ -37,7 +37,8 @@ def measure(runs: list[Callable[[], Any]], *, warmup: int, min_reps: int, max_re
     after a 20 ms pause) then lands on its own run, not on the next one in the round. A run
     stops at `max_reps` samples, or once it has `min_reps` (3 for a call slower than
     ``SLOW_CALL_S``) and ``budget_s * len(runs)`` seconds have passed. Returns (median ms,
-    samples, inner) per run.
+    samples, inner, median CPU ms) per run: the CPU time of the process (all threads) per call,
+    which other processes on a loaded machine disturb less than wall time.
     """
     inners, mins = [], []
     for run in runs:
@@ -50,6 +51,7 @@ def measure(runs: list[Callable[[], Any]], *, warmup: int, min_reps: int, max_re
                       else min(1000, math.ceil(MIN_SAMPLE_S / max(once, 1e-7))))
         mins.append(min(min_reps, 3) if once >= SLOW_CALL_S else min_reps)
     samples: list[list[float]] = [[] for _ in runs]
+    cpu: list[list[float]] = [[] for _ in runs]
     gc.collect()
     gc_was_enabled = gc.isenabled()
     gc.disable()
@@ -66,15 +68,16 @@ def measure(runs: list[Callable[[], Any]], *, warmup: int, min_reps: int, max_re
                 runs[i]()
                 while time.perf_counter() - lead_in < LEAD_IN_S:
                     runs[i]()
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 for _ in range(inners[i]):
                     runs[i]()
                 samples[i].append((time.perf_counter() - t0) / inners[i] * 1e3)
+                cpu[i].append((time.process_time() - c0) / inners[i] * 1e3)
     finally:
         if gc_was_enabled:
             gc.enable()
-    return [(statistics.median(got), len(got), inner)
-            for got, inner in zip(samples, inners, strict=True)]
+    return [(statistics.median(got), len(got), inner, statistics.median(used))
+            for got, inner, used in zip(samples, inners, cpu, strict=True)]
 
 
 def to_numpy(out: Any) -> np.ndarray:

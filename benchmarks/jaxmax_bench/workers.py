@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import timing
+from . import compile_cost, timing
 from .cases import Ctx, reps, sizes
 from .groups import CASE_BUILDERS
 
@@ -41,7 +41,12 @@ Results = dict[tuple[str, str], dict[str, Any]]
 # ----------------------------------------------------------------------------------------------
 # Child: measure one backend's rows for some groups; one JSON object per line on stdout.
 
-def worker(backend: str, groups: list[str], quick: bool) -> None:
+def worker(backend: str, groups: list[str], quick: bool, compile_all: bool = False,
+           compile_limit_s: float = compile_cost.DEFAULT_LIMIT_S) -> None:
+    """Measure `backend`'s rows of `groups`. With `compile_all`, every JAX row's compile cost
+    is measured first (in a child, `compile_cost.in_child`), as it always is in cases that ask
+    for it (`Case.compile_first`); a row whose compile exceeds `compile_limit_s` is not
+    timed, so the worker never compiles it itself."""
     sz = sizes(quick)
     warmup, min_reps, max_reps, budget = reps(quick)
     emit_stream = sys.stdout
@@ -62,6 +67,9 @@ def worker(backend: str, groups: list[str], quick: bool) -> None:
     for group in groups:
         ctxs: dict[str, Ctx] = {}
         for case in CASE_BUILDERS[group](sz):
+            needed = {impl.inputs or case.inputs for impl in case.impls}
+            for key in [k for k in ctxs if k not in needed]:  # the data-shape sets are many
+                del ctxs[key]
             rows: list[dict[str, Any]] = []
             runs: list[Callable[[], Any] | None] = []
             for impl in case.impls:
@@ -79,6 +87,18 @@ def worker(backend: str, groups: list[str], quick: bool) -> None:
                     if key not in ctxs:
                         ctxs[key] = Ctx(key, sz)
                     run = impl.build(ctxs[key])
+                    if isinstance(run, compile_cost.ShapeSweep | compile_cost.JaxRun) and (
+                            compile_all or case.compile_first):
+                        limit = compile_limit_s + (  # a sweep runs for its budget first
+                            run.budget_s if isinstance(run, compile_cost.ShapeSweep) else 0)
+                        row.update(compile_cost.in_child(group, case.name, impl.label, quick,
+                                                         limit))
+                        if "compile_over" in row or "compile_over_mb" in row:
+                            row["err"] = "compile over the limit: not timed"
+                            continue
+                        if isinstance(run, compile_cost.ShapeSweep):  # the child measured it
+                            row["err"] = row.get("compile_err")
+                            continue
                     run()  # fails here rather than in the middle of the timing rounds
                     runs[-1] = run
                 except Exception as e:  # noqa: BLE001
@@ -87,8 +107,8 @@ def worker(backend: str, groups: list[str], quick: bool) -> None:
             try:
                 timings = timing.measure([run for _, run in built], warmup=warmup,
                                          min_reps=min_reps, max_reps=max_reps, budget_s=budget)
-                for (row, run), (ms, n, inner) in zip(built, timings, strict=True):
-                    row.update(ms=ms, n=n, inner=inner)
+                for (row, run), (ms, n, inner, cpu_ms) in zip(built, timings, strict=True):
+                    row.update(ms=ms, n=n, inner=inner, cpu_ms=cpu_ms)
                     if case.check:
                         row["digest"] = timing.digest(run())
             except Exception as e:  # noqa: BLE001
@@ -110,11 +130,11 @@ def _error(e: Exception) -> str:
 # Parent: run one backend's worker (restarting it after a death) and collect its rows.
 
 def run_backend(backend: str, groups: list[str], quick: bool, results: Results,
-                notes: list[str], timeout_s: float) -> None:
+                notes: list[str], timeout_s: float, extra: list[str] | None = None) -> None:
     pending = list(groups)
     while pending:
         cmd = [sys.executable, RUN_SCRIPT, "--worker", backend,
-               "--only", ",".join(pending)] + (["--quick"] if quick else [])
+               "--only", ",".join(pending)] + (["--quick"] if quick else []) + (extra or [])
         env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2")
         env.setdefault("OMP_WAIT_POLICY", TORCH_OMP_WAIT_POLICY)
         t_start = time.perf_counter()

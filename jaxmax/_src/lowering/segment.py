@@ -1,9 +1,9 @@
 """SegmentMax lowering: the OpenVINO max rule per segment and the empty-segment fill. Jitted as
 :mod:`jaxmax._src.lowering.reduce` describes.
 
-Scatter-max propagates NaN, so the plain result holds a NaN exactly where a segment did, and
-checking that small result is enough, except when partial results may cross devices (then the data
-is checked too).
+The value is one scatter whose combiner is the rule itself (a NaN update never wins), into an
+output initialised to lowest(T), so no data shape (NaN, empty segments, ties, signed zeros)
+takes a slower path; only the ZERO fill of an output holding lowest(T) counts members.
 """
 
 from __future__ import annotations
@@ -16,6 +16,16 @@ from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
 from jaxmax._src.lowering import rules
+
+try:  # the scatter primitive that takes its combiner as a jaxpr (lax exposes fixed combiners)
+    from jax._src import core as _jax_core
+    from jax._src.lax import lax as _jax_lax
+    from jax._src.lax import slicing as _jax_slicing
+
+    _COMBINER_SCATTER: bool = hasattr(_jax_slicing, "scatter_max_p") and hasattr(
+        _jax_lax, "_reduction_jaxpr")
+except ImportError:  # pragma: no cover - a JAX without these internals takes the public form
+    _COMBINER_SCATTER = False
 
 
 def segment_max(data: jax.Array, segment_ids: jax.Array, num_segments: int,
@@ -54,19 +64,23 @@ def _segment_max(data: jax.Array, segment_ids: jax.Array, num_segments: int, fil
     if segment_ids.dtype.itemsize == 8:
         segment_ids = jnp.clip(segment_ids, -1, num_segments)
     if not dtypes.is_floating(data.dtype):
-        return _fast_or_exact(data, segment_ids, num_segments, fill, cross_device)
+        return _rule_value(data, segment_ids, num_segments, fill)
     return _value(data, segment_ids, num_segments, fill, cross_device)
 
 
-def _exact(data: jax.Array, segment_ids: jax.Array, num_segments: int, fill: str,
-           cross_device: bool) -> jax.Array:
-    """The rule spelled out: NaN masked (when one is found), the max raised to lowest(T), empty
-    segments found by counting members. Its derivative is the one the value has."""
-    def reducer(v, ids):
-        return jax.ops.segment_max(v, ids, num_segments)
-
-    out = rules.openvino_max(reducer, data, segment_ids, check_data=cross_device)
-    if fill == "lowest":
+def _rule_value(data: jax.Array, segment_ids: jax.Array, num_segments: int,
+                fill: str) -> jax.Array:
+    """One scatter of the rule's max into an output initialised to lowest(T): NaN updates never
+    win (`_scatter_rule_max`), a ``-inf`` maximum stays lowest(T), and an empty segment comes
+    out as lowest(T), the LOWEST fill. The ZERO fill counts members: over ``_COUNT_ALWAYS_ROWS``
+    rows in a ``while_loop`` of zero or one trip, only when some output is lowest(T) (an empty
+    segment, or a maximum of lowest(T) or ``-inf``); up to it always (the count then costs
+    microseconds, the loop a third of the compile). The value is exact on any device layout: no
+    partial result holds NaN, so a cross-device max has none to drop."""
+    low = dtypes.lowest(data.dtype)
+    shape = (num_segments,) + tuple(data.shape[1:])
+    out = _scatter_rule_max(jnp.full(shape, low, data.dtype), segment_ids, data)
+    if fill != "zero" or low == dtypes.zero(data.dtype) or not out.size:  # unsigned: ZERO is LOWEST
         return out
 
     def zero_empty_segments():
@@ -75,39 +89,69 @@ def _exact(data: jax.Array, segment_ids: jax.Array, num_segments: int, fill: str
         empty = (members == 0).reshape((num_segments,) + (1,) * (data.ndim - 1))
         return jnp.where(empty, dtypes.zero(data.dtype), out)
 
-    return lax.cond((out == dtypes.lowest(data.dtype)).any(), zero_empty_segments, lambda: out)
+    if segment_ids.shape[0] <= _COUNT_ALWAYS_ROWS:
+        return zero_empty_segments()
+    return rules.redo_if(jnp.min(out) == low, out, zero_empty_segments)
 
 
-def _fast_or_exact(data: jax.Array, segment_ids: jax.Array, num_segments: int, fill: str,
-                   cross_device: bool) -> jax.Array:
-    """One scatter-max into an output initialised to lowest(T): an empty segment comes out as
-    lowest(T) (the LOWEST fill) and a ``-inf`` maximum is raised to it, so the result is the
-    rule's unless it holds NaN (scatter-max propagates it), or, with the ZERO fill, some output
-    is lowest(T) (an empty segment, or a maximum of lowest(T) or ``-inf``). Only then is
-    `_exact` run, in a ``while_loop`` of zero or one trip (its carry is updated in place; a
-    ``lax.cond`` returning the fast result would copy it). Checking the small output costs two
-    fast reductions of it; the jvp and the `_exact` path are those of the previous lowering."""
-    low = dtypes.lowest(data.dtype)
-    shape = (num_segments,) + tuple(data.shape[1:])
+# Up to this many rows the ZERO fill counts members unconditionally: a count of 2M ids costs
+# ~0.8 ms (6% of a 2M x 32 call), 64Ki ids ~30 us, while the loop that skips it on data without
+# empty segments took 0.63 instead of 0.45 s to compile on small shapes.
+_COUNT_ALWAYS_ROWS = 1 << 16
+
+
+def _scatter_rule_max(out: jax.Array, segment_ids: jax.Array, data: jax.Array) -> jax.Array:
+    """``out[segment_ids[i]] = max(out[...], data[i])`` over rows, NaN rows of a column
+    skipped, ids outside the output dropped (negative ones too).
+
+    Floats use a scatter whose combiner skips a NaN update: masking the data first (a select
+    before a plain scatter-max) writes a masked copy of the whole input, which XLA does not fuse
+    into the scatter. Where JAX lacks the primitive that takes a combiner, that public form is
+    used. Non-NaN pairs go through ``lax.max``, so ``+0.0`` beats ``-0.0`` in either order.
+    """
     numbers = lax.ScatterDimensionNumbers(
         update_window_dims=tuple(range(1, data.ndim)), inserted_window_dims=(0,),
         scatter_dims_to_operand_dims=(0,))
-    fast = lax.scatter_max(jnp.full(shape, low), segment_ids[:, None], data, numbers,
-                           mode=lax.GatherScatterMode.FILL_OR_DROP)  # negative ids dropped too
-    redo = jnp.zeros((), bool)
-    if dtypes.is_floating(data.dtype):
-        redo = ~rules.finite_sum(fast)  # a NaN (or inf: only costs time)
-        if cross_device:  # a cross-device max may drop NaN before the output shows it
-            redo = redo | ~rules.finite_sum(data)
-    if fill == "zero" and low != dtypes.zero(data.dtype) and fast.size:  # unsigned: ZERO is LOWEST
-        redo = redo | (jnp.min(fast) == low)
-    return rules.redo_if(redo, fast,
-                         lambda: _exact(data, segment_ids, num_segments, fill, cross_device))
+    mode = lax.GatherScatterMode.FILL_OR_DROP
+    ids = segment_ids[:, None]
+    if not dtypes.is_floating(data.dtype):
+        return lax.scatter_max(out, ids, data, numbers, mode=mode)
+    if not _COMBINER_SCATTER:
+        masked = jnp.where(jnp.isnan(data), jnp.array(-jnp.inf, data.dtype), data)
+        return lax.scatter_max(out, ids, masked, numbers, mode=mode)
+    jaxpr, consts = _jax_lax._reduction_jaxpr(
+        _max_skipping_nan, _jax_core.ShapedArray((), data.dtype))
+    return _jax_slicing.scatter_max_p.bind(
+        out, ids, data, update_jaxpr=jaxpr, update_consts=consts, dimension_numbers=numbers,
+        indices_are_sorted=False, unique_indices=False, mode=mode)
+
+
+def _max_skipping_nan(current: jax.Array, update: jax.Array) -> jax.Array:
+    # StableHLO's scatter calls its combiner as (current value, update), and the current value
+    # is never NaN (lowest(T) at first, a combiner's result after), so one select suffices (a
+    # second, for a NaN current value, cost 12% of the call).
+    return lax.select(update != update, current, lax.max(current, update))
+
+
+def _exact(data: jax.Array, segment_ids: jax.Array, num_segments: int, fill: str,
+           cross_device: bool) -> jax.Array:
+    """The rule spelled out with ``jax.ops.segment_max`` (NaN masked when one is found, the max
+    raised to lowest(T), empty segments found by counting members), for its derivative."""
+    def reducer(v, ids):
+        return jax.ops.segment_max(v, ids, num_segments)
+
+    out = rules.openvino_max(reducer, data, segment_ids, check_data=cross_device)
+    if fill == "lowest":
+        return out
+    members = jax.ops.segment_sum(jnp.ones(segment_ids.shape, jnp.int32), segment_ids,
+                                  num_segments)
+    empty = (members == 0).reshape((num_segments,) + (1,) * (data.ndim - 1))
+    return jnp.where(empty, dtypes.zero(data.dtype), out)
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(2, 3, 4))
 def _value(data, segment_ids, num_segments, fill, cross_device):
-    return _fast_or_exact(data, segment_ids, num_segments, fill, cross_device)
+    return _rule_value(data, segment_ids, num_segments, fill)
 
 
 @_value.defjvp
@@ -118,3 +162,4 @@ def _value_jvp(num_segments, fill, cross_device, primals, tangents):
         lambda d: _exact(d, segment_ids, num_segments, fill, cross_device), (data,),
         (tangents[0],))
     return out, tangent
+
