@@ -65,7 +65,7 @@ def form(request, monkeypatch):
     lowest(T) (the form of inputs over `segment._COUNT_ALWAYS_ROWS` rows)."""
     jax.clear_caches()  # the jitted lowering must trace again with the chosen form
     if request.param == "public":
-        monkeypatch.setattr(segment, "_COMBINER_SCATTER", False)
+        monkeypatch.setattr(segment, "_combiner_scatter", lambda: False)
     if request.param == "count-on-demand":
         monkeypatch.setattr(segment, "_COUNT_ALWAYS_ROWS", 0)
     yield request.param

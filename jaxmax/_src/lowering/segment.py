@@ -8,6 +8,7 @@ takes a slower path; only the ZERO fill of an output holding lowest(T) counts me
 
 from __future__ import annotations
 
+import functools
 from functools import partial
 
 import jax
@@ -22,10 +23,30 @@ try:  # the scatter primitive that takes its combiner as a jaxpr (lax exposes fi
     from jax._src.lax import lax as _jax_lax
     from jax._src.lax import slicing as _jax_slicing
 
-    _COMBINER_SCATTER: bool = hasattr(_jax_slicing, "scatter_max_p") and hasattr(
-        _jax_lax, "_reduction_jaxpr")
+    _PRIVATE = True
 except ImportError:  # pragma: no cover - a JAX without these internals takes the public form
-    _COMBINER_SCATTER = False
+    _PRIVATE = False
+
+
+@functools.cache
+def _combiner_scatter() -> bool:
+    """Whether this JAX's private combiner scatter binds as used here (probed once, abstractly):
+    an internal that moved or changed its signature makes `_scatter_rule_max` take the public
+    masked form instead of failing."""
+    if not _PRIVATE:
+        return False
+    try:
+        jax.eval_shape(lambda o, i, u: _bind_rule_scatter(o, i, u, _NUMBERS_1D),
+                       jax.ShapeDtypeStruct((2,), jnp.float32),
+                       jax.ShapeDtypeStruct((1, 1), jnp.int32),
+                       jax.ShapeDtypeStruct((1,), jnp.float32))
+    except Exception:  # noqa: BLE001 - any failure of a private API means: do not use it
+        return False
+    return True
+
+
+_NUMBERS_1D = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                          scatter_dims_to_operand_dims=(0,))
 
 
 def segment_max(data: jax.Array, segment_ids: jax.Array, num_segments: int,
@@ -116,14 +137,20 @@ def _scatter_rule_max(out: jax.Array, segment_ids: jax.Array, data: jax.Array) -
     ids = segment_ids[:, None]
     if not dtypes.is_floating(data.dtype):
         return lax.scatter_max(out, ids, data, numbers, mode=mode)
-    if not _COMBINER_SCATTER:
+    if not _combiner_scatter():
         masked = jnp.where(jnp.isnan(data), jnp.array(-jnp.inf, data.dtype), data)
         return lax.scatter_max(out, ids, masked, numbers, mode=mode)
+    return _bind_rule_scatter(out, ids, data, numbers)
+
+
+def _bind_rule_scatter(out: jax.Array, ids: jax.Array, data: jax.Array,
+                       numbers: lax.ScatterDimensionNumbers) -> jax.Array:
+    """The scatter of `_max_skipping_nan`, NaN updates skipped, ids outside `out` dropped."""
     jaxpr, consts = _jax_lax._reduction_jaxpr(
         _max_skipping_nan, _jax_core.ShapedArray((), data.dtype))
     return _jax_slicing.scatter_max_p.bind(
         out, ids, data, update_jaxpr=jaxpr, update_consts=consts, dimension_numbers=numbers,
-        indices_are_sorted=False, unique_indices=False, mode=mode)
+        indices_are_sorted=False, unique_indices=False, mode=lax.GatherScatterMode.FILL_OR_DROP)
 
 
 def _max_skipping_nan(current: jax.Array, update: jax.Array) -> jax.Array:
