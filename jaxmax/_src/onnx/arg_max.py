@@ -54,10 +54,6 @@ def _data(op: str, name: str, data, table: dict, version: int, opset: int) -> ja
     return data
 
 
-def _flag(op: str, name: str, value) -> bool:
-    return validation.static_bool(op, name, value)
-
-
 def arg_max(data: Data, *, axis: Int = 0, keepdims: Flag = 1, select_last_index: Flag = 0,
             opset: Int = 13) -> jax.Array:
     """ONNX ``ArgMax``, since-versions 1, 11, 12 and 13, selected by `opset`.
@@ -101,8 +97,8 @@ def arg_max(data: Data, *, axis: Int = 0, keepdims: Flag = 1, select_last_index:
     Array(2, dtype=int32)
     """
     opset_, version = _version(_ARG_MAX, opset, ARG_MAX_DTYPES)
-    keep = _flag(_ARG_MAX, "keepdims", keepdims)
-    last = _flag(_ARG_MAX, "select_last_index", select_last_index)
+    keep = validation.static_bool(_ARG_MAX, "keepdims", keepdims)
+    last = validation.static_bool(_ARG_MAX, "select_last_index", select_last_index)
     if last and version < 12:
         raise ValueError(f"{_ARG_MAX}: `select_last_index` exists from opset 12, got opset "
                          f"{opset_} (ArgMax-{version})")
@@ -186,8 +182,8 @@ def top_k(X: Data, K: Int, *, axis: Int = -1, largest: Flag = 1, sorted: Flag = 
     (Array([-0.,  0.,  1.], dtype=float32), Array([2, 3, 0], dtype=int32))
     """
     opset_, version = _version(_TOP_K, opset, TOP_K_DTYPES)
-    large = _flag(_TOP_K, "largest", largest)
-    sort = _flag(_TOP_K, "sorted", sorted)
+    large = validation.static_bool(_TOP_K, "largest", largest)
+    sort = validation.static_bool(_TOP_K, "sorted", sorted)
     if version < 11:
         given = [name for name, value in (("largest", large), ("sorted", sort)) if not value]
         if given:

@@ -12,8 +12,6 @@ from jaxmax._src import pool_geometry, shapes, sizes, validation
 from jaxmax._src.lowering import pool
 from jaxmax._src.types import Data, Int, Ints, OVAutoPad
 
-_MAX_POOL = "MaxPool-1"
-
 _AUTO_PADS = ("explicit", "valid", "same_upper", "same_lower")
 _ROUNDING = ("floor", "ceil", "ceil_torch")
 
