@@ -1,5 +1,5 @@
-"""What the ONNX ReduceMax test files share (tests/test_onnx_reduce_max.py and
-tests/test_onnx_reduce_max_runtimes.py): the per-opset dtype table and the data generator.
+"""What the ONNX ReduceMax test files share (tests/test_reduce_max_onnx.py and
+tests/test_reduce_max_onnx_runtimes.py): the per-opset dtype table and the data generator.
 
 Imported only after ``pytest.importorskip("onnx")``.
 """

@@ -79,7 +79,7 @@ def openvino_reduce_max(x, axes, keep_dims=False, *, floor=None, empty_axes_iden
 
 def openvino_reduce_max_wide(x, axes) -> np.ndarray:
     """ReduceMax-1 of float data over non-empty `axes` by NumPy's vectorised max of the float64
-    widening, NaN masked: for inputs too large for the loop oracle (test_reduce_oracles checks
+    widening, NaN masked: for inputs too large for the loop oracle (test_reduce_max_oracles checks
     the two agree)."""
     x = np.asarray(x)
     wide = x.astype(np.float64)

@@ -16,7 +16,7 @@ Runtime deviations from the contract, each excluded explicitly where it is compa
   with a mistyped attribute): not compared there; from opset 10 it computes through float32
   casts, so NaN payloads come back canonical: float16 NaN values are compared as NaN, not bits.
 * onnx.reference TopK on bfloat16 orders NaN between numbers (ml_dtypes' lexsort): bfloat16 rows
-  holding a NaN are left to the NumPy oracle (tests/test_arg_max_top_k.py).
+  holding a NaN are left to the NumPy oracle (tests/test_arg_max_top_k_values.py).
 * ``Node.evaluate`` (TopK): NaN order is undefined (its comparator is not a strict weak order
   with NaN): rows holding a NaN are excluded; ``sort="none"`` returns an order of its own:
   compared as a set. It has no kernel for some types (``Unsupported``): skipped per type.
@@ -41,7 +41,7 @@ import numpy as np
 import pytest
 from arg_max_oracle import top_k as oracle_top_k
 from helpers import is_float, x64_for
-from test_arg_max_top_k import assert_bits, draw
+from test_arg_max_top_k_values import assert_bits, draw
 
 from jaxmax import onnx as jonnx
 from jaxmax import openvino as jov

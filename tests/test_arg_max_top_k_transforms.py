@@ -21,12 +21,12 @@ from helpers import special_floats, unique_values
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 from jax.test_util import check_grads
-from test_arg_max_top_k import assert_bits, draw
+from test_arg_max_top_k_values import assert_bits, draw
 from transform_helpers import loop, retrace_check
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
-from jaxmax._src.lowering import top_k as lowering
+from jaxmax._src.lowering import arg_max as lowering
 
 
 @pytest.fixture(autouse=True)
@@ -282,8 +282,17 @@ def test_sharded_plain_float_paths(name, axis_type):
     _check_sharded(name, P(None, "a", "b"), mesh, x, axis_type)
 
 
-def test_lowering_fold_limit_is_exercised():
-    assert lowering.FOLD_LIMIT >= 16  # the (8, 16, 8) arg max above takes the fold
+def test_sharded_arg_max_takes_the_fold(monkeypatch):
+    """The (8, 16, 8) arg max over axis 1 above is the fused fold (`_fold_arg_max`): traced
+    afresh (the jitted function unwrapped), the fold runs, and the answer is the oracle's."""
+    calls = []
+    fold = lowering._fold_arg_max
+    monkeypatch.setattr(lowering, "_fold_arg_max", lambda *a: calls.append(a) or fold(*a))
+    x = sharded_data()
+    got = lowering._arg_max_jit.__wrapped__(jnp.asarray(x), axis=1, keepdims=True, last=False,
+                                            nan_order="first", index_dtype=np.dtype(np.int32))
+    assert len(calls) == 1
+    assert_bits(got, onnx_arg_max(x, 1, True).astype(np.int32))
 
 
 @pytest.mark.parametrize("length", [68, 64])

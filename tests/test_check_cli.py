@@ -84,14 +84,21 @@ def cnn(tmp_path_factory):
     return onnx_path, xml_path
 
 
-def test_cnn_onnx_every_max_family_node_exact(cnn):
-    status, out, err = check(cnn[0])
+def _check_exact(path, counts, types):
+    """`check` on `path`: exit 0, and the closing line's (exact, total, not covered) counts and
+    the types it lists as not covered; returns the printed table."""
+    status, out, err = check(path)
     assert status == 0, out + err
-    exact, total, not_covered, types = closing(out)
+    exact, total, not_covered, found = closing(out)
+    assert (exact, total, not_covered) == counts, out
+    assert found == types, out
+    return out
+
+
+def test_cnn_onnx_every_max_family_node_exact(cnn):
     # MaxPool x4 (ceil with indices; torch's indices trick, a 1x1 MaxPool with indices; the
     # dilated pool; the adaptive pool exported as a MaxPool), Max, ReduceMax, TopK, ArgMax
-    assert (exact, total, not_covered) == (8, 8, 5), out
-    assert types == "Conv x2, Flatten, Slice, Sub", out
+    out = _check_exact(cnn[0], (8, 8, 5), "Conv x2, Flatten, Slice, Sub")
     for op in ("MaxPool-12", "Max-13", "ReduceMax-13"):
         assert re.search(rf"^\S+\s+{op}\s+onnx\.", out, re.M), out
     assert "ceil_mode=1" in out and "dilations=[2, 2]" in out and "return_indices=True" in out
@@ -101,12 +108,8 @@ def test_cnn_onnx_every_max_family_node_exact(cnn):
 
 
 def test_cnn_openvino_every_max_family_node_exact(cnn):
-    status, out, err = check(cnn[1])
-    assert status == 0, out + err
-    exact, total, not_covered, types = closing(out)
     # MaxPool-14 x2, Maximum-1, ReduceMax-1, TopK-11 x2 (topk and argmax), AdaptiveMaxPool-8
-    assert (exact, total, not_covered) == (7, 7, 7), out
-    assert types == "Add x2, Convolution x2, Reshape x2, Squeeze", out
+    out = _check_exact(cnn[1], (7, 7, 7), "Add x2, Convolution x2, Reshape x2, Squeeze")
     assert re.search(r"AdaptiveMaxPool-8\s+ov\.adaptive_max_pool\(data, \[3, 7\]", out), out
     assert len(re.findall(r"TopK-11\s+ov\.top_k\(data, ", out)) == 2, out
     assert "rounding_type='ceil_torch'" in out and "dilations=[2, 2]" in out

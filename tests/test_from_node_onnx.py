@@ -1,18 +1,7 @@
-"""``jaxmax.onnx.from_node`` on every ONNX backend node case of every operator jaxmax has.
-
-The cases are regenerated from the installed ``onnx.backend.test`` definitions (as in
-test_onnx_node_cases.py): each case's graph is one node, its model's opset is the version, its
-initializers (none today) are the constants, and the callable from ``from_node`` must reproduce
-every expected output exactly, dtype included (under ``jax_enable_x64``, as ONNX is 64-bit).
-Nothing is hand-translated: the attributes come from the node and the schema's defaults.
-
-Known, documented deviation (docs/semantics.md §7.2): ``test_maxunpool_export_with_output_shape``
-expects the reference's top-left copy of the inferred block, jaxmax follows onnxruntime and
-torch (``I`` indexes the given shape); that one case is compared against onnxruntime instead.
-
-Then: jit, vmap over a leading batch of the runtime inputs, and grad on the same nodes; the
-errors for an operator jaxmax lacks, a non-constant shape-deciding input, an unknown attribute.
-"""
+"""``jaxmax.onnx.from_node``: constants, jit, vmap over a leading batch of the runtime inputs
+and grad on one node per operator; the errors for an operator jaxmax lacks, a non-constant
+shape-deciding input, an unknown attribute. Every ONNX backend node case runs through
+``from_node`` in tests/test_onnx_node_cases.py."""
 
 from __future__ import annotations
 
@@ -24,73 +13,9 @@ import pytest
 onnx = pytest.importorskip("onnx")
 node_cases = pytest.importorskip("onnx.backend.test.case.node")
 
-from onnx import helper, numpy_helper  # noqa: E402 (after the importorskips)
+from onnx import helper  # noqa: E402 (after the importorskips)
 
 from jaxmax import onnx as jonnx  # noqa: E402
-from jaxmax._src.onnx.node import VERSIONS  # noqa: E402
-
-OPS = tuple(VERSIONS)
-#: the case whose expected output is the reference's documented bug (docs/semantics.md §7.2)
-ORT_INSTEAD = {"test_maxunpool_export_with_output_shape"}
-
-
-def _cases():
-    # collect_testcases imports the case modules once and caches; collect everything, keep ours
-    return {case.name: case for case in node_cases.collect_testcases(None)
-            if len(case.model.graph.node) == 1
-            and case.model.graph.node[0].op_type in OPS and case.data_sets}
-
-
-CASES = _cases()
-
-
-def _op(name):
-    return CASES[name].model.graph.node[0].op_type
-
-
-#: the inputs that decide the output shape: the node cases feed them as graph inputs, a model
-#: would hold them as initializers; either way from_node needs their values
-SHAPE_INPUTS = {("ReduceMax", 1), ("TopK", 1), ("MaxUnpool", 2)}
-
-
-def _bind(case, inputs):
-    model = case.model
-    node = model.graph.node[0]
-    opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
-    constants = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}
-    graph_inputs = [i.name for i in model.graph.input]
-    for k, tensor in enumerate(node.input):
-        if (node.op_type, k) in SHAPE_INPUTS and tensor in graph_inputs:
-            constants[tensor] = inputs[graph_inputs.index(tensor)]
-    return jonnx.from_node(node, opset=opset, constants=constants), node
-
-
-def test_every_operator_has_node_cases():
-    ops = {_op(name) for name in CASES}
-    assert ops == set(OPS), sorted(set(OPS) - ops)
-    assert len(CASES) == 71, len(CASES)
-
-
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_node_case(name):
-    case = CASES[name]
-    (inputs, outputs), = case.data_sets[:1]
-    with jax.enable_x64(True):
-        f, node = _bind(case, inputs)
-        by_name = dict(zip([i.name for i in case.model.graph.input], inputs, strict=True))
-        runtime = [by_name[name] for name in f.input_names]
-        assert len(runtime) == len(f.input_names)
-        got = f(*runtime)
-        if name in ORT_INSTEAD:
-            ort = pytest.importorskip("onnxruntime")
-            session = ort.InferenceSession(case.model.SerializeToString(),
-                                           providers=["CPUExecutionProvider"])
-            outputs = session.run(None, dict(zip([i.name for i in case.model.graph.input],
-                                                 inputs, strict=True)))
-        assert len(got) == len(outputs)
-        for actual, expected in zip(got, outputs, strict=True):
-            np.testing.assert_array_equal(np.asarray(actual), expected, err_msg=name,
-                                          strict=True)
 
 
 def test_constants_by_input_name_and_by_tensor_name():

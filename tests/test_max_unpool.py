@@ -166,51 +166,6 @@ def test_dense_form_is_taken_for_maxpool_indices():
 
 
 # --------------------------------------------------------------------------------------------
-# The ONNX node cases, regenerated from the onnx wheel's generators
-# --------------------------------------------------------------------------------------------
-
-def _node_cases():
-    node_cases = pytest.importorskip("onnx.backend.test.case.node")
-    return {case.name: case for case in node_cases.collect_testcases(None)
-            if case.model.graph.node[0].op_type == "MaxUnpool" and case.data_sets}
-
-
-def _attributes(node):
-    import onnx as onnx_pkg
-
-    return {a.name: onnx_pkg.helper.get_attribute_value(a) for a in node.attribute}
-
-
-def test_node_cases():
-    cases = _node_cases()
-    assert sorted(cases) == ["test_maxunpool_export_with_output_shape",
-                             "test_maxunpool_export_without_output_shape"]
-    for name, case in cases.items():
-        node = case.model.graph.node[0]
-        opset = case.model.opset_import[0].version
-        (inputs, outputs), = case.data_sets[:1]
-        got = onnx.max_unpool(*inputs, opset=opset, **_attributes(node))
-        if name == "test_maxunpool_export_without_output_shape":
-            assert_exact(got, outputs[0], name)
-            continue
-        # with output_shape (1, 1, 5, 5): the case expects onnx.reference's placement, the
-        # inferred 4x4 result copied into the top-left corner (I read in the 4x4 shape). The
-        # indices 5, 7, 13, 15 name elements of the *given* 5x5 shape in onnxruntime and
-        # PyTorch (onnx#2398; onnxruntime excludes this case as invalid), which jaxmax follows.
-        x, i, shape = inputs
-        want = np.zeros((1, 1, 5, 5), np.float32)
-        want.reshape(-1)[i.reshape(-1)] = x.reshape(-1)
-        assert_exact(got, want, name)
-        assert not np.array_equal(np.asarray(got), outputs[0])  # the documented deviation
-        torch = pytest.importorskip("torch")
-        ref = torch.nn.functional.max_unpool2d(torch.from_numpy(x), torch.from_numpy(i), 2, 2,
-                                               output_size=[5, 5])
-        assert_exact(got, ref.numpy(), name + " vs torch")
-        ort = _ort_unpool(x, i, [2, 2], [2, 2], [0, 0, 0, 0], shape, 22)
-        assert_exact(got, ort, name + " vs onnxruntime")
-
-
-# --------------------------------------------------------------------------------------------
 # onnxruntime and PyTorch, fed by real MaxPool indices
 # --------------------------------------------------------------------------------------------
 

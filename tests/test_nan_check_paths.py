@@ -6,8 +6,8 @@ input on this eight-device test session, or an array laid over several devices).
 operator runs both ways on NaN-laden data (and on NaN-free data with +-inf, where the sum can
 flag a false NaN) against NumPy oracles written here. ReduceMax applies its rule in one read on
 one device and checks the data on several, because XLA's CPU ``reduce_max`` drops NaN on larger
-inputs: one test uses inputs of that size, folded and not. tests/test_cpu_lowerings.py covers
-the one-device ReduceMax lowering branch by branch.
+inputs: one test uses inputs of that size, folded and not.
+tests/test_reduce_max_cpu_lowerings.py covers the one-device ReduceMax lowering branch by branch.
 """
 
 from __future__ import annotations

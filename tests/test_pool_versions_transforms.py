@@ -1,9 +1,9 @@
 """MaxPool-8/-14, ONNX MaxPool and GlobalMaxPool under jit, vmap, grad and sharding.
 
 * jit equals eager; vmap equals a Python loop;
-* the gradient of the values is the cotangent scattered to the returned indices (the indices
-  are checked against the runtimes in the conformance tests), for dilated, ceil_torch and 3-D
-  pools, where JAX's own ``reduce_window`` has no derivative;
+* the gradient of the values is the cotangent scattered to the indices of the NumPy oracle
+  (tests/pool_oracle.py), for dilated, ceil_torch and 3-D pools, where JAX's own
+  ``reduce_window`` has no derivative;
 * ``check_grads`` passes on inputs with distinct values;
 * Explicit and Auto meshes on 8 CPU devices give the unsharded answer.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pool_oracle
 import pytest
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -62,10 +63,25 @@ def _onnx(case):
     return lambda x: onnx.max_pool(x, return_indices=True, **attrs)
 
 
-def _ov_full_indices(case, x):
-    """MaxPool indices counted over the whole tensor (axis 0), for the scatter."""
-    attrs = {k: v for k, v in case.items() if k not in ("shape", "axis")}
-    return np.asarray(ov.max_pool(x, axis=0, index_element_type="i32", **attrs)[1])
+def _ov_oracle_indices(case, x):
+    """The oracle's MaxPool indices counted over the whole tensor (axis 0), for the scatter."""
+    n_sp = x.ndim - 2
+
+    def per_axis(name, default):
+        return pool_oracle._per_axis(case.get(name), n_sp, default)
+
+    pads = list(zip(per_axis("pads_begin", 0), per_axis("pads_end", 0), strict=True))
+    return pool_oracle.openvino(x, per_axis("kernel", 1), per_axis("strides", 1), pads,
+                                per_axis("dilations", 1), case.get("rounding_type", "floor"),
+                                case.get("auto_pad", "explicit"), axis=0)[1]
+
+
+def _onnx_oracle_indices(case, x):
+    """The oracle's row-major flat ONNX MaxPool indices, for the scatter."""
+    n_sp = x.ndim - 2
+    return pool_oracle.onnx(x, case["kernel_shape"], case.get("strides", [1] * n_sp),
+                            case.get("pads", [0] * 2 * n_sp), case.get("dilations"),
+                            case.get("ceil_mode", 0), case.get("auto_pad", "NOTSET"))[1]
 
 
 def _scatter(x, indices, ct):
@@ -106,17 +122,14 @@ def _check_grads_in_float64(fn, x):
 def test_openvino_jit_vmap_and_gradient_at_the_indices(name):
     case = OV_CASES[name]
     _check_transforms(_ov(case), _distinct(case["shape"], 1), _distinct(case["shape"], 2),
-                      lambda x: _ov_full_indices(case, x))
+                      lambda x: _ov_oracle_indices(case, x))
 
 
 @pytest.mark.parametrize("name", sorted(ONNX_CASES))
 def test_onnx_jit_vmap_and_gradient_at_the_indices(name):
     case = ONNX_CASES[name]
-    # the scatter needs row-major flat indices
-    row_major = {k: v for k, v in case.items() if k not in ("shape", "storage_order")}
     _check_transforms(_onnx(case), _distinct(case["shape"], 4), _distinct(case["shape"], 5),
-                      lambda x: np.asarray(onnx.max_pool(x, return_indices=True,
-                                                         **row_major)[1]))
+                      lambda x: _onnx_oracle_indices(case, x))
 
 
 def test_onnx_gradient_routes_to_the_first_nan_and_the_first_minus_inf():

@@ -144,11 +144,6 @@ def numeric_data(op: str, data, name: str = "data") -> jax.Array:
     return data
 
 
-def static_array(op: str, name: str, value, how: str) -> np.ndarray:
-    """A static argument as a NumPy array; a traced value raises a `TypeError` that says `how`."""
-    return _numpy(op, name, value, how)
-
-
 def _static_how(name: str) -> str:
     return (f"pass it as a Python value, or mark it static with "
             f"jax.jit(..., static_argnames=('{name}',))")
@@ -162,7 +157,7 @@ def static_int_array(op: str, name: str, value, *, max_ndim: int = 1,
     """
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{op}: `{name}` must be integer, got a bool")
-    arr = static_array(op, name, value, _static_how(name) if how is None else how)
+    arr = _numpy(op, name, value, _static_how(name) if how is None else how)
     if arr.size == 0 and arr.dtype == np.float64 and not isinstance(value, np.ndarray):
         arr = arr.astype(np.int64)  # an empty Python list or tuple
     if arr.dtype == object and all(type(a) is int for a in arr.flat):
@@ -185,7 +180,7 @@ def static_bool(op: str, name: str, value) -> bool:
     """A flag given as bool or 0/1."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
-    arr = static_array(op, name, value, _static_how(name))
+    arr = _numpy(op, name, value, _static_how(name))
     if arr.ndim != 0 or not (arr.dtype == np.bool_ or jnp.issubdtype(arr.dtype, jnp.integer)):
         raise TypeError(f"{op}: `{name}` must be a bool or 0/1, got {_short(value)}")
     if arr.dtype == np.bool_:

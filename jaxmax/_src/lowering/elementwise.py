@@ -1,6 +1,6 @@
 """Elementwise maxima of arrays that already agree in dtype and broadcast (spec-agnostic).
 
-Two rules, one per face:
+Two rules:
 
 * `ieee_maximum`: the IEEE-754 ``maximum`` of every input, folded left to right (``lax.max``,
   what ``jnp.maximum`` emits): NaN propagates and ``max(-0.0, +0.0)`` is ``+0.0`` in either

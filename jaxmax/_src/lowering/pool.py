@@ -72,7 +72,7 @@ def _max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
 
     return rules.by_platform(
         x, cpu=phase_sliced,
-        default=lambda v: rules.openvino_max(reduce_window, v, check_data=cross_device))
+        default=lambda v: rules.max_skipping_nan(reduce_window, v, check_data=cross_device))
 
 
 @partial(jax.jit, static_argnames=("window", "strides", "padding", "dilation", "index_dtype",

@@ -1,4 +1,5 @@
-"""ReduceMax (and ReduceLogicalOr) lowering, both NaN rules: one jitted function.
+"""ReduceMax (and ReduceLogicalOr) lowering, both values rules (``nan="propagate" | "skip"``,
+:mod:`jaxmax._src.lowering.rules`): one jitted function.
 
 Every public function takes canonical static arguments (tuples of Python ints, bools, strings)
 that the adapters have validated, adds what the lowering decides itself (whether partial results
@@ -14,9 +15,10 @@ Elsewhere the plain max runs first with the ``-inf`` identity (so ``lax`` keeps 
 primitives). Finding NaN: XLA's CPU ``reduce_max`` drops NaN on all but small inputs (jax 0.10
 hands such reductions to YNNPACK, ``__ynn_fusion`` in the compiled HLO; docs/semantics.md §9.3),
 and so does the cross-device max that combines partial results when a reduced axis is sharded.
-So the OpenVINO rule checks the data's sum too (addition propagates NaN in every order, so this
-check is exact; an ``inf + -inf`` can flag NaN-free data, which only sends it down the exact
-masked path), and the ONNX rule finds NaN slices by a sum of squares (``reduce_cpu.propagating``).
+So the rule ``nan="skip"`` checks the data's sum too (addition propagates NaN in every order, so
+this check is exact; an ``inf + -inf`` can flag NaN-free data, which only sends it down the exact
+masked path), and ``nan="propagate"`` finds NaN slices by a sum of squares
+(``reduce_cpu.propagating``).
 """
 
 from __future__ import annotations
@@ -30,38 +32,39 @@ from jaxmax._src import dtypes, explicit_axes
 from jaxmax._src.lowering import reduce_cpu, rules
 
 
-def _max_with_rule(x: jax.Array, axes: tuple[int, ...], skip_nan: bool, fold: bool) -> jax.Array:
-    """``max`` over `axes` with the OpenVINO (`skip_nan`) or ONNX NaN rule, float data, from the
-    plain reduction (the multi-device and non-CPU lowering).
+def _max_with_rule(x: jax.Array, axes: tuple[int, ...], nan: str, fold: bool) -> jax.Array:
+    """``max`` over `axes` with the values rule `nan`, float data, from the plain reduction (the
+    multi-device and non-CPU lowering).
 
-    ONNX: the plain max is exact on NaN-free slices, and the slices holding a NaN are found by a
-    sum of squares, exact across devices too (``reduce_cpu.propagating``). OpenVINO: XLA's
-    ``reduce_max`` and a cross-device max may drop NaN, so the NaN check reads the data (a fold
-    of elementwise maxima alone would show every NaN in its result).
+    ``"propagate"``: the plain max is exact on NaN-free slices, and the slices holding a NaN are
+    found by a sum of squares, exact across devices too (``reduce_cpu.propagating``).
+    ``"skip"``: XLA's ``reduce_max`` and a cross-device max may drop NaN, so the NaN check reads
+    the data (a fold of elementwise maxima alone would show every NaN in its result).
     """
     def reducer(v):
         return reduce_cpu.fold_max(v, axes) if fold else lax.reduce_max(v, axes)
 
-    if skip_nan:
-        return rules.openvino_max(reducer, x, check_data=True)
+    if nan == "skip":
+        return rules.max_skipping_nan(reducer, x, check_data=True)
     return reduce_cpu.propagating(x, axes, reducer)
 
 
-def _cpu_max(x: jax.Array, axes: tuple[int, ...], skip_nan: bool) -> jax.Array:
-    """``max`` over `axes` with the OpenVINO (`skip_nan`) or ONNX NaN rule, as fast on data with
-    NaN as without (:mod:`jaxmax._src.lowering.reduce_cpu`): the one-device CPU lowering."""
-    out = reduce_cpu.max_over(x, axes, propagate=not skip_nan)
-    return rules.at_least_lowest(out) if skip_nan else out
+def _cpu_max(x: jax.Array, axes: tuple[int, ...], nan: str) -> jax.Array:
+    """``max`` over `axes` with the values rule `nan`, as fast on data with NaN as without
+    (:mod:`jaxmax._src.lowering.reduce_cpu`): the one-device CPU lowering."""
+    out = reduce_cpu.max_over(x, axes, nan)
+    return rules.at_least_lowest(out) if nan == "skip" else out
 
 
-def reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool,
-               skip_nan: bool) -> jax.Array:
-    """Max over `axes` (normalised, unique); logical or for bool data (see `_reduce_max_jit`)."""
-    return _reduce_max_jit(x, axes, keepdims, skip_nan, rules.cross_device_possible(x))
+def reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, nan: str) -> jax.Array:
+    """Max over `axes` (normalised, unique) with the values rule `nan` (``"propagate"`` or
+    ``"skip"``); logical or for bool data (see `_reduce_max_jit`)."""
+    return _reduce_max_jit(x, axes, keepdims, rules.check_nan_rule(nan),
+                           rules.cross_device_possible(x))
 
 
-@partial(jax.jit, static_argnames=("axes", "keepdims", "skip_nan", "cross_device"), inline=True)
-def _reduce_max_jit(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_nan: bool,
+@partial(jax.jit, static_argnames=("axes", "keepdims", "nan", "cross_device"), inline=True)
+def _reduce_max_jit(x: jax.Array, axes: tuple[int, ...], keepdims: bool, nan: str,
                     cross_device: bool) -> jax.Array:
     """Max over `axes` (normalised, unique); logical or for bool data.
 
@@ -71,28 +74,28 @@ def _reduce_max_jit(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_na
     are the plain max for them.
     """
     def compute(x):
-        return _reduce_max(x, axes, keepdims, skip_nan, cross_device)
+        return _reduce_max(x, axes, keepdims, nan, cross_device)
 
     return explicit_axes.run(
         compute, (x,), lambda _: explicit_axes.reduced(explicit_axes.spec_of(x), axes, keepdims))
 
 
-def _reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, skip_nan: bool,
+def _reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, nan: str,
                 cross_device: bool) -> jax.Array:
     if dtypes.is_bool(x.dtype):
         out = lax.reduce_or(x, axes)
     elif not dtypes.is_floating(x.dtype):
-        out = rules.by_platform(x, cpu=lambda v: reduce_cpu.max_over(v, axes, propagate=False),
+        out = rules.by_platform(x, cpu=lambda v: reduce_cpu.max_over(v, axes, nan),
                            default=lambda v: lax.reduce_max(v, axes))
     else:
         def cpu(v):
-            if cross_device or not reduce_cpu.one_pass(v.dtype, v.shape, axes, not skip_nan):
+            if cross_device or not reduce_cpu.one_pass(v.dtype, v.shape, axes, nan):
                 # Partial results may meet in a cross-device max, which drops NaN: the plain
                 # reduction (never cut into blocks, which would gather a sharded axis) and a
                 # check of the data.
-                return _max_with_rule(v, axes, skip_nan, reduce_cpu.folds_rows(v.shape, axes))
-            return _cpu_max(v, axes, skip_nan)
+                return _max_with_rule(v, axes, nan, reduce_cpu.folds_rows(v.shape, axes))
+            return _cpu_max(v, axes, nan)
 
         out = rules.by_platform(x, cpu=cpu,
-                           default=lambda v: _max_with_rule(v, axes, skip_nan, fold=False))
+                           default=lambda v: _max_with_rule(v, axes, nan, fold=False))
     return lax.expand_dims(out, axes) if keepdims else out

@@ -19,9 +19,9 @@ order-dependent way, though it is exact on a slice without NaN. Hence:
 
 :func:`max_over` is the one-device CPU lowering with either rule, per output element:
 
-* ``propagate=False`` (OpenVINO): the max of the non-NaN elements, ``-inf`` when there are none
-  (the caller raises that to lowest(T));
-* ``propagate=True`` (ONNX): NaN when the slice holds a NaN, else its max.
+* ``nan="skip"``: the max of the non-NaN elements, ``-inf`` when there are none (the caller
+  raises that to lowest(T));
+* ``nan="propagate"``: NaN when the slice holds a NaN, else its max.
 
 Its derivative is that of ``lax.reduce_max`` at the NaN-masked input (tied maxima share the
 tangent evenly), computed from the result instead of a second reduction; a NaN output passes
@@ -40,6 +40,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes
+from jaxmax._src.lowering import order
 
 # Below this many kept elements per row XLA's own reduction of leading axes is as fast as a fold.
 _FOLD_MIN_ROW = 32768
@@ -68,8 +69,9 @@ def where_nan(x: jax.Array, axes: tuple[int, ...], out: jax.Array) -> jax.Array:
 @partial(jax.custom_jvp, nondiff_argnums=(1, 2))
 def propagating(x: jax.Array, axes: tuple[int, ...],
                 reducer: Callable[[jax.Array], jax.Array]) -> jax.Array:
-    """The ONNX rule from `reducer` (a max over `axes` that is exact on NaN-free slices, whatever
-    it does with NaN), with the derivative of ``lax.reduce_max`` at the NaN-masked input."""
+    """The rule ``nan="propagate"`` from `reducer` (a max over `axes` that is exact on NaN-free
+    slices, whatever it does with NaN), with the derivative of ``lax.reduce_max`` at the
+    NaN-masked input."""
     return where_nan(x, axes, reducer(x))
 
 
@@ -80,43 +82,45 @@ def _propagating_jvp(axes, reducer, primals, tangents):
     return out, _shared_tangent(x, axes, out, t)
 
 
-def one_pass(dtype, shape: tuple[int, ...], axes: tuple[int, ...], propagate: bool) -> bool:
+def one_pass(dtype, shape: tuple[int, ...], axes: tuple[int, ...], nan: str) -> bool:
     """Whether :func:`max_over` is fast for this reduction. Not for bfloat16 with NaN skipped
     off the fold: every elementwise bfloat16 operation (the mask, even a bitcast to int16 and
     back in a block) runs far slower than the read on CPU, while its plain max is fast."""
-    return propagate or np.dtype(dtype) != jnp.bfloat16 or folds_rows(shape, axes)
+    return nan == "propagate" or np.dtype(dtype) != jnp.bfloat16 or folds_rows(shape, axes)
 
 
-def max_over(x: jax.Array, axes: tuple[int, ...], propagate: bool) -> jax.Array:
-    """``max`` of `x` over `axes` (normalised, unique, non-empty) with the NaN rule `propagate`,
+def max_over(x: jax.Array, axes: tuple[int, ...], nan: str) -> jax.Array:
+    """``max`` of `x` over `axes` (normalised, unique, non-empty) with the NaN rule `nan`,
     lowered for one CPU device. Integers have no NaN: they fold or take ``lax.reduce_max``."""
     if not dtypes.is_floating(x.dtype):
-        return _fold(x, axes, propagate) if folds_rows(x.shape, axes) else lax.reduce_max(x, axes)
-    return _float_max(x, axes, propagate)
+        return _fold(x, axes, nan) if folds_rows(x.shape, axes) else lax.reduce_max(x, axes)
+    return _float_max(x, axes, nan)
 
 
 def fold_max(x: jax.Array, axes: tuple[int, ...]) -> jax.Array:
     """The fold with NaN propagating (it must apply: `folds_rows`), with ``lax.reduce_max``'s
     derivative; for the lowerings that find NaN themselves."""
-    return _float_max(x, axes, True) if dtypes.is_floating(x.dtype) else _fold(x, axes, True)
+    if dtypes.is_floating(x.dtype):
+        return _float_max(x, axes, "propagate")
+    return _fold(x, axes, "propagate")
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(1, 2))
-def _float_max(x: jax.Array, axes: tuple[int, ...], propagate: bool) -> jax.Array:
+def _float_max(x: jax.Array, axes: tuple[int, ...], nan: str) -> jax.Array:
     if folds_rows(x.shape, axes):
-        return _fold(x, axes, propagate)
-    if not propagate:
+        return _fold(x, axes, nan)
+    if nan == "skip":
         return _blocks(x, axes)
     if x.dtype == jnp.float16:  # float16 sums are slow on CPU: map NaN in blocks
-        nan = np.array(np.nan, x.dtype)
-        return jnp.where(_blocks(x, axes, _nan_map_max) > 0, nan, lax.reduce_max(x, axes))
+        return jnp.where(_blocks(x, axes, _nan_map_max) > 0, np.array(np.nan, x.dtype),
+                         lax.reduce_max(x, axes))
     return where_nan(x, axes, lax.reduce_max(x, axes))
 
 
 @_float_max.defjvp
-def _float_max_jvp(axes, propagate, primals, tangents):
+def _float_max_jvp(axes, nan, primals, tangents):
     (x,), (t,) = primals, tangents
-    out = _float_max(x, axes, propagate)
+    out = _float_max(x, axes, nan)
     return out, _shared_tangent(x, axes, out, t)
 
 
@@ -183,37 +187,34 @@ def _blocks(v: jax.Array, axes: tuple[int, ...], block_max: _BlockMax = _masked_
     return lax.concatenate([out, block_max(rest, axes)], 0) if rest.shape[0] else out
 
 
-def _fold(x: jax.Array, axes: tuple[int, ...], propagate: bool) -> jax.Array:
+def _fold(x: jax.Array, axes: tuple[int, ...], nan: str) -> jax.Array:
     """``max`` over the leading `axes` by elementwise maxima of the rows, with the NaN rule."""
     y = x.reshape((-1,) + x.shape[len(axes):])
     if y.dtype == jnp.bfloat16:
         # bfloat16 elementwise maxima are slow on CPU, a halving tree over int16 order keys is
         # not (benchmarks/RESULTS.md, "ReduceMax").
-        return _bfloat16_from_key(_halving_max(_bfloat16_order_key(y, propagate)))
+        return _bfloat16_halving_max(y, nan)
     acc_dtype = jnp.float32 if y.dtype == jnp.float16 else y.dtype  # exact widening
 
     def row(i):
-        r = y[i] if propagate or not dtypes.is_floating(y.dtype) else mask_nan(y[i])
+        r = y[i] if nan == "propagate" or not dtypes.is_floating(y.dtype) else mask_nan(y[i])
         return r.astype(acc_dtype)
 
     return lax.fori_loop(1, y.shape[0], lambda i, acc: lax.max(acc, row(i)),
                          row(0)).astype(y.dtype)
 
 
-_BF16_MINUS_INF_KEY = np.int16((0xFF80 ^ 0x7FFF) - 0x10000)  # the key of -inf (bits 0xFF80)
+_BF16_INF_KEY = np.int16(0x7F80)  # the monotone key of bfloat16 +inf; -inf's is its complement
 
 
-def _bfloat16_order_key(y: jax.Array, propagate: bool) -> jax.Array:
-    """int16 keys whose order is the float order of bfloat16 `y`; every NaN maps to the top
-    (`propagate`) or to the key of ``-inf``, the identity (NaN skipped)."""
-    bits = lax.bitcast_convert_type(y, jnp.int16)
-    key = bits ^ ((bits >> 15) & 0x7FFF)  # flip the magnitude of negatives
-    nan_key = np.int16(0x7FFF) if propagate else _BF16_MINUS_INF_KEY
-    return jnp.where((bits & 0x7FFF) > 0x7F80, nan_key, key)
-
-
-def _bfloat16_from_key(key: jax.Array) -> jax.Array:
-    return lax.bitcast_convert_type(key ^ ((key >> 15) & 0x7FFF), jnp.bfloat16)
+def _bfloat16_halving_max(y: jax.Array, nan: str) -> jax.Array:
+    """``max(y, axis=0)`` of bfloat16 `y` over int16 keys in float order (`order.monotone_bits`),
+    every NaN (a key beyond those of the infinities) at the top (``nan="propagate"``) or at the
+    key of ``-inf``, the identity."""
+    keys = order.monotone_bits(y)
+    nan_key = np.int16(0x7FFF) if nan == "propagate" else ~_BF16_INF_KEY
+    keys = jnp.where((keys > _BF16_INF_KEY) | (keys < ~_BF16_INF_KEY), nan_key, keys)
+    return order.from_monotone_bits(_halving_max(keys), jnp.bfloat16)
 
 
 def _halving_max(y: jax.Array) -> jax.Array:

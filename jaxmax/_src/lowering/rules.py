@@ -1,11 +1,12 @@
 """The two max rules every lowering shares, and the seams the tests use to reach each lowering.
 
-Two max rules exist, chosen by the flag ``skip_nan`` (MaxPool and SegmentMax are OpenVINO's):
+Two max rules exist, chosen by the values rule ``nan`` that the adapters pass
+(docs/semantics.md §3 and §4):
 
-* ``skip_nan=False`` (ONNX): NaN propagates, an empty set gives the identity (``-inf``,
+* ``nan="propagate"``: NaN propagates, an empty set gives the identity (``-inf``,
   ``iinfo.min``, ``False``).
-* ``skip_nan=True`` (OpenVINO): ``max(lowest(T), non-NaN elements)``: NaN counts as ``-inf``
-  (the identity), and the result is then raised to ``lowest(T)``.
+* ``nan="skip"``: ``max(lowest(T), non-NaN elements)``: NaN counts as ``-inf`` (the identity),
+  and the result is then raised to ``lowest(T)``.
 
 The jitted lowerings take one more static argument that they decide themselves: whether partial
 results may be combined across devices (`cross_device_possible`), since XLA's cross-device max
@@ -26,6 +27,16 @@ from jaxmax._src import dtypes
 from jaxmax._src.lowering import reduce_cpu
 
 T = TypeVar("T")
+
+#: The values rules: NaN propagates, or NaN is skipped and the result raised to lowest(T).
+NAN_RULES = ("propagate", "skip")
+
+
+def check_nan_rule(nan: str) -> str:
+    """`nan` if it names a values rule; a ValueError otherwise (an adapter's mistake)."""
+    if nan not in NAN_RULES:
+        raise ValueError(f"nan must be one of {NAN_RULES}, got {nan!r}")
+    return nan
 
 
 def cross_device_possible(*arrays) -> bool:
@@ -120,7 +131,7 @@ def at_least_lowest(x: jax.Array) -> jax.Array:
     return jnp.where(x < low, low, x)
 
 
-def openvino_max(reducer: Callable[..., jax.Array], x: jax.Array, *operands,
-                  check_data: bool) -> jax.Array:
-    """The OpenVINO max rule: ``max(lowest(T), non-NaN elements)`` of each reduced set."""
+def max_skipping_nan(reducer: Callable[..., jax.Array], x: jax.Array, *operands,
+                     check_data: bool) -> jax.Array:
+    """The rule ``nan="skip"``: ``max(lowest(T), non-NaN elements)`` of each reduced set."""
     return at_least_lowest(skipping_nan(reducer, x, operands, check_data))

@@ -167,7 +167,7 @@ def _exact(data: jax.Array, segment_ids: jax.Array, num_segments: int, fill: str
     def reducer(v, ids):
         return jax.ops.segment_max(v, ids, num_segments)
 
-    out = rules.openvino_max(reducer, data, segment_ids, check_data=cross_device)
+    out = rules.max_skipping_nan(reducer, data, segment_ids, check_data=cross_device)
     if fill == "lowest":
         return out
     members = jax.ops.segment_sum(jnp.ones(segment_ids.shape, jnp.int32), segment_ids,

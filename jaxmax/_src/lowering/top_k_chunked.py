@@ -7,7 +7,7 @@ then lower index), so that chunk maximum is itself in the top k, and at most ``k
 are. Chunks compare as their first maximal elements do, by maximal key and then by chunk number
 (chunks are index ranges). So the selection is
 
-1. the integer ordering key (:mod:`jaxmax._src.lowering.order`, the face's NaN rule) and its
+1. the integer ordering key (:mod:`jaxmax._src.lowering.order`, the NaN ordering rule) and its
    maximum per chunk, one fusion reading the data once, along the axis where it lies (no
    transpose of the data);
 2. ``lax.top_k`` of the ``m`` chunk maxima, the ``k`` chunks put back in index order;
@@ -17,7 +17,7 @@ are. Chunks compare as their first maximal elements do, by maximal key and then 
    the derivative every TopK lowering has: the tangent gathered at them.
 
 ``lax.top_k`` runs on float32 keys whose IEEE total order (the one ``lax.top_k`` sorts by; it is
-fast only for float32) is the integer key's order (`_ranked`). Exact on every input, no branch.
+fast only for float32) is the integer key's order (`order.ranked`). Exact on every input, no branch.
 
 It pays only where the two short selections read well under the axis (``m + k * c`` well below
 ``n``), hence `chunk_size`; the figures are in benchmarks/RESULTS.md ("TopK and ArgMax").
@@ -62,36 +62,27 @@ def chunk_size(shape: tuple[int, ...], axis: int, k: int, dtype) -> int:
     return best
 
 
-def select(x: jax.Array, k: int, c: int, *, axis: int, descending: bool, face: str,
+def select(x: jax.Array, k: int, c: int, *, axis: int, descending: bool, nan_order: str,
            by_index: bool) -> jax.Array:
-    """The int32 indices, along `axis`, of the top `k` along `axis` under `face`'s key
+    """The int32 indices, along `axis`, of the top `k` along `axis` under the key of `nan_order`
     (`by_index`: the same elements in index order), in chunks of `c` (``c`` divides the axis;
     ``k`` is at most the number of chunks). The caller gathers the values at them."""
     def key(v):
-        return order.key(v, descending=descending, nan_is_first=order.nan_first(face, descending))
+        return order.key(v, descending=descending, nan_order=nan_order)
 
     n = x.shape[axis]
     pre, post = x.shape[:axis], x.shape[axis + 1:]
     chunked = pre + (n // c, c) + post
     chunk_max = lax.reduce_max(key(x).reshape(chunked), (axis + 1,))
-    chunks = lax.top_k(_ranked(jnp.moveaxis(chunk_max, axis, -1)), k)[1]
+    chunks = lax.top_k(order.ranked(jnp.moveaxis(chunk_max, axis, -1)), k)[1]
     chunks = lax.sort(chunks, dimension=chunks.ndim - 1)  # index order
     at = lax.expand_dims(jnp.moveaxis(chunks, -1, axis), (axis + 1,))
     picked = jnp.take_along_axis(order.bits(x).reshape(chunked), at, axis=axis,
                                  mode="promise_in_bounds")
     picked = jnp.moveaxis(picked.reshape(pre + (k * c,) + post), axis, -1)  # index order
-    pos = lax.top_k(_ranked(key(order.from_bits(picked, x.dtype))), k)[1]
+    pos = lax.top_k(order.ranked(key(order.from_bits(picked, x.dtype))), k)[1]
     if by_index:
         pos = lax.sort(pos, dimension=pos.ndim - 1)
     indices = jnp.take_along_axis(chunks, pos // c, axis=-1) * np.int32(c) + pos % c
     return jnp.moveaxis(indices, -1, axis)
 
-
-def _ranked(keys: jax.Array) -> jax.Array:
-    """An integer key of at most 32 bits as float32 bits whose IEEE total order is the key's
-    order: non-negative keys as they are, negative ones with the magnitude bits flipped."""
-    if keys.dtype == np.uint32:
-        k = lax.bitcast_convert_type(keys ^ np.uint32(1 << 31), np.int32)
-    else:
-        k = keys.astype(np.int32)
-    return lax.bitcast_convert_type(jnp.where(k < 0, k ^ np.int32(0x7FFFFFFF), k), np.float32)

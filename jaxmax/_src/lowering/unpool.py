@@ -54,10 +54,9 @@ def _unpool_jit(x, indices, out_shape, kernel, strides, pads_begin):
             return scatter(x, indices)
         targets = _targets(x.shape, out_shape, kernel, strides, pads_begin, indices.dtype)
         own = jnp.zeros(indices.shape, bool)
-        for target, valid in targets.values():
+        for target, valid in targets:
             own = own | ((indices == target) & valid)
-        dense = partial(_dense, out_shape=out_shape, strides=strides, pads_begin=pads_begin,
-                        targets=targets)
+        dense = partial(_dense, out_shape=out_shape, strides=strides, pads_begin=pads_begin)
         return lax.cond(jnp.all(own), dense, scatter, x, indices)
 
     def out_spec(mesh):
@@ -79,7 +78,7 @@ def _targets(x_shape, out_shape, kernel, strides, pads_begin, dtype):
     for d in range(n_spatial):
         coord = lax.broadcasted_iota(dtype, x_shape, 2 + d) * dtype(strides[d])
         base = base + (coord - dtype(pads_begin[d])) * dtype(out_strides[d])
-    result = {}
+    result = []
     for offset in itertools.product(*(range(k) for k in kernel)):
         valid = np.ones((1, 1) + (1,) * n_spatial, bool)
         shift = 0
@@ -89,11 +88,11 @@ def _targets(x_shape, out_shape, kernel, strides, pads_begin, dtype):
             q = (np.arange(x_shape[2 + d]) * strides[d] - pads_begin[d] + offset[d]).reshape(shape)
             valid = valid & (q >= 0) & (q < out_shape[2 + d])
             shift += offset[d] * out_strides[d]
-        result[offset] = (base + dtype(shift), jnp.asarray(valid))
+        result.append((base + dtype(shift), jnp.asarray(valid)))
     return result
 
 
-def _dense(x, indices, *, out_shape, strides, pads_begin, targets=None):
+def _dense(x, indices, *, out_shape, strides, pads_begin):
     """Each output element from the one window that holds it: ``X`` where `I` names it.
 
     ``X`` and ``I`` are repeated `strides` times along each spatial axis (a broadcast and a
@@ -102,7 +101,6 @@ def _dense(x, indices, *, out_shape, strides, pads_begin, targets=None):
     equals its own flat output index. Once every index is known to lie in its own window, that
     equality holds exactly at the element ``I`` names. The result is cropped or extended to
     the output (elements no window reaches stay ``+0``)."""
-    del targets
     n_spatial = len(strides)
     dtype = np.dtype(indices.dtype).type
     spread_shape = tuple(x.shape[:2]) + tuple(x.shape[2 + d] * strides[d]
@@ -142,7 +140,7 @@ def _scatter(x, indices, *, out_shape):
     winner = jnp.full((size,), -1, pos_dtype).at[at].max(
         jnp.where(valid, positions, pos_dtype(-1)), indices_are_sorted=False,
         unique_indices=False)
-    return _place(x.reshape(-1), winner, at, valid).reshape(out_shape)
+    return _place(x.reshape(-1), winner).reshape(out_shape)
 
 
 def _exact_take(values: jax.Array, at: jax.Array) -> jax.Array:
@@ -152,7 +150,7 @@ def _exact_take(values: jax.Array, at: jax.Array) -> jax.Array:
 
 
 @jax.custom_jvp
-def _place(flat_x, winner, at, valid):
+def _place(flat_x, winner):
     """``flat_x[winner]`` where ``winner >= 0``, else ``+0``; exact on any sharding. Its
     derivative is the same selection by a plain gather (linear, so reverse mode transposes it
     into the scatter of the cotangent to each last writer)."""
@@ -163,9 +161,9 @@ def _place(flat_x, winner, at, valid):
 
 @_place.defjvp
 def _place_jvp(primals, tangents):
-    flat_x, winner, at, valid = primals
+    flat_x, winner = primals
     written = winner >= 0
     t = tangents[0]
     tangent = jnp.where(written, jnp.take(t, jnp.where(written, winner, 0), mode="clip"),
                         jnp.zeros((), t.dtype))
-    return _place(flat_x, winner, at, valid), tangent
+    return _place(flat_x, winner), tangent

@@ -1,61 +1,31 @@
 """ONNX adapters for "where the maximum is": ArgMax (1, 11, 12, 13) and TopK (1, 10, 11, 24).
 
-Opset table (largest since-version <= opset) -> validation -> :mod:`jaxmax._src.lowering.top_k`.
-The NaN rule (NaN is the maximum, ``-0.0 == +0.0``, ties by ascending index) is the ONNX key of
-:mod:`jaxmax._src.lowering.order`.
+The version (:mod:`jaxmax._src.onnx.versions`) -> validation -> :mod:`jaxmax._src.lowering.arg_max`
+and :mod:`jaxmax._src.lowering.top_k`. The NaN rule (NaN is the maximum, ``-0.0 == +0.0``, ties by
+ascending index) is the ordering rule passed to them: NaN first in descending order, last in
+ascending order (docs/semantics.md §6).
 """
 
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxmax._src import validation
-from jaxmax._src.lowering import top_k as lowering
+from jaxmax._src.lowering import arg_max as arg_max_lowering
+from jaxmax._src.lowering import top_k as top_k_lowering
+from jaxmax._src.onnx import versions
 from jaxmax._src.types import Data, Flag, Int
 
 _ARG_MAX = "ONNX ArgMax"
 _TOP_K = "ONNX TopK"
 
-_FLOATS = ("float16", "float32", "float64")
-_INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
-
-
-def _types(*names: str) -> frozenset[np.dtype]:
-    return frozenset(np.dtype(jnp.dtype(n)) for n in names)
-
-
-# since-version -> allowed data types (the schemas' constraint T)
-ARG_MAX_DTYPES: dict[int, frozenset[np.dtype]] = {
-    1: _types(*_FLOATS, *_INTS), 11: _types(*_FLOATS, *_INTS), 12: _types(*_FLOATS, *_INTS),
-    13: _types(*_FLOATS, *_INTS, "bfloat16")}
-TOP_K_DTYPES: dict[int, frozenset[np.dtype]] = {
-    1: _types(*_FLOATS), 10: _types(*_FLOATS), 11: _types(*_FLOATS, *_INTS),
-    24: _types(*_FLOATS, *_INTS, "bfloat16")}
-
-
-def _version(op: str, opset, table: dict) -> tuple[int, int]:
-    opset_ = validation.static_int(op, "opset", opset)
-    if opset_ < 1:
-        raise ValueError(f"{op}: `opset` must be >= 1, got {opset_}")
-    return opset_, max(s for s in table if s <= opset_)
-
-
-def _data(op: str, name: str, data, table: dict, version: int, opset: int) -> jax.Array:
-    data = validation.as_data(op, data, name)
-    allowed = table[version]
-    if data.dtype not in allowed:
-        raise TypeError(
-            f"{op}: `{name}` dtype {data.dtype} is not allowed by {op.split()[1]}-{version} "
-            f"(opset {opset}); allowed: {sorted(t.name for t in allowed)}")
+def _data(label: str, name: str, data, op: str, version: int, opset: int) -> jax.Array:
+    data = validation.as_data(label, data, name)
+    versions.TABLE.check_dtype(label, name, data, op, version, opset)
     if data.ndim == 0:
-        raise ValueError(f"{op}: `{name}` must have rank >= 1, got a rank-0 array")
+        raise ValueError(f"{label}: `{name}` must have rank >= 1, got a rank-0 array")
     return data
-
-
-def _flag(op: str, name: str, value) -> bool:
-    return validation.static_bool(op, name, value)
 
 
 def arg_max(data: Data, *, axis: Int = 0, keepdims: Flag = 1, select_last_index: Flag = 0,
@@ -100,13 +70,11 @@ def arg_max(data: Data, *, axis: Int = 0, keepdims: Flag = 1, select_last_index:
     >>> onnx.arg_max(np.array([2.0, 5.0, 5.0], np.float32), keepdims=0, select_last_index=1)
     Array(2, dtype=int32)
     """
-    opset_, version = _version(_ARG_MAX, opset, ARG_MAX_DTYPES)
-    keep = _flag(_ARG_MAX, "keepdims", keepdims)
-    last = _flag(_ARG_MAX, "select_last_index", select_last_index)
-    if last and version < 12:
-        raise ValueError(f"{_ARG_MAX}: `select_last_index` exists from opset 12, got opset "
-                         f"{opset_} (ArgMax-{version})")
-    data = _data(_ARG_MAX, "data", data, ARG_MAX_DTYPES, version, opset_)
+    opset_, version = versions.TABLE.select(_ARG_MAX, "ArgMax", opset)
+    keep = validation.static_bool(_ARG_MAX, "keepdims", keepdims)
+    last = validation.static_bool(_ARG_MAX, "select_last_index", select_last_index)
+    versions.TABLE.require(_ARG_MAX, "ArgMax", version, opset_, {"select_last_index": last})
+    data = _data(_ARG_MAX, "data", data, "ArgMax", version, opset_)
     axis_ = validation.axes_tuple(_ARG_MAX, "axis", validation.static_int(_ARG_MAX, "axis", axis),
                                   data.ndim)[0]
     n = data.shape[axis_]
@@ -114,13 +82,13 @@ def arg_max(data: Data, *, axis: Int = 0, keepdims: Flag = 1, select_last_index:
         raise ValueError(f"{_ARG_MAX}: `data` has no element along `axis` {axis_} (shape "
                          f"{data.shape}): an empty axis has no maximum")
     index_dtype = validation.index_dtype(_ARG_MAX, "reduced", np.int64, n)
-    return lowering.arg_max(data, axis=axis_, keepdims=keep, last=last, face="onnx",
-                            index_dtype=index_dtype)
+    return arg_max_lowering.arg_max(data, axis=axis_, keepdims=keep, last=last,
+                                    nan_order="first", index_dtype=index_dtype)
 
 
 def _k(op: str, K, version: int, n: int) -> int:
     """`K` as a Python int in ``[0 (10+) or 1, n]``."""
-    if version < 10:
+    if version < versions.TABLE.added_in("TopK", "K input"):
         k = validation.static_int(op, "K", K)
         low = 1
     else:
@@ -185,19 +153,18 @@ def top_k(X: Data, K: Int, *, axis: Int = -1, largest: Flag = 1, sorted: Flag = 
     >>> onnx.top_k(np.array([1.0, np.nan, -0.0, 0.0, 3.0], np.float32), 3, largest=0)
     (Array([-0.,  0.,  1.], dtype=float32), Array([2, 3, 0], dtype=int32))
     """
-    opset_, version = _version(_TOP_K, opset, TOP_K_DTYPES)
-    large = _flag(_TOP_K, "largest", largest)
-    sort = _flag(_TOP_K, "sorted", sorted)
-    if version < 11:
-        given = [name for name, value in (("largest", large), ("sorted", sort)) if not value]
-        if given:
-            raise ValueError(f"{_TOP_K}: {', '.join(f'`{g}`' for g in given)} exist from "
-                             f"opset 11, got opset {opset_} (TopK-{version})")
-    X = _data(_TOP_K, "X", X, TOP_K_DTYPES, version, opset_)
+    opset_, version = versions.TABLE.select(_TOP_K, "TopK", opset)
+    large = validation.static_bool(_TOP_K, "largest", largest)
+    sort = validation.static_bool(_TOP_K, "sorted", sorted)
+    versions.TABLE.require(_TOP_K, "TopK", version, opset_,
+                           {"largest": not large, "sorted": not sort})
+    X = _data(_TOP_K, "X", X, "TopK", version, opset_)
     axis_ = validation.axes_tuple(_TOP_K, "axis", validation.static_int(_TOP_K, "axis", axis),
                                   X.ndim)[0]
     n = X.shape[axis_]
     k = _k(_TOP_K, K, version, n)
     index_dtype = validation.index_dtype(_TOP_K, "Indices", np.int64, n)
-    return lowering.top_k(X, k, axis=axis_, descending=large, face="onnx", by_index=False,
-                          index_dtype=index_dtype)
+    # NaN is the maximum: first in descending order, last in ascending order.
+    return top_k_lowering.top_k(X, k, axis=axis_, descending=large,
+                                nan_order="first" if large else "last", by_index=False,
+                                index_dtype=index_dtype)

@@ -1,53 +1,30 @@
-"""ONNX Max (since-versions 1, 6, 8, 12, 13): version gates, type and shape checks -> lowering."""
+"""ONNX Max (since-versions 1, 6, 8, 12, 13): the version (:mod:`jaxmax._src.onnx.versions`),
+type and shape checks -> lowering."""
 
 from __future__ import annotations
 
-import builtins
-
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from jaxmax._src import dtypes, sizes, validation
+from jaxmax._src import sizes, validation
 from jaxmax._src.lowering import elementwise
+from jaxmax._src.onnx import versions
 from jaxmax._src.types import Data, Int
 
 _OP = "ONNX Max"
-
-_FLOATS = ("float16", "float32", "float64")
-_INTEGERS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
-# since-version -> the schema's type constraint T
-DTYPES_BY_VERSION: dict[int, frozenset[np.dtype]] = {
-    version: frozenset(np.dtype(jnp.dtype(name)) for name in names)
-    for version, names in {1: _FLOATS, 6: _FLOATS, 8: _FLOATS, 12: _FLOATS + _INTEGERS,
-                           13: _FLOATS + _INTEGERS + ("bfloat16",)}.items()
-}
-SINCE_VERSIONS = tuple(sorted(DTYPES_BY_VERSION))
-_BROADCASTING_FROM = 8
-
-
-def since_version(opset: int) -> int:
-    """The Max since-version in force at `opset` (the largest one <= `opset`)."""
-    return builtins.max(s for s in SINCE_VERSIONS if s <= opset)  # `max` is the operator here
-
 
 def _checked_inputs(inputs: tuple, version: int, opset: int) -> list[jax.Array]:
     if not inputs:
         raise ValueError(f"{_OP}: `inputs` must hold at least one array (Max takes 1 to "
                          f"2**31 - 1 inputs), got none")
     arrays = [validation.as_data(_OP, x, f"inputs[{i}]") for i, x in enumerate(inputs)]
-    allowed = DTYPES_BY_VERSION[version]
     for i, x in enumerate(arrays):
-        if x.dtype not in allowed:
-            kind = "bool data is not allowed; " if dtypes.is_bool(x.dtype) else ""
-            raise TypeError(
-                f"{_OP}: `inputs[{i}]` dtype {x.dtype} is not allowed by Max-{version} "
-                f"(opset {opset}); {kind}allowed: {sorted(t.name for t in allowed)}")
+        versions.TABLE.check_dtype(_OP, f"inputs[{i}]", x, "Max", version, opset)
     if len({x.dtype for x in arrays}) > 1:  # (dtype.name costs ~4 us: only on the error path)
         raise TypeError(f"{_OP}: every input must have the same dtype (Max's one type T), got "
                         f"{[x.dtype.name for x in arrays]}")
     shapes = [tuple(x.shape) for x in arrays]
-    if version < _BROADCASTING_FROM:
+    if version < versions.TABLE.added_in("Max", "broadcasting"):
         if len(set(shapes)) > 1:
             raise ValueError(f"{_OP}: Max-{version} (opset {opset}) needs inputs of one shape "
                              f"(NumPy broadcasting starts at opset 8), got shapes {shapes}")
@@ -100,6 +77,6 @@ def max(*inputs: Data, opset: Int = 13) -> jax.Array:  # noqa: A001 (the spec's 
               else validation.static_int(_OP, "opset", opset))
     if opset_ < 1:
         raise ValueError(f"{_OP}: `opset` must be >= 1, got {opset_}")
-    version = since_version(opset_)
+    version = versions.TABLE.since_version("Max", opset_)
     arrays = _checked_inputs(inputs, version, opset_)
     return elementwise.ieee_maximum(*arrays)

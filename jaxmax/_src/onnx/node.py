@@ -10,17 +10,12 @@ import numpy as np
 
 from jaxmax._src import node_binding
 from jaxmax._src.node_binding import NodeBindingError, NodeFunction, Slot
+from jaxmax._src.onnx import versions
 
-#: ONNX operator -> the since-versions jaxmax implements (docs/semantics.md §4-§7).
+#: ONNX operator -> the since-versions jaxmax implements (the table in
+#: :mod:`jaxmax._src.onnx.versions`).
 VERSIONS: dict[str, tuple[int, ...]] = {
-    "ReduceMax": (1, 11, 12, 13, 18, 20),
-    "MaxPool": (1, 8, 10, 11, 12, 22),
-    "GlobalMaxPool": (1, 22),
-    "Max": (1, 6, 8, 12, 13),
-    "ArgMax": (1, 11, 12, 13),
-    "TopK": (1, 10, 11, 24),
-    "MaxUnpool": (9, 11, 22),
-}
+    op: versions.TABLE.since_versions(op) for op in versions.TABLE}
 
 _PURPOSE = "jaxmax.onnx.from_node"
 

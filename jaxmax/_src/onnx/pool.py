@@ -10,49 +10,25 @@ import math
 from typing import Literal, overload
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxmax._src import pool_geometry, shapes, sizes, validation
 from jaxmax._src.lowering import pool, reduce
+from jaxmax._src.onnx import versions
 from jaxmax._src.types import Data, Flag, Int, Ints
 
 _MAX_POOL = "ONNX MaxPool"
 _GLOBAL = "ONNX GlobalMaxPool"
 
-_FLOATS = ("float16", "float32", "float64")
-# since-version -> allowed data types (the schema's type constraint T)
-MAX_POOL_DTYPES: dict[int, frozenset[np.dtype]] = {
-    version: frozenset(np.dtype(jnp.dtype(name)) for name in names)
-    for version, names in {1: _FLOATS, 8: _FLOATS, 10: _FLOATS, 11: _FLOATS,
-                           12: _FLOATS + ("int8", "uint8"),
-                           22: _FLOATS + ("int8", "uint8", "bfloat16")}.items()
-}
-GLOBAL_DTYPES: dict[int, frozenset[np.dtype]] = {
-    1: frozenset(np.dtype(name) for name in _FLOATS),
-    22: frozenset(np.dtype(jnp.dtype(name)) for name in _FLOATS + ("bfloat16",)),
-}
 _AUTO_PADS = ("notset", "valid", "same_upper", "same_lower")
 
 
-def _version(op: str, opset, table: dict) -> tuple[int, int]:
-    """(opset, the largest since-version <= opset)."""
-    opset_ = validation.static_int(op, "opset", opset)
-    if opset_ < 1:
-        raise ValueError(f"{op}: `opset` must be >= 1, got {opset_}")
-    return opset_, max(s for s in table if s <= opset_)
-
-
-def checked_x(op: str, X, version: int, opset: int, table: dict) -> jax.Array:
-    """`X` as an array of a dtype `table[version]` allows and rank >= 3 (N, C, D1, ...)."""
-    X = validation.as_data(op, X, "X")
-    allowed = table[version]
-    if X.dtype not in allowed:
-        raise TypeError(
-            f"{op}: `X` dtype {X.dtype} is not allowed by {op.split()[-1]}-{version} "
-            f"(opset {opset}); allowed: {sorted(t.name for t in allowed)}")
+def checked_x(label: str, X, op: str, version: int, opset: int) -> jax.Array:
+    """`X` as an array of a dtype `op`-`version` allows and rank >= 3 (N, C, D1, ...)."""
+    X = validation.as_data(label, X, "X")
+    versions.TABLE.check_dtype(label, "X", X, op, version, opset)
     if X.ndim < 3:
-        raise ValueError(f"{op}: `X` must have rank >= 3 (N, C, D1, ...), got rank {X.ndim}")
+        raise ValueError(f"{label}: `X` must have rank >= 3 (N, C, D1, ...), got rank {X.ndim}")
     return X
 
 
@@ -134,19 +110,17 @@ def max_pool(X: Data, *, kernel_shape: Ints, auto_pad: str = "NOTSET", ceil_mode
     (Array([[[ 3., nan,  0.]]], dtype=float32), Array([[[1, 3, 4]]], dtype=int32))
     """
     op = _MAX_POOL
-    opset_, version = _version(op, opset, MAX_POOL_DTYPES)
-    X = checked_x(op, X, version, opset_, MAX_POOL_DTYPES)
+    opset_, version = versions.TABLE.select(op, "MaxPool", opset)
+    X = checked_x(op, X, "MaxPool", version, opset_)
     n_spatial = X.ndim - 2
     spatial = tuple(X.shape[2:])
     want_indices = validation.static_bool(op, "return_indices", return_indices)
     order = validation.static_bool(op, "storage_order", storage_order)
     ceil = validation.static_bool(op, "ceil_mode", ceil_mode)
-    if version < 8 and (want_indices or order):
-        raise ValueError(f"{op}: `return_indices` and `storage_order` do not exist before "
-                         f"opset 8 (MaxPool-{version}, opset {opset_})")
-    if version < 10 and (ceil or dilations is not None):
-        raise ValueError(f"{op}: `ceil_mode` and `dilations` do not exist before opset 10 "
-                         f"(MaxPool-{version}, opset {opset_})")
+    versions.TABLE.require(op, "MaxPool", version, opset_,
+                           {"storage_order": order, "return_indices": want_indices})
+    versions.TABLE.require(op, "MaxPool", version, opset_,
+                           {"ceil_mode": ceil, "dilations": dilations is not None})
     kernel = validation.int_tuple(op, "kernel_shape", kernel_shape, n_spatial)
     strides_ = validation.int_tuple(op, "strides", 1 if strides is None else strides, n_spatial)
     dilations_ = validation.int_tuple(op, "dilations",
@@ -207,6 +181,6 @@ def global_max_pool(X: Data, *, opset: Int = 22) -> jax.Array:
     >>> onnx.global_max_pool(np.array([[[1.0, 5.0, -2.0]]], np.float32))
     Array([[[5.]]], dtype=float32)
     """
-    opset_, version = _version(_GLOBAL, opset, GLOBAL_DTYPES)
-    X = checked_x(_GLOBAL, X, version, opset_, GLOBAL_DTYPES)
-    return reduce.reduce_max(X, tuple(range(2, X.ndim)), True, skip_nan=False)
+    opset_, version = versions.TABLE.select(_GLOBAL, "GlobalMaxPool", opset)
+    X = checked_x(_GLOBAL, X, "GlobalMaxPool", version, opset_)
+    return reduce.reduce_max(X, tuple(range(2, X.ndim)), True, nan="propagate")

@@ -1,33 +1,15 @@
-"""ONNX adapters: the ReduceMax opset table (largest since-version <= opset) -> lowering."""
+"""ONNX ReduceMax: the version (:mod:`jaxmax._src.onnx.versions`) -> validation -> lowering."""
 
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 
 from jaxmax._src import validation
 from jaxmax._src.lowering import reduce
+from jaxmax._src.onnx import versions
 from jaxmax._src.types import Data, Flag, Int, Ints
 
 _OP = "ONNX ReduceMax"
-
-_BASE = ("float16", "float32", "float64", "int32", "int64", "uint32", "uint64")
-_EIGHT_BIT = _BASE + ("int8", "uint8")
-_BFLOAT = _EIGHT_BIT + ("bfloat16",)
-# since-version -> allowed data types (the schema's type constraint T)
-DTYPES_BY_VERSION: dict[int, frozenset[np.dtype]] = {
-    version: frozenset(np.dtype(jnp.dtype(name)) for name in names)
-    for version, names in {1: _BASE, 11: _BASE, 12: _EIGHT_BIT, 13: _BFLOAT, 18: _BFLOAT,
-                           20: _BFLOAT + ("bool",)}.items()
-}
-SINCE_VERSIONS = tuple(sorted(DTYPES_BY_VERSION))
-
-
-def since_version(opset: int) -> int:
-    """The ReduceMax since-version in force at `opset` (the largest one <= `opset`)."""
-    return max(s for s in SINCE_VERSIONS if s <= opset)
-
 
 def reduce_max(data: Data, axes: Ints | None = None, *, keepdims: Flag = 1,
                noop_with_empty_axes: Flag = 0, opset: Int = 20) -> jax.Array:
@@ -66,24 +48,15 @@ def reduce_max(data: Data, axes: Ints | None = None, *, keepdims: Flag = 1,
     >>> onnx.reduce_max(np.array([[5, 1], [20, 2]], np.float32), axes=[1], keepdims=0)
     Array([ 5., 20.], dtype=float32)
     """
-    opset_ = validation.static_int(_OP, "opset", opset)
-    if opset_ < 1:
-        raise ValueError(f"{_OP}: `opset` must be >= 1, got {opset_}")
-    version = since_version(opset_)
+    opset_, version = versions.TABLE.select(_OP, "ReduceMax", opset)
     data = validation.as_data(_OP, data)
-    allowed = DTYPES_BY_VERSION[version]
-    if data.dtype not in allowed:
-        raise TypeError(
-            f"{_OP}: `data` dtype {data.dtype} is not allowed by ReduceMax-{version} "
-            f"(opset {opset_}); allowed: {sorted(t.name for t in allowed)}")
+    versions.TABLE.check_dtype(_OP, "data", data, "ReduceMax", version, opset_)
     keep = validation.static_bool(_OP, "keepdims", keepdims)
     noop = validation.static_bool(_OP, "noop_with_empty_axes", noop_with_empty_axes)
-    if noop and version < 18:
-        raise ValueError(f"{_OP}: `noop_with_empty_axes` does not exist before opset 18 "
-                         f"(ReduceMax-{version})")
+    versions.TABLE.require(_OP, "ReduceMax", version, opset_, {"noop_with_empty_axes": noop})
     reduced_axes = () if axes is None else validation.axes_tuple(_OP, "axes", axes, data.ndim)
     if not reduced_axes:
         if noop:
             return data
         reduced_axes = tuple(range(data.ndim))
-    return reduce.reduce_max(data, reduced_axes, keep, skip_nan=False)
+    return reduce.reduce_max(data, reduced_axes, keep, nan="propagate")

@@ -1,25 +1,20 @@
-"""ONNX MaxUnpool (since-versions 9, 11, 22): spec attribute names -> validation -> lowering."""
+"""ONNX MaxUnpool (since-versions 9, 11, 22): the version (:mod:`jaxmax._src.onnx.versions`),
+spec attribute names -> validation -> lowering."""
 
 from __future__ import annotations
 
 import math
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxmax._src import sizes, validation
 from jaxmax._src.lowering import unpool as lowering
+from jaxmax._src.onnx import versions
 from jaxmax._src.onnx.pool import checked_x
 from jaxmax._src.types import Data, Int, Ints
 
 _OP = "ONNX MaxUnpool"
-_FLOATS = ("float16", "float32", "float64")
-# since-version -> allowed X types (the schema's T1); I (T2) is int64 in every version
-MAX_UNPOOL_DTYPES: dict[int, frozenset[np.dtype]] = {
-    version: frozenset(np.dtype(jnp.dtype(name)) for name in names)
-    for version, names in {9: _FLOATS, 11: _FLOATS, 22: _FLOATS + ("bfloat16",)}.items()
-}
 _INDEX_TYPES = (np.dtype(np.int64), np.dtype(np.int32))
 
 
@@ -87,11 +82,8 @@ def max_unpool(X: Data, I: Data, output_shape: Ints | None = None, *,  # noqa: E
            [0., 0., 0., 0.],
            [0., 7., 0., 8.]], dtype=float32)
     """
-    opset_ = validation.static_int(_OP, "opset", opset)
-    if opset_ < 9:
-        raise ValueError(f"{_OP}: MaxUnpool exists from opset 9, got `opset` {opset_}")
-    version = max(v for v in MAX_UNPOOL_DTYPES if v <= opset_)
-    X = checked_x(_OP, X, version, opset_, MAX_UNPOOL_DTYPES)
+    opset_, version = versions.TABLE.select(_OP, "MaxUnpool", opset)
+    X = checked_x(_OP, X, "MaxUnpool", version, opset_)
     n_spatial = X.ndim - 2
     kernel = validation.int_tuple(_OP, "kernel_shape", kernel_shape, n_spatial)
     strides_ = validation.int_tuple(_OP, "strides", 1 if strides is None else strides, n_spatial)

@@ -9,6 +9,7 @@ import numpy as np
 
 from jaxmax._src import sizes, validation
 from jaxmax._src.lowering import adaptive_pool as lowering
+from jaxmax._src.openvino import versions
 from jaxmax._src.types import Data, Int, Ints
 
 _OP = "AdaptiveMaxPool-8"
@@ -62,9 +63,7 @@ def adaptive_max_pool(data: Data, output_shape: Ints, *,
     >>> ov.adaptive_max_pool(x, [3], index_element_type="i32")
     (Array([[[5., 5., 5.]]], dtype=float32), Array([[[1, 1, 3]]], dtype=int32))
     """
-    opset_ = validation.static_int(_OP, "opset", opset)
-    if opset_ < 8:
-        raise ValueError(f"{_OP}: AdaptiveMaxPool exists from opset 8, got `opset` {opset_}")
+    versions.TABLE.select(_OP, "AdaptiveMaxPool", opset)
     index_type = validation.index_element_type(_OP, index_element_type)
     data = validation.numeric_data(_OP, data)
     if data.ndim not in (3, 4, 5):

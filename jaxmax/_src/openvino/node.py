@@ -7,17 +7,12 @@ import numpy as np
 
 from jaxmax._src import node_binding
 from jaxmax._src.node_binding import NodeBindingError, NodeFunction, Slot
+from jaxmax._src.openvino import versions
 
-#: OpenVINO operator -> the versions jaxmax implements.
+#: OpenVINO operator -> the versions jaxmax implements (the table in
+#: :mod:`jaxmax._src.openvino.versions`).
 VERSIONS: dict[str, tuple[int, ...]] = {
-    "ReduceMax": (1,),
-    "ReduceLogicalOr": (1,),
-    "MaxPool": (1, 8, 14),
-    "SegmentMax": (16,),
-    "Maximum": (1,),
-    "TopK": (1, 3, 11),
-    "AdaptiveMaxPool": (8,),
-}
+    op: versions.TABLE.since_versions(op) for op in versions.TABLE}
 
 _PURPOSE = "jaxmax.openvino.from_node"
 

@@ -10,9 +10,8 @@ import numpy as np
 
 from jaxmax._src import pool_geometry, shapes, sizes, validation
 from jaxmax._src.lowering import pool
+from jaxmax._src.openvino import versions
 from jaxmax._src.types import Data, Int, Ints, OVAutoPad
-
-_MAX_POOL = "MaxPool-1"
 
 _AUTO_PADS = ("explicit", "valid", "same_upper", "same_lower")
 _ROUNDING = ("floor", "ceil", "ceil_torch")
@@ -121,10 +120,7 @@ def max_pool(data: Data, *, kernel: Ints, strides: Ints, pads_begin: Ints | None
     >>> values[0, 0], indices[0, 0]
     (Array([[10.]], dtype=float32), Array([[10]], dtype=int32))
     """
-    opset_ = validation.static_int("MaxPool", "opset", opset)
-    if opset_ < 1:
-        raise ValueError(f"MaxPool: `opset` must be >= 1, got {opset_}")
-    version = 1 if opset_ < 8 else 8 if opset_ < 14 else 14
+    opset_, version = versions.TABLE.select("MaxPool", "MaxPool", opset)
     op = f"MaxPool-{version}"
     data = validation.numeric_data(op, data)
     if data.ndim not in (3, 4, 5):
@@ -138,22 +134,17 @@ def max_pool(data: Data, *, kernel: Ints, strides: Ints, pads_begin: Ints | None
                                       1 if dilations is None else dilations, n_spatial)
     axis_ = validation.static_int(op, "axis", axis)
     index_type = validation.index_element_type(op, index_element_type)
-    if version == 1:
-        given = [name for name, differs in (
-            ("dilations", set(dilations_) != {1}), ("axis", axis_ != 0),
-            ("index_element_type", index_type != np.int64)) if differs]
-        if given:
-            raise ValueError(f"{op}: {', '.join(f'`{n}`' for n in given)} exist from "
-                             f"MaxPool-8 (opset >= 8), got opset {opset_}")
+    versions.TABLE.require(op, "MaxPool", version, opset_, {
+        "dilations": set(dilations_) != {1}, "axis": axis_ != 0,
+        "index_element_type": index_type != np.int64})
     pads_begin_ = validation.int_tuple(op, "pads_begin",
                                        0 if pads_begin is None else pads_begin, n_spatial)
     pads_end_ = validation.int_tuple(op, "pads_end", 0 if pads_end is None else pads_end, n_spatial)
     auto_pad_ = ("explicit" if auto_pad is None
                  else validation.choice(op, "auto_pad", auto_pad, _AUTO_PADS))
     rounding_ = validation.choice(op, "rounding_type", rounding_type, _ROUNDING)
-    if rounding_ == "ceil_torch" and version < 14:
-        raise ValueError(f"{op}: `rounding_type` 'ceil_torch' exists from MaxPool-14 "
-                         f"(opset >= 14), got opset {opset_}")
+    versions.TABLE.require(op, "MaxPool", version, opset_,
+                           {"rounding_type 'ceil_torch'": rounding_ == "ceil_torch"})
     for name, values in (("kernel", kernel_), ("strides", strides_), ("dilations", dilations_)):
         if min(values) < 1:
             raise ValueError(f"{op}: `{name}` values must be >= 1, got {list(values)}")
@@ -170,7 +161,7 @@ def max_pool(data: Data, *, kernel: Ints, strides: Ints, pads_begin: Ints | None
     geometry = pool_geometry.sweep(op, "kernel", tuple(data.shape), data.dtype.itemsize,
                                    kernel_, strides_, dilations_, pads, rounding_)
     index_dtype = None
-    if version >= 8:
+    if version >= versions.TABLE.added_in("MaxPool", "Indices output"):
         axis_ = validation.axes_tuple(op, "axis", axis_, data.ndim)[0]
         index_dtype = validation.index_dtype(op, "index_element_type", index_type,
                                     math.prod(data.shape[axis_:]))

@@ -66,7 +66,7 @@ def reduce_max(data: Data, axes: Ints, *, keep_dims: Flag = False) -> jax.Array:
     keep = validation.static_bool(_REDUCE_MAX, "keep_dims", keep_dims)
     if reduced_axes is None:
         return data
-    return reduce.reduce_max(data, reduced_axes, keep, skip_nan=True)
+    return reduce.reduce_max(data, reduced_axes, keep, nan="skip")
 
 
 def reduce_logical_or(data: Data, axes: Ints, *, keep_dims: Flag = False) -> jax.Array:
@@ -104,4 +104,4 @@ def reduce_logical_or(data: Data, axes: Ints, *, keep_dims: Flag = False) -> jax
     keep = validation.static_bool(_REDUCE_OR, "keep_dims", keep_dims)
     if reduced_axes is None:
         return data
-    return reduce.reduce_max(data, reduced_axes, keep, skip_nan=True)
+    return reduce.reduce_max(data, reduced_axes, keep, nan="skip")

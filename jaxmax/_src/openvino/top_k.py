@@ -1,7 +1,7 @@
 """OpenVINO TopK-1, -3 and -11: spec attribute names -> validation -> lowering.
 
-The NaN rule (NaN ranks after every number in both modes) is the OpenVINO key of
-:mod:`jaxmax._src.lowering.order`; the selection is :mod:`jaxmax._src.lowering.top_k`.
+The NaN rule (NaN ranks after every number in both modes) is the ordering rule
+``nan_order="last"`` passed to :mod:`jaxmax._src.lowering.top_k` (docs/semantics.md §6).
 """
 
 from __future__ import annotations
@@ -11,17 +11,11 @@ import numpy as np
 
 from jaxmax._src import dtypes, validation
 from jaxmax._src.lowering import top_k as lowering
+from jaxmax._src.openvino import versions
 from jaxmax._src.types import Data, Flag, Int
 
 _MODES = ("max", "min")
 _SORTS = ("value", "index", "none")
-
-
-def _version(opset) -> tuple[int, int]:
-    opset_ = validation.static_int("TopK", "opset", opset)
-    if opset_ < 1:
-        raise ValueError(f"TopK: `opset` must be >= 1, got {opset_}")
-    return opset_, 1 if opset_ < 3 else 3 if opset_ < 11 else 11
 
 
 def top_k(data: Data, k: Int, *, axis: Int, mode: str, sort: str,
@@ -77,14 +71,13 @@ def top_k(data: Data, k: Int, *, axis: Int, mode: str, sort: str,
     >>> ov.top_k(x, 3, axis=0, mode="max", sort="index")
     (Array([ 1.,  3., -0.], dtype=float32), Array([0, 2, 3], dtype=int32))
     """
-    opset_, version = _version(opset)
+    opset_, version = versions.TABLE.select("TopK", "TopK", opset)
     op = f"TopK-{version}"
     mode_ = validation.choice(op, "mode", mode, _MODES)
     sort_ = validation.choice(op, "sort", sort, _SORTS)
     index_type = validation.index_element_type(op, index_element_type)
     stable_ = validation.static_bool(op, "stable", stable)
-    if stable_ and version < 11:
-        raise ValueError(f"{op}: `stable` exists from TopK-11 (opset >= 11), got opset {opset_}")
+    versions.TABLE.require(op, "TopK", version, opset_, {"stable": stable_})
     if stable_ and sort_ == "none":
         raise ValueError(f"{op}: `stable` must be False when `sort` is 'none'")
     data = validation.as_data(op, data)
@@ -100,5 +93,5 @@ def top_k(data: Data, k: Int, *, axis: Int, mode: str, sort: str,
     if not 1 <= k_ <= n:
         raise ValueError(f"{op}: `k` must be in [1, {n}] (the length of `axis`), got {k_}")
     index_dtype = validation.index_dtype(op, "index_element_type", index_type, n)
-    return lowering.top_k(data, k_, axis=axis_, descending=mode_ == "max", face="openvino",
+    return lowering.top_k(data, k_, axis=axis_, descending=mode_ == "max", nan_order="last",
                           by_index=sort_ == "index", index_dtype=index_dtype)

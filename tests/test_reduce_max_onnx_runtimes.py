@@ -1,9 +1,9 @@
 """``jaxmax.onnx.reduce_max`` against the ONNX runtimes (the contract and the oracle tests are in
-tests/test_onnx_reduce_max.py):
+tests/test_reduce_max_onnx.py):
 
 * ``onnx.reference.ReferenceEvaluator`` on a model built for every opset 1..20 (axes an attribute
-  before 18, an input from 18), and a smaller set against onnxruntime;
-* the ONNX backend node test cases for ReduceMax that ship with the installed ``onnx`` package.
+  before 18, an input from 18), and a smaller set against onnxruntime (the ONNX backend node
+  cases are in tests/test_onnx_node_cases.py).
 
 The oracle is ``onnx_reduce_max`` of tests/reduce_oracle.py (plain loops, never jaxmax).
 """
@@ -11,18 +11,17 @@ The oracle is ``onnx_reduce_max`` of tests/reduce_oracle.py (plain loops, never 
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
-from helpers import assert_same, is_float, x64_for
+from helpers import assert_same, is_float
 from reduce_oracle import onnx_reduce_max
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnx.backend.test")
 
-from onnx import AttributeProto, TensorProto, helper, numpy_helper  # noqa: E402
+from onnx import AttributeProto, TensorProto, helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 from onnx_reduce_max_common import (  # noqa: E402
     ALL_DTYPES,
@@ -309,102 +308,3 @@ def test_onnxruntime_corners():
                 assert ort_deviation(case, x) is None
                 assert_same(call_jaxmax(x, case), run_onnxruntime(case, x), describe(case))
                 assert_same(call_jaxmax(x, case), oracle_for(x, case), describe(case))
-
-
-# --------------------------------------------------------------------------------------------
-# The ONNX backend node test cases for ReduceMax shipped with the installed onnx package
-# --------------------------------------------------------------------------------------------
-
-# The cases onnx 1.23's generator (onnx/backend/test/case/node/reducemax.py) defines.
-EXPECTED_BACKEND_CASES = {
-    "test_reduce_max_do_not_keepdims_example", "test_reduce_max_do_not_keepdims_random",
-    "test_reduce_max_keepdims_example", "test_reduce_max_keepdims_random",
-    "test_reduce_max_default_axes_keepdim_example", "test_reduce_max_default_axes_keepdims_random",
-    "test_reduce_max_negative_axes_keepdims_example",
-    "test_reduce_max_negative_axes_keepdims_random",
-    "test_reduce_max_bool_inputs", "test_reduce_max_empty_set", "test_reduce_max_empty_set_bool",
-}
-
-
-def _pb_roundtrip(array):
-    """What the ``input_*.pb``/``output_*.pb`` files hold: a serialised TensorProto."""
-    proto = TensorProto.FromString(numpy_helper.from_array(np.asarray(array)).SerializeToString())
-    return numpy_helper.to_array(proto)
-
-
-def _load_backend_cases():
-    """{name: (model, [(inputs, outputs), ...])} for ReduceMax.
-
-    The data directory ``onnx/backend/test/data/node/test_reduce_max_*`` (model.onnx and
-    test_data_set_*/{input,output}_*.pb) is read when the installed package has it. Wheels of
-    onnx 1.23 ship the generators under ``onnx.backend.test.case`` but not that directory, so then
-    the cases are produced by ``collect_testcases`` and their tensors go through the same
-    TensorProto serialisation the .pb files use.
-    """
-    cases = {}
-    node_dir = Path(onnx.backend.test.__file__).parent / "data" / "node"
-    for case_dir in sorted(node_dir.glob("test_reduce_max*")) if node_dir.is_dir() else []:
-        if case_dir.name.endswith("_expanded"):
-            continue
-        model = onnx.load(str(case_dir / "model.onnx"))
-        data_sets = []
-        for ds in sorted(case_dir.glob("test_data_set_*")):
-            def read(prefix, ds=ds):
-                files = sorted(ds.glob(f"{prefix}_*.pb"), key=lambda p: int(p.stem.split("_")[-1]))
-                return [numpy_helper.to_array(onnx.load_tensor(str(p))) for p in files]
-            data_sets.append((read("input"), read("output")))
-        cases[case_dir.name] = (model, data_sets)
-    if not cases:
-        from onnx.backend.test.case.node import collect_testcases
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            generated = collect_testcases("ReduceMax")
-        for tc in generated:
-            if tc.model is None or tc.model.graph.node[0].op_type != "ReduceMax":
-                continue
-            model = onnx.load_from_string(tc.model.SerializeToString())
-            data_sets = [([_pb_roundtrip(a) for a in ins], [_pb_roundtrip(a) for a in outs])
-                         for ins, outs in tc.data_sets]
-            cases[tc.name] = (model, data_sets)
-    return cases
-
-
-BACKEND_CASES = _load_backend_cases()
-
-
-def test_backend_cases_found():
-    assert len(BACKEND_CASES) >= len(EXPECTED_BACKEND_CASES), sorted(BACKEND_CASES)
-    assert EXPECTED_BACKEND_CASES <= set(BACKEND_CASES), sorted(BACKEND_CASES)
-
-
-def _model_opset(model):
-    versions = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
-    assert len(versions) == 1, model.opset_import
-    return versions[0]
-
-
-@pytest.mark.parametrize("name", sorted(BACKEND_CASES))
-def test_backend_node_case(name):
-    model, data_sets = BACKEND_CASES[name]
-    (node,) = model.graph.node
-    assert node.op_type == "ReduceMax"
-    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-    opset = _model_opset(model)
-    assert data_sets
-    for inputs, outputs in data_sets:
-        values = dict(zip([n for n in node.input if n], inputs, strict=True))
-        data = values[node.input[0]]
-        if len(node.input) > 1 and node.input[1]:
-            axes = values[node.input[1]]  # an input from opset 18 on
-        else:
-            axes = attrs.get("axes")  # an attribute before 18 (or absent)
-        kwargs = {"opset": opset}
-        if "keepdims" in attrs:
-            kwargs["keepdims"] = attrs["keepdims"]
-        if "noop_with_empty_axes" in attrs:
-            kwargs["noop_with_empty_axes"] = attrs["noop_with_empty_axes"]
-        with x64_for(np_dtype(data.dtype.name)):
-            got = jonnx.reduce_max(data, axes, **kwargs)
-        (expected,) = outputs
-        assert_same(got, expected, name)

@@ -20,7 +20,7 @@ from helpers import is_float, x64_for
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
-from jaxmax._src.lowering import top_k as lowering
+from jaxmax._src.lowering import arg_max as lowering
 
 FLOATS = ["float16", "float32", "float64"]
 INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]

@@ -1,5 +1,6 @@
 """ONNX Max (1, 6, 8, 12, 13) and OpenVINO Maximum-1 (docs/semantics.md §7.3-§7.4) against the NumPy
-scalar oracles in max_oracle.py, the ONNX node cases, and the bad-input contract.
+scalar oracles in max_oracle.py and the bad-input contract (the ONNX node cases are in
+tests/test_onnx_node_cases.py).
 
 Zero signs are compared bit for bit (``assert_same`` alone treats ``-0.0 == +0.0``).
 """
@@ -31,29 +32,6 @@ def assert_exact(actual, expected, context=""):
         np.testing.assert_array_equal(np.signbit(actual.astype(np.float64))[keep],
                                       np.signbit(expected.astype(np.float64))[keep],
                                       err_msg=f"{context}: zero signs")
-
-
-# --------------------------------------------------------------------------------------------
-# ONNX node cases, regenerated from the installed wheel's generators
-# --------------------------------------------------------------------------------------------
-
-node_cases = pytest.importorskip("onnx.backend.test.case.node")
-NODE_CASES = {case.name: case for case in node_cases.collect_testcases(None)
-              if case.model.graph.node[0].op_type == "Max" and case.data_sets}
-
-
-def test_all_max_node_cases_are_collected():
-    assert len(NODE_CASES) == 14, sorted(NODE_CASES)
-
-
-@pytest.mark.parametrize("name", sorted(NODE_CASES))
-def test_max_node_case(name):
-    case = NODE_CASES[name]
-    opset = case.model.opset_import[0].version
-    (inputs, outputs), = case.data_sets[:1]
-    with x64_for(*(x.dtype for x in inputs)):
-        got = jonnx.max(*inputs, opset=opset)
-        assert_exact(got, outputs[0], name)
 
 
 # --------------------------------------------------------------------------------------------
@@ -106,7 +84,7 @@ def _onnx_shape_sets(version):
 
 
 # opsets 6 and 12 (same rules as 1 and 8, 8 and 13 on their dtypes) are run against
-# onnxruntime and onnx.reference in test_elementwise_runtimes.py; their gates are tested below
+# onnxruntime and onnx.reference in test_elementwise_max_runtimes.py; their gates are tested below
 @pytest.mark.parametrize("opset,dtype", [(v, d) for v, ds in ONNX_DTYPES.items() for d in ds
                                          if v in (1, 8, 13)], ids=str)
 def test_onnx_max_against_oracle(opset, dtype):

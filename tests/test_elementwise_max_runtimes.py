@@ -9,7 +9,7 @@ Runtime deviations from the contract, each excluded explicitly below:
 * onnxruntime 1.32 has no Max kernel for int16, uint16, bfloat16 (NOT_IMPLEMENTED), nor for
   float64 below opset 8: those are checked against onnx.reference only.
 * ``Node.evaluate`` has no Maximum kernel for int8, uint8, int16, uint16, float64 (returns
-  False): those are checked against the NumPy oracle (test_elementwise_max.py) only.
+  False): those are checked against the NumPy oracle (test_elementwise_max_values.py) only.
 """
 
 from __future__ import annotations

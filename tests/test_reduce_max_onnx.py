@@ -10,7 +10,7 @@ Everything here is checked against oracles that do not call jaxmax:
 * the operator schemas in ``onnx.defs`` for the per-opset dtype table.
 
 The runtimes (``onnx.reference``, onnxruntime, the ONNX backend node cases) are in
-tests/test_onnx_reduce_max_runtimes.py.
+tests/test_reduce_max_onnx_runtimes.py.
 """
 
 

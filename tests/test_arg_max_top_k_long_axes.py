@@ -21,9 +21,9 @@ from arg_max_oracle import top_k
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 from jax.test_util import check_grads
-from test_arg_max_top_k import assert_bits, draw, dtype_of
 from test_arg_max_top_k_transforms import GRADIENT_FACES, assert_gradient_is_scatter
 from test_arg_max_top_k_transforms import run_top_k as run
+from test_arg_max_top_k_values import assert_bits, draw, dtype_of
 
 from jaxmax import onnx
 from jaxmax import openvino as ov

@@ -1,0 +1,215 @@
+"""ArgMax over one axis, by an ordering key (:mod:`jaxmax._src.lowering.order`).
+
+The adapters pass the ordering rule ``nan_order`` (``"first"`` or ``"last"``: where NaN ranks
+among the selected elements), which only decides the key's NaN placement.
+
+The index of the first (or last) element whose key is the largest. On an axis before the last of
+at most ``FOLD_LIMIT`` elements, one fused pass over the slices keeps the running best key and its
+index (a segmentation head's ``(N, classes, H, W)`` over the classes). float32 over a last axis of
+``8 * c`` elements, ``2 <= c <= 128`` (a classifier's logits), folds runs of 8 lanes in one pass
+(``_lane_arg_max``), exact unless the data has a NaN or a slice's maximum is zero or subnormal.
+Other float32 over a last axis with a divisor in ``[16, 256]``, NaN first, takes per-chunk float
+maxima and sums in one pass and searches one chunk per slice (``_chunked_arg_max``), exact unless
+a slice's maximum is zero or subnormal. Otherwise (and where those are not exact) two integer
+reductions: the largest key, then the smallest (largest) index holding it.
+
+Integer keys decide everything: XLA's floating ``max`` (which drops NaN on CPU) is never used.
+Inputs sharded over ``Explicit`` mesh axes are computed with those axes made ``Auto``
+(:mod:`jaxmax._src.explicit_axes`). The output keeps the sharding of every other axis.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxmax._src import explicit_axes
+from jaxmax._src.lowering import order, rules
+
+#: ArgMax over a non-last axis of at most this many elements runs as one fused fold.
+FOLD_LIMIT = 64
+
+
+def arg_max(x: jax.Array, *, axis: int, keepdims: bool, last: bool, nan_order: str,
+            index_dtype: np.dtype) -> jax.Array:
+    """Index of the first (`last`: last) largest element along `axis`, NaN ranking above every
+    number (`nan_order` ``"first"``) or below every number (``"last"``).
+
+    `axis` is normalised; the axis has at least one element; `index_dtype` is as JAX stores it.
+    """
+    return _arg_max_jit(x, axis=axis, keepdims=keepdims, last=last, nan_order=nan_order,
+                        index_dtype=np.dtype(index_dtype))
+
+
+@partial(jax.jit, static_argnames=("axis", "keepdims", "last", "nan_order", "index_dtype"),
+         inline=True)
+def _arg_max_jit(x, *, axis, keepdims, last, nan_order, index_dtype):
+    def compute(x):
+        def key(v):
+            return order.key(v, descending=True, nan_order=nan_order)
+
+        def exact():
+            return _reduce_arg_max(key(x), axis, last, np.dtype(np.int32))
+
+        # The float32 forms below are exact unless their `ok` says otherwise; then `exact`.
+        last_axis = x.dtype == np.float32 and axis == x.ndim - 1
+        if axis != x.ndim - 1 and x.shape[axis] <= FOLD_LIMIT:
+            out = _fold_arg_max(x, key, axis, last, index_dtype)
+        elif last_axis and _lanes_fit(x.shape[axis]):
+            index, ok = _lane_arg_max(x, last)
+            out = lax.cond(ok, lambda: index, exact).astype(index_dtype)
+        elif last_axis and nan_order == "first" and _chunk(x.shape[axis]):
+            index, ok = _chunked_arg_max(x, _chunk(x.shape[axis]), last)
+            out = lax.cond(ok, lambda: index, exact).astype(index_dtype)
+        elif x.dtype == np.float32 and x.shape[axis] <= 2**24:
+            top = lax.reduce_max(x, (axis,))
+            out = lax.cond(_plain_float_ok(x, top), partial(_float_arg_max, x, top, axis, last),
+                           exact).astype(index_dtype)
+        else:
+            out = _reduce_arg_max(key(x), axis, last, index_dtype)
+        return lax.expand_dims(out, (axis,)) if keepdims else out
+
+    return explicit_axes.run(
+        compute, (x,), lambda _: explicit_axes.reduced(explicit_axes.spec_of(x), (axis,),
+                                                       keepdims))
+
+
+def _fold_arg_max(x, key, axis, last, index_dtype):
+    """One pass over the `axis` slices: the running best key and its index. Each slice's key is
+    computed from the slice, so the whole fold is one loop fusion reading `x` once."""
+    best = key(lax.index_in_dim(x, 0, axis, keepdims=False))
+    index = jnp.zeros(best.shape, index_dtype)
+    for j in range(1, x.shape[axis]):
+        current = key(lax.index_in_dim(x, j, axis, keepdims=False))
+        better = current >= best if last else current > best
+        best = jnp.where(better, current, best)
+        index = jnp.where(better, np.array(j, index_dtype), index)
+    return index
+
+
+_F32_TINY = np.float32(np.finfo(np.float32).tiny)  # the smallest normal float32
+
+
+def _plain_float_ok(x, top):
+    """Whether the float reductions of `_float_arg_max` are exact for float32 `x` whose plain
+    maximum over the axis is `top`: no NaN in the
+    data (their sum is NaN otherwise; an ``inf - inf`` only costs the exact path) and every
+    slice's maximum a normal number or infinity. Then ``x == max`` is exact although XLA's CPU
+    float compare treats subnormals as zero, and ``-0.0``/``+0.0`` ties cannot arise."""
+    return ~rules.sum_is_nan(x) & jnp.all(jnp.abs(top) >= _F32_TINY)
+
+
+def _float_arg_max(x, top, axis, last):
+    """Three float reductions (XLA's fast float kernels): the maximum, then the smallest
+    (largest) index holding it, as float32 (exact below 2**24). Exact only where
+    `_plain_float_ok` says so; `top` is the plain float maximum over `axis`."""
+    hit = x == lax.expand_dims(top, (axis,))
+    return first_index(hit, axis, last, np.dtype(np.float32)).astype(np.int32)
+
+
+#: `_lane_arg_max` folds a last axis of ``LANES * c`` elements, ``2 <= c <= LANE_FOLD_LIMIT``.
+LANES = 8
+LANE_FOLD_LIMIT = 128
+
+
+def _lanes_fit(n: int) -> bool:
+    return n % LANES == 0 and 2 <= n // LANES <= LANE_FOLD_LIMIT
+
+
+def _lane_arg_max(x, last):
+    """Arg max over the last axis of float32 `x` (a classifier's logits) in one fused pass, and
+    whether it is exact.
+
+    The axis is cut into `c` runs of ``LANES`` elements; a fold over the runs keeps, for each lane,
+    the running float maximum and the run it came from (replaced only by a strictly greater
+    element; `last`: greater or equal), so each lane holds its first (last) maximum, and an
+    "any NaN" flag. On the small lane arrays, the lanes holding the slice maximum give the index.
+    Exact when the data has no NaN (a NaN never wins a float compare; then the caller's key path
+    decides, under either ordering rule) and every slice maximum is a normal number or infinity:
+    XLA's CPU float compare treats subnormals as zero, which cannot change a comparison with a
+    normal number, and ``-0.0``/``+0.0`` ties cannot arise.
+    """
+    n = x.shape[-1]
+    runs = x.reshape(x.shape[:-1] + (n // LANES, LANES))
+    best = runs[..., 0, :]
+    run = jnp.zeros(best.shape, np.int32)
+    nan = best != best
+    for j in range(1, n // LANES):
+        current = runs[..., j, :]
+        better = current >= best if last else current > best
+        best = jnp.where(better, current, best)
+        run = jnp.where(better, np.int32(j), run)
+        nan = nan | (current != current)
+    top = lax.reduce_max(best, (best.ndim - 1,))
+    index = run * np.int32(LANES) + lax.broadcasted_iota(np.int32, best.shape, best.ndim - 1)
+    index = first_index(best == top[..., None], best.ndim - 1, last, np.dtype(np.int32), index, n)
+    return index, ~jnp.any(nan) & jnp.all(jnp.abs(top) >= _F32_TINY)
+
+
+def _chunk(n: int) -> int:
+    """The chunk length of `_chunked_arg_max` for a last axis of `n` elements: its largest
+    divisor in ``[16, 256]`` leaving at least two chunks, or 0 (no such divisor: not used)."""
+    for d in range(min(256, n // 2), 15, -1):
+        if n % d == 0:
+            return d
+    return 0
+
+
+def _chunked_arg_max(x, d, last):
+    """Arg max over the last axis of float32 `x`, NaN first (the maximum), from XLA's fast float
+    reductions, and whether it is exact.
+
+    The axis is cut into chunks of `d`: one pass takes each chunk's float maximum and sum (a NaN
+    in a chunk makes its sum NaN; XLA's CPU ``max`` may drop it). Then, on the small chunk
+    arrays, the slice maximum `top` and the first (`last`: last) chunk that holds it, or, in a
+    slice with a NaN sum, the first (last) such chunk; the `d` elements of that chunk are
+    gathered and searched for `top` (or a NaN). Exact when every slice either found a NaN there
+    or has a normal or infinite `top` (so ``x == top`` is exact although XLA's CPU float compare
+    treats subnormals as zero, and no ``-0.0``/``+0.0`` tie arises). A NaN sum without a NaN
+    (``inf - inf``, overflow) finds nothing in its chunk: not exact, the caller takes the key.
+    """
+    n = x.shape[-1]
+    c = n // d
+    chunks = x.reshape(x.shape[:-1] + (c, d))
+    chunk_max = lax.reduce_max(chunks, (chunks.ndim - 1,))
+    chunk_nan = jnp.isnan(lax.reduce_sum(chunks, (chunks.ndim - 1,)))
+    # The barrier keeps XLA from rewriting this max of maxima as a second pass over `x`.
+    top = lax.reduce_max(lax.optimization_barrier(chunk_max), (chunk_max.ndim - 1,))
+    has_nan = jnp.any(chunk_nan, axis=-1)
+
+    def pick(hit):
+        return first_index(hit, hit.ndim - 1, last, np.dtype(np.int32))
+
+    j = pick(jnp.where(has_nan[..., None], chunk_nan, chunk_max == top[..., None]))
+    block = jnp.take_along_axis(chunks, jnp.clip(j, 0, c - 1)[..., None, None],
+                                axis=chunks.ndim - 2)[..., 0, :]
+    w = pick(jnp.where(has_nan[..., None], block != block, block == top[..., None]))
+    found = (w >= 0) & (w < d)
+    ok = jnp.all(found & (has_nan | (jnp.abs(top) >= _F32_TINY)))
+    return j * np.int32(d) + w, ok
+
+
+def _reduce_arg_max(keys, axis, last, index_dtype):
+    """Two integer reductions: the largest key, then the first (last) index holding it."""
+    top = lax.reduce_max(keys, (axis,))
+    return first_index(keys == lax.expand_dims(top, (axis,)), axis, last, index_dtype)
+
+
+def first_index(hit: jax.Array, axis: int, last: bool, dtype: np.dtype,
+                index: jax.Array | None = None, length: int | None = None) -> jax.Array:
+    """The first (`last`: last) position along `axis` where `hit` holds, by one reduction, as
+    `dtype`; ``length`` (the axis length unless given) if none holds, ``-1`` for `last`.
+
+    `index` (the iota along `axis` unless given) names each position, for callers whose
+    positions are not the elements' order along `axis`. A float `dtype` is exact below 2**24
+    and lets XLA use its fast float reductions."""
+    if index is None:
+        index = lax.broadcasted_iota(dtype, hit.shape, axis)
+    if last:
+        return lax.reduce_max(jnp.where(hit, index, np.array(-1, dtype)), (axis,))
+    none = hit.shape[axis] if length is None else length
+    return lax.reduce_min(jnp.where(hit, index, np.array(none, dtype)), (axis,))
