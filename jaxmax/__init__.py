@@ -14,6 +14,6 @@ model's max-family nodes against jaxmax.
 
 from jaxmax import onnx, openvino
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = ["onnx", "openvino", "__version__"]
