@@ -19,6 +19,10 @@ Where the windows tile an input of 2 MiB or more (``O`` divides ``L`` on every a
 head's (14, 14) to (7, 7)), the fold runs one axis at a time instead (`_tiled`: 2x faster), the
 seeded fold unless the data holds a NaN; then the unrolled fold is taken (`_tiled_or_fold`),
 whose derivative is also the one taken in every case.
+
+Inputs of at most ``pool_compact.SMALL_BYTES``, and windows whose largest lengths sum over the
+axes to more than `MAX_UNROLLED_AXIS_TAPS`, take the compact form (`_compact`: per axis one
+gather of the taps and one variadic reduce), whose compiled code does not grow with the windows.
 """
 
 from __future__ import annotations

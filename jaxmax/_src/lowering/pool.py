@@ -5,6 +5,12 @@ On CPU both faces scan phase-sliced taps (:mod:`jaxmax._src.lowering.pool_phase`
 scan skips NaN by itself and needs no check. Elsewhere ``reduce_window`` propagates NaN, so its
 plain result holds a NaN exactly where a window did, and checking that small result is enough,
 except when partial results may cross devices (then the data is checked too).
+
+Windows of more than ``pool_compact.MAX_UNROLLED_TAPS`` taps, and inputs of at most
+``pool_compact.SMALL_BYTES``, take the compact form instead
+(:mod:`jaxmax._src.lowering.pool_compact`: one variadic ``reduce_window``, compiled code
+independent of the window), values and indices on every platform but the OpenVINO-rule values
+off CPU, which stay XLA's windowed max.
 """
 
 from __future__ import annotations
