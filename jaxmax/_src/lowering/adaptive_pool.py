@@ -403,18 +403,24 @@ def _compact(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dty
         index = index + lax.broadcasted_iota(np.int32, x.shape, 2 + d) * np.int32(step)
         step *= spatial[d]
     low_key = np.array(np.iinfo(key.dtype).min, key.dtype)
-    first = x
-    operands: tuple[jax.Array, ...] = (key, x, index)
+    # values as their bits: a gather across shards may be a masked sum, which turns -0.0 to +0.0
+    first = order.bits(x)
+    fill = np.asarray(dtypes.max_identity(x.dtype)).astype(x.dtype)
+    if dtypes.is_floating(x.dtype):
+        fill = fill.view(order.unsigned_bits_dtype(x.dtype))
+    operands: tuple[jax.Array, ...] = (key, first, index)
     for d in reversed(range(len(spatial))):
         axis = 2 + d
         wins = windows(spatial[d], output_shape[d])
         kmax = max(e - s for s, e in wins)
         taps = np.array([[min(s + t, e - 1) for t in range(kmax)] for s, e in wins], np.int32)
         operands = tuple(jnp.take(v, taps, axis=axis) for v in operands)  # (.., O, kmax, ..)
-        operands = lax.reduce(operands, (low_key, dtypes.max_identity(x.dtype), np.int32(
-            pool_compact.NONE)), pool_compact.select, (axis + 1,))
+        operands = lax.reduce(operands, (low_key, fill, np.int32(pool_compact.NONE)),
+                              pool_compact.select, (axis + 1,))
         first = jnp.take(first, taps[:, 0], axis=axis)
     _, value, index = operands
+    value = order.from_bits(value, x.dtype)
+    first = order.from_bits(first, x.dtype)
     if dtypes.is_floating(x.dtype):
         starts = jnp.zeros(value.shape, np.int32)
         step = 1
