@@ -204,10 +204,13 @@ def test_first_zero_is_kept(face):
     assert np.signbit(np.asarray(got)).tolist() == [[[True, False]]]
 
 
-def test_large_window_value_is_one_scan_and_gradient_two_stages():
-    """27 taps: the jitted value holds no while loop (one scan); its gradient does (the first
-    stage of the two-stage derivative kept in memory), and both match the oracle on data made
-    of ties only."""
+def test_large_window_value_is_one_scan_and_gradient_two_stages(monkeypatch):
+    """27 taps, the unrolled form (a small input would take the compact one): the jitted value
+    holds no while loop (one scan); its gradient does (the first stage of the two-stage
+    derivative kept in memory), and both match the oracle on data made of ties only."""
+    from jaxmax._src.lowering import pool_compact
+    monkeypatch.setattr(pool_compact, "FORCE", False)
+    jax.clear_caches()
     shape, kernel = (1, 1, 6, 6, 6), (3, 3, 3)
     x = np.random.default_rng(11).integers(0, 2, size=shape).astype(np.float32)
 
@@ -224,6 +227,7 @@ def test_large_window_value_is_one_scan_and_gradient_two_stages():
     ones = np.ones(want_v.shape, np.float32)
     assert_same(grad(x), _grad_oracle(x, ones, want_v, want_i, True))
     assert_same(jnp.asarray(f(x)), want_v)
+    jax.clear_caches()
 
 
 # More than pool_stages.CHUNK_BYTES (2 MiB): 30 planes of 8x34x66 float32, two chunks of 15

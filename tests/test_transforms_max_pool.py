@@ -21,6 +21,7 @@ from pool_oracle import max_pool_1, max_pool_1_grad
 from transform_helpers import GRAD_MODES, loop, prims, retrace_check, vjp
 
 from jaxmax import openvino as ov
+from jaxmax._src.lowering import pool_compact
 
 NAN = np.nan
 INF = np.inf
@@ -248,13 +249,22 @@ def test_no_retrace_ov_max_pool():
                                          ((1, 2, 6, 7), POOL_CASES[2]),
                                          ((1, 2, 6, 7), POOL_CASES[4]),
                                          TIE_POOL_CASES[4], TIE_POOL_CASES[5]])
-def test_jaxpr_max_pool(dtype, shape, attrs):
-    names = prims(lambda d: ov.max_pool(d, **attrs), np.zeros(shape, dtype))
-    assert "reduce_window_max" in names
-    assert "reduce_window" not in names and "reduce" not in names
+def test_jaxpr_max_pool(dtype, shape, attrs, monkeypatch):
+    # the non-CPU branch is XLA's windowed max; the CPU branch of these small inputs is the
+    # compact form (one variadic reduce_window), or the unrolled taps when forced
+    for compact in (True, False):
+        monkeypatch.setattr(pool_compact, "FORCE", compact)
+        jax.clear_caches()
+        names = prims(lambda d: ov.max_pool(d, **attrs), np.zeros(shape, dtype))
+        assert "reduce_window_max" in names
+        assert ("reduce_window" in names) == compact and "reduce" not in names
+    jax.clear_caches()
 
 
-def test_jaxpr_max_pool_gradient_keeps_windowed_primitive():
+def test_jaxpr_max_pool_gradient_keeps_windowed_primitive(monkeypatch):
     attrs = POOL_CASES[1]
+    monkeypatch.setattr(pool_compact, "FORCE", False)
+    jax.clear_caches()
     names = prims(jax.grad(lambda d: ov.max_pool(d, **attrs).sum()), np.zeros((1, 2, 6, 7)))
+    jax.clear_caches()
     assert "reduce_window" not in names

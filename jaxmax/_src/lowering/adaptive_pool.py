@@ -19,6 +19,10 @@ Where the windows tile an input of 2 MiB or more (``O`` divides ``L`` on every a
 head's (14, 14) to (7, 7)), the fold runs one axis at a time instead (`_tiled`: 2x faster), the
 seeded fold unless the data holds a NaN; then the unrolled fold is taken (`_tiled_or_fold`),
 whose derivative is also the one taken in every case.
+
+Inputs of at most ``pool_compact.SMALL_BYTES``, and windows whose largest lengths sum over the
+axes to more than `MAX_UNROLLED_AXIS_TAPS`, take the compact form (`_compact`: per axis one
+gather of the taps and one variadic reduce), whose compiled code does not grow with the windows.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import rules
+from jaxmax._src.lowering import order, pool_compact, rules
 
 
 def windows(length: int, outputs: int) -> tuple[tuple[int, int], ...]:
@@ -118,6 +122,9 @@ def _adaptive_jit(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.d
 
     def compute(x):
         spatial = tuple(x.shape[2:])
+        if compact_applies(spatial, output_shape, x.size * x.dtype.itemsize):
+            return _routed(partial(_compact, output_shape=output_shape,
+                                   index_dtype=index_dtype), x)
         divisible = all(n % o == 0 for n, o in zip(spatial, output_shape, strict=True))
         if divisible and x.size * x.dtype.itemsize >= TILED_MIN_BYTES:
             if dtypes.is_floating(x.dtype):
@@ -357,3 +364,73 @@ def _routed(forward, x: jax.Array):
         return (values, indices), (picked.reshape(values.shape), zero_index)
 
     return routed(x)
+
+
+#: Up to this many taps summed over the axes (the largest window of each) an input larger than
+#: `pool_compact.SMALL_BYTES` takes the unrolled forms above, whose code grows with the taps;
+#: beyond, and on small inputs, the compact form (`_compact`).
+MAX_UNROLLED_AXIS_TAPS = 64
+
+
+def compact_applies(spatial: tuple[int, ...], output_shape: tuple[int, ...],
+                    nbytes: int) -> bool:
+    """Whether `_compact` computes this pooling (see `MAX_UNROLLED_AXIS_TAPS`)."""
+    if math.prod(spatial) >= pool_compact.NONE:
+        return False
+    if pool_compact.FORCE is not None:
+        return pool_compact.FORCE
+    axis_taps = sum(max(e - s for s, e in windows(n, o))
+                    for n, o in zip(spatial, output_shape, strict=True))
+    return nbytes <= pool_compact.SMALL_BYTES or axis_taps > MAX_UNROLLED_AXIS_TAPS
+
+
+def _compact(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dtype):
+    """The seeded fold with code that does not grow with the windows: per spatial axis (the
+    last first), the taps of every window gathered into an axis of their own (``min(start + t,
+    end - 1)``: a short window repeats its last element) and reduced over it with
+    `pool_compact`'s select (greater key, then lower flat index).
+
+    The key puts NaN below every number, so the stages give the first (in row-major order) of
+    the largest non-NaN elements, a maximum over a total order that any grouping of the taps
+    gives; the window's first element then overrides where it is NaN: that is the seeded fold
+    (``acc < x`` never takes a NaN, and a NaN first element is never replaced).
+    """
+    spatial = tuple(x.shape[2:])
+    key = order.key(x, descending=True, nan_is_first=False)
+    index = jnp.zeros(x.shape, np.int32)
+    step = 1
+    for d in reversed(range(len(spatial))):
+        index = index + lax.broadcasted_iota(np.int32, x.shape, 2 + d) * np.int32(step)
+        step *= spatial[d]
+    low_key = np.array(np.iinfo(key.dtype).min, key.dtype)
+    # values as their bits: a gather across shards may be a masked sum, which turns -0.0 to +0.0
+    first = order.bits(x)
+    fill = np.asarray(dtypes.max_identity(x.dtype)).astype(x.dtype)
+    if dtypes.is_floating(x.dtype):
+        fill = fill.view(order.unsigned_bits_dtype(x.dtype))
+    operands: tuple[jax.Array, ...] = (key, first, index)
+    for d in reversed(range(len(spatial))):
+        axis = 2 + d
+        wins = windows(spatial[d], output_shape[d])
+        kmax = max(e - s for s, e in wins)
+        taps = np.array([[min(s + t, e - 1) for t in range(kmax)] for s, e in wins], np.int32)
+        operands = tuple(jnp.take(v, taps, axis=axis) for v in operands)  # (.., O, kmax, ..)
+        operands = lax.reduce(operands, (low_key, fill, np.int32(pool_compact.NONE)),
+                              pool_compact.select, (axis + 1,))
+        first = jnp.take(first, taps[:, 0], axis=axis)
+    _, value, index = operands
+    value = order.from_bits(value, x.dtype)
+    first = order.from_bits(first, x.dtype)
+    if dtypes.is_floating(x.dtype):
+        starts = jnp.zeros(value.shape, np.int32)
+        step = 1
+        for d in reversed(range(len(spatial))):
+            begin = np.array([s for s, _ in windows(spatial[d], output_shape[d])], np.int32)
+            shape = [1] * value.ndim
+            shape[2 + d] = output_shape[d]
+            starts = starts + jnp.asarray(begin.reshape(shape) * np.int32(step))
+            step *= spatial[d]
+        nan = jnp.isnan(first)
+        value = jnp.where(nan, first, value)
+        index = jnp.where(nan, starts, index)
+    return value, index.astype(index_dtype)

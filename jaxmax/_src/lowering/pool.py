@@ -5,6 +5,12 @@ On CPU both faces scan phase-sliced taps (:mod:`jaxmax._src.lowering.pool_phase`
 scan skips NaN by itself and needs no check. Elsewhere ``reduce_window`` propagates NaN, so its
 plain result holds a NaN exactly where a window did, and checking that small result is enough,
 except when partial results may cross devices (then the data is checked too).
+
+Windows of more than ``pool_compact.MAX_UNROLLED_TAPS`` taps, and inputs of at most
+``pool_compact.SMALL_BYTES``, take the compact form instead
+(:mod:`jaxmax._src.lowering.pool_compact`: one variadic ``reduce_window``, compiled code
+independent of the window), values and indices on every platform but the OpenVINO-rule values
+off CPU, which stay XLA's windowed max.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import pool_indices, pool_phase, rules
+from jaxmax._src.lowering import pool_compact, pool_indices, pool_phase, rules
 
 
 def max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
@@ -43,10 +49,17 @@ def _max_pool_jit(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...
     (which keeps its dedicated, differentiable primitive) under the NaN check and the clamp to
     lowest(T). With `index_dtype`, also the MaxPool-8 indices (counted from `axis`).
     """
+    p = pool_compact.make(x.shape, window, strides, padding, dilation)
+    compact = pool_compact.applies(p, x.dtype.itemsize)
+
     def compute(x):
-        values = _max_pool(x, window, strides, padding, cross_device, dilation)
+        values = _max_pool(x, window, strides, padding, cross_device, dilation,
+                           p if compact else None)
         if index_dtype is None:
             return values
+        if compact:
+            return values, pool_compact.openvino_indices(x, values, p, axis,
+                                                         np.dtype(index_dtype).type)
         indices = pool_indices.openvino_indices(
             lax.stop_gradient(x), lax.stop_gradient(values), window, strides, padding,
             dilation, axis, np.dtype(index_dtype).type)
@@ -58,8 +71,11 @@ def _max_pool_jit(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...
 
 def _max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
               padding: tuple[tuple[int, int], ...], cross_device: bool,
-              dilation: tuple[int, ...] | None = None) -> jax.Array:
+              dilation: tuple[int, ...] | None = None,
+              compact: pool_compact.Pool | None = None) -> jax.Array:
     def phase_sliced(v):
+        if compact is not None:  # large windows and small inputs: no per-tap code
+            return pool_compact.max_pool(v, compact, "skip")
         return pool_phase.max_pool_at_least_lowest(v, window, strides, padding,
                                                    dilation=dilation)
 
@@ -83,7 +99,15 @@ def onnx_max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...
     """ONNX max pooling (NaN propagates, empty windows give the identity), with the flat
     indices of each window's winner when `index_dtype` is given. The same code on every
     platform: ``reduce_window`` has no derivative with dilation."""
+    p = pool_compact.make(x.shape, window, strides, padding, dilation)
+
     def compute(x):
+        if pool_compact.applies(p, x.dtype.itemsize):
+            values = pool_compact.max_pool(x, p, "propagate")
+            if index_dtype is None:
+                return values
+            return values, pool_compact.onnx_indices(x, p, np.dtype(index_dtype).type,
+                                                     column_major)
         return pool_indices.onnx_max_pool(
             x, window, strides, padding, dilation,
             indices_dtype=None if index_dtype is None else np.dtype(index_dtype).type,

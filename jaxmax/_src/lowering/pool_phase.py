@@ -266,6 +266,12 @@ def pooled(x: jax.Array, g: Geometry, fill, skip_nan: bool = False) -> jax.Array
 
 def _scanned(x: jax.Array, g: Geometry, fill: np.ndarray, skip_nan: bool) -> jax.Array:
     """`pooled` as one scan of every tap (interior and border boxes apart)."""
+    if x.dtype == jnp.bfloat16:
+        # XLA's CPU compiler widens bfloat16 compares to float32 around the taps' pads and
+        # slices, and its algebraic simplifier then cycles (an error-level log line); widening
+        # here first is exact both ways (float32 holds every bfloat16 value, zero signs and NaN)
+        wide = _scanned(x.astype(np.float32), g, fill.astype(np.float32), skip_nan)
+        return wide.astype(x.dtype)
     split = _boxes(g)
     if split is None:
         return pool_scan.first_max(_taps(x, g, fill), fill, skip_nan)[0]

@@ -1,0 +1,131 @@
+"""Both forms of the pooling lowerings, each against the NumPy oracles (tests/pool_oracle.py,
+tests/adaptive_unpool_oracle.py): the compact form (one variadic ``reduce_window``, chosen for
+large windows and small inputs) and the unrolled taps (chosen for large inputs), forced here with
+``pool_compact.FORCE`` on the same small inputs, so each form meets NaN, ``-inf``, lowest(T),
+ties and both zero signs. Values are compared exactly, zero signs included; indices exactly;
+MaxPool-1 gradients against the hand-computed cotangent.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from adaptive_unpool_oracle import adaptive_max_pool as adaptive_oracle
+from helpers import assert_same, is_float
+from pool_oracle import max_pool_1_grad
+from pool_oracle import onnx as onnx_oracle
+from pool_oracle import openvino as openvino_oracle
+
+from jaxmax import onnx
+from jaxmax import openvino as ov
+from jaxmax._src.lowering import pool_compact
+
+
+@pytest.fixture(params=[True, False], ids=["compact", "unrolled"])
+def form(request, monkeypatch):
+    monkeypatch.setattr(pool_compact, "FORCE", request.param)
+    jax.clear_caches()  # the form is chosen while tracing
+    yield request.param
+    jax.clear_caches()
+
+
+def _data(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    x = np.round(rng.standard_normal(shape) * 2)  # ties
+    if np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        x = np.where(rng.random(shape) < 0.2, info.min, np.clip(x * 20, info.min, info.max))
+        return x.astype(dtype)
+    r = rng.random(shape)
+    x = np.where(r < 0.1, np.nan, x)
+    x = np.where((r >= 0.1) & (r < 0.2), -np.inf, x)
+    x = np.where((r >= 0.2) & (r < 0.27), float(jnp.finfo(dtype).min), x)
+    x = np.where((r >= 0.27) & (r < 0.4), -0.0, x)
+    x = np.where((r >= 0.4) & (r < 0.5), 0.0, x)
+    return x.astype(dtype)
+
+
+def _same_bits(actual, expected, context):
+    assert_same(actual, expected, context)
+    if is_float(np.asarray(expected).dtype):
+        a, e = np.asarray(actual, np.float64), np.asarray(expected, np.float64)
+        keep = ~np.isnan(e)
+        np.testing.assert_array_equal(np.signbit(a[keep]), np.signbit(e[keep]), err_msg=context)
+
+
+# (shape, kernel, strides, pads_begin, pads_end, dilations, ceil)
+GEOMETRIES = [
+    ((2, 3, 7, 9), (3, 3), (2, 2), (1, 1), (1, 1), (1, 1), False),
+    ((2, 3, 7, 9), (2, 4), (3, 2), (0, 2), (1, 0), (1, 1), True),
+    ((1, 2, 8, 8), (3, 3), (1, 1), (1, 1), (1, 1), (2, 2), False),
+    ((1, 2, 11), (4,), (2,), (3,), (3,), (1,), True),
+    ((1, 2, 11), (2,), (3,), (2,), (2,), (3,), False),
+    ((1, 2, 5, 6, 5), (2, 3, 2), (2, 1, 2), (1, 1, 0), (0, 2, 1), (1, 1, 2), True),
+    ((1, 2, 3, 4, 3), (2, 4, 3), (4, 4, 2), (0, 0, 2), (3, 0, 0), (1, 1, 1), True),
+]
+DTYPES = [np.float32, np.float16, jnp.bfloat16, np.int8, np.uint8]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("geometry", GEOMETRIES)
+def test_openvino_max_pool_8_both_forms(form, geometry, dtype):
+    shape, k, s, pb, pe, d, ceil = geometry
+    x = _data(shape, dtype, len(shape) + sum(k))
+    rounding = "ceil" if ceil else "floor"
+    axis = 2 if len(shape) == 4 else 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        values, indices = ov.max_pool(x, kernel=k, strides=s, pads_begin=pb, pads_end=pe,
+                                      dilations=d, rounding_type=rounding, opset=8, axis=axis,
+                                      index_element_type="i32")
+    want_v, want_i = openvino_oracle(x, k, s, list(zip(pb, pe, strict=True)), list(d),
+                                     rounding, axis=axis)
+    _same_bits(values, want_v, f"values, compact={form}")
+    assert_same(indices, want_i.astype(np.int32), f"indices, compact={form}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("geometry", GEOMETRIES)
+def test_onnx_max_pool_both_forms(form, geometry, dtype):
+    shape, k, s, pb, pe, d, ceil = geometry
+    x = _data(shape, dtype, len(shape) + sum(k) + 1)
+    order = int(len(shape) == 5)
+    y, indices = onnx.max_pool(x, kernel_shape=k, strides=s, pads=pb + pe, dilations=d,
+                               ceil_mode=int(ceil), storage_order=order, return_indices=True)
+    want_y, want_i = onnx_oracle(x, k, s, pb + pe, list(d), int(ceil), storage_order=order)
+    _same_bits(y, want_y, f"Y, compact={form}")
+    assert_same(indices, want_i.astype(indices.dtype), f"Indices, compact={form}")
+
+
+@pytest.mark.parametrize("geometry", [g for g in GEOMETRIES if set(g[5]) == {1}])
+def test_openvino_max_pool_1_gradient_both_forms(form, geometry):
+    shape, k, s, pb, pe, _, ceil = geometry
+    x = _data(shape, np.float32, 7)
+    x = np.where(np.isnan(x), 0.0, x).astype(np.float32) + np.float32(0.0)  # no -0.0 ties
+    rounding = "ceil" if ceil else "floor"
+
+    def pooled(v):
+        return ov.max_pool(v, kernel=k, strides=s, pads_begin=pb, pads_end=pe,
+                           rounding_type=rounding)
+
+    out, vjp = jax.vjp(pooled, jnp.asarray(x))
+    ct = np.arange(1, out.size + 1, dtype=np.float32).reshape(out.shape)
+    (grad,) = vjp(jnp.asarray(ct))
+    want = max_pool_1_grad(x, ct, k, s, pb, pe, rounding)
+    assert_same(np.asarray(grad, np.float64), want, f"gradient, compact={form}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8])
+@pytest.mark.parametrize("shape,out", [((2, 3, 7, 9), (3, 4)), ((1, 2, 5, 14), (7, 3)),
+                                       ((1, 2, 3, 3), (5, 7)), ((1, 1, 13), (4,)),
+                                       ((1, 2, 4, 5, 6), (2, 3, 4)), ((2, 3, 16, 16), (4, 4))])
+def test_adaptive_max_pool_both_forms(form, shape, out, dtype):
+    x = _data(shape, dtype, sum(shape))
+    values, indices = ov.adaptive_max_pool(x, out, index_element_type="i32")
+    want_v, want_i = adaptive_oracle(x, out, np.int32)
+    _same_bits(values, want_v, f"values, compact={form}")
+    assert_same(indices, want_i, f"indices, compact={form}")
