@@ -28,14 +28,16 @@ def data_and_updates(op: str, data, updates,
         if dtype is not None and np.dtype(dtype).kind in "cSUO":
             raise TypeError(f"{op}: `{name}` dtype {dtype} is not allowed with max (complex and "
                             f"string values have no order)")
-    data = validation.as_data(op, data, "data")
-    updates = validation.as_data(op, updates, "updates")
+    data = validation.host_data(op, data, "data")
+    updates = validation.host_data(op, updates, "updates")
     for name, arr in (("data", data), ("updates", updates)):
         if not allowed(np.dtype(arr.dtype)):
             raise TypeError(f"{op}: `{name}` dtype {_kind(arr.dtype)} is not allowed here")
-    if data.dtype != updates.dtype:
+    if data.dtype != updates.dtype:  # compared before JAX narrows 64-bit types
         raise TypeError(f"{op}: `data` and `updates` must have one dtype, got {data.dtype} and "
                         f"{updates.dtype}")
+    data = validation.as_data(op, data, "data")
+    updates = validation.as_data(op, updates, "updates")
     if data.ndim < 1:
         raise ValueError(f"{op}: `data` must have rank >= 1, got a scalar")
     return data, updates

@@ -22,8 +22,9 @@ _VERSIONS: dict[str, tuple[int, dict[int, tuple[int, tuple[str, ...]]]]] = {
 }
 
 
-def _gate(name: str, opset, reduction) -> tuple[str, int]:
-    """The versioned display name the `opset` selects and its version; the reduction checked."""
+def _gate(name: str, opset, reduction, use_init_val=True) -> tuple[str, int, bool]:
+    """The versioned display name the `opset` selects, its version and `use_init_val`; the
+    reduction checked (a gate the version lacks before an unimplemented reduction)."""
     opset_ = validation.static_int(name, "opset", opset)
     first, versions = _VERSIONS[name]
     if opset_ < first:
@@ -37,10 +38,14 @@ def _gate(name: str, opset, reduction) -> tuple[str, int]:
         newest = max(versions)
         raise ValueError(f"{op}: `reduction` {reduction!r} needs {name}-{newest} (opset "
                          f"{versions[newest][0]} or later); {op} allows {list(allowed)}")
+    use_init = validation.static_bool(op, "use_init_val", use_init_val)
+    if not use_init and version < 12:
+        raise ValueError(f"{op}: `use_init_val` needs ScatterElementsUpdate-12 (opset 12 or "
+                         f"later)")
     if reduction_ != "max":
         raise NotImplementedError(f"{op}: `reduction` {reduction!r} is not implemented: jaxmax "
                                   f"implements reduction='max' only")
-    return op, version
+    return op, version, use_init
 
 
 def _allowed(dtype: np.dtype) -> bool:
@@ -99,11 +104,7 @@ def scatter_elements_update(data: Data, indices: Ints, updates: Data, axis, *,
     ...                            np.array([1, np.nan, 0], np.float32), 0, reduction="max")
     Array([0.], dtype=float32)
     """
-    op, version = _gate(_SEU, opset, reduction)
-    use_init = validation.static_bool(op, "use_init_val", use_init_val)
-    if version < 12 and not use_init:
-        raise ValueError(f"{op}: `use_init_val` needs ScatterElementsUpdate-12 (opset 12 or "
-                         f"later)")
+    op, _, use_init = _gate(_SEU, opset, reduction, use_init_val)
     data, updates = scatter_checks.data_and_updates(op, data, updates, _allowed)
     axis_ = scatter_checks.axis_along(op, axis, data.ndim)
     host = scatter_checks.host_indices(op, indices, lambda d: True, "of an integer dtype")
@@ -157,7 +158,7 @@ def scatter_nd_update(data: Data, indices: Ints, updates: Data, *, reduction: st
     ...                      np.array([2, np.nan], np.float32), reduction="max")
     Array([2.], dtype=float32)
     """
-    op, _ = _gate(_SNDU, opset, reduction)
+    op, _, _ = _gate(_SNDU, opset, reduction)
     data, updates = scatter_checks.data_and_updates(op, data, updates, _allowed)
     host = scatter_checks.host_indices(
         op, indices, lambda d: d in (np.dtype(np.int32), np.dtype(np.int64)), "int32 or int64")
