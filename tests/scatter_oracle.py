@@ -22,8 +22,13 @@ import ml_dtypes
 import numpy as np
 
 
+def _is_float(x) -> bool:
+    dtype = np.asarray(x).dtype
+    return bool(np.issubdtype(dtype, np.floating) or dtype == ml_dtypes.bfloat16)
+
+
 def _is_nan(x) -> bool:
-    return bool(np.issubdtype(np.asarray(x).dtype, np.floating) and np.isnan(x))
+    return _is_float(x) and bool(np.isnan(x))
 
 
 def step_ieee(acc, u):
@@ -31,7 +36,7 @@ def step_ieee(acc, u):
         return acc
     if _is_nan(u):
         return u
-    if acc == u == 0 and np.issubdtype(np.asarray(acc).dtype, np.floating):
+    if acc == u == 0 and _is_float(acc):
         return acc if not np.signbit(acc) else u  # -0 only when both are -0
     return u if u > acc else acc
 
@@ -51,7 +56,7 @@ def _lowest(dtype):
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         return np.False_
-    if np.issubdtype(dtype, np.floating):
+    if _is_float(np.zeros((), dtype)):
         return dtype.type(ml_dtypes.finfo(dtype).min)
     return dtype.type(np.iinfo(dtype).min)
 
