@@ -87,7 +87,12 @@ class Geometry:
     def scatter(self, combine: str, operand: jax.Array, index: jax.Array,
                 values: jax.Array) -> jax.Array:
         """`operand` combined (``"max"``, ``"min"`` or ``"add"``) with the update-shaped
-        `values` at their targets; dropped targets leave it unchanged."""
+        `values` at their targets; dropped targets leave it unchanged. A floating ``"max"`` is
+        the IEEE-754-2019 ``maximum`` (NaN wins, ``+0`` beats ``-0``), computed on ordered
+        integer keys."""
+        if combine == "max" and jnp.issubdtype(operand.dtype, jnp.floating):
+            out = self.scatter("max", _key(operand), index, _key(values))
+            return _from_key(out, operand.dtype)
         fn = {"max": lax.scatter_max, "min": lax.scatter_min, "add": lax.scatter_add}[combine]
         out = fn(self._operand_in(operand), index, self._updates_in(values),
                  self._scatter_dnums(), indices_are_sorted=False, unique_indices=False,
@@ -100,6 +105,26 @@ class Geometry:
         out = lax.gather(self._operand_in(operand), index, dnums, sizes, mode=_DROP,
                          fill_value=fill, indices_are_sorted=False, unique_indices=False)
         return out.reshape(self.updates_shape)
+
+
+# Floating max runs on integer keys: XLA finishes a scatter split over devices with a
+# cross-device max that on CPU drops NaN and ignores the sign of zero, and its CPU float compare
+# flushes subnormals; an integer max is exact everywhere.
+def _key(x: jax.Array) -> jax.Array:
+    """The IEEE-754-2019 ``maximum`` order as signed integers: the bits, with the magnitude
+    bits of negative numbers flipped (so ``-0 < +0``), and NaN (either sign) above ``+inf``
+    with its payload kept."""
+    signed = np.dtype(f"int{8 * np.dtype(x.dtype).itemsize}")
+    b = lax.bitcast_convert_type(x, signed)
+    top = signed.type(np.iinfo(signed).max)
+    key = jnp.where(b < 0, b ^ top, b)
+    return jnp.where(jnp.isnan(x), b & top, key)
+
+
+def _from_key(key: jax.Array, dtype) -> jax.Array:
+    """The inverse of `_key` (a negative NaN comes back with its sign bit cleared)."""
+    top = key.dtype.type(np.iinfo(key.dtype).max)
+    return lax.bitcast_convert_type(jnp.where(key < 0, key ^ top, key), dtype)
 
 
 def signed_index_dtype(extent: int) -> np.dtype:
