@@ -48,6 +48,8 @@ VALUE_CASES = [
     ("S2", "se", {}, _f(10, 10, 10), _i(0, 0, 2), _f(5, 7, 11), _f(10, 10, 11)),
     ("S3", "se", {}, _f(0, 0), _i(0, 0), _f(NAN, 2), _f(NAN, 0)),
     ("S4", "se", {}, _f(0, 0), _i(0, 0), _f(2, NAN), _f(NAN, 0)),
+    # a NaN with its sign bit set is a NaN too (np.nan has it clear)
+    ("S3-negative-NaN", "se", {}, _f(0, 0), _i(0, 0), -_f(NAN, -2), _f(NAN, 0)),
     ("S5", "se", {}, _f(NAN, NAN), _i(0), _f(1), _f(NAN, NAN)),
     ("S6", "se", {}, _f(-0.0), _i(0), _f(0.0), _f(0.0)),
     ("S7", "se", {}, _f(0.0), _i(0), _f(-0.0), _f(0.0)),
