@@ -228,6 +228,7 @@ def default_cases() -> list[Case]:
         expected=np.array([True, False, True])))
     cases += _pool_cases() + _elementwise_cases() + _where_the_maximum_is_cases()
     cases += _family_cases()
+    cases += __import__("jaxmax._src.tour.scatter_cases", fromlist=["_"]).scatter_cases()
     return cases
 
 
