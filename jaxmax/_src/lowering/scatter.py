@@ -77,26 +77,31 @@ def _along_axis(data, indices, updates, *, axis, rule, use_init, layout):
     elif data.ndim == 1:
         layout = "rows"
 
-    def rows(data, norm, updates):
-        ids = norm[tuple(slice(None) if d == axis else 0 for d in range(norm.ndim))]
-        geom = Geometry("rows", tuple(data.shape), tuple(updates.shape), axis=axis)
-        return scatter_rules.apply(rule, geom, use_init, data, ids.reshape(-1, 1), updates)
+    index_dtype = signed_index_dtype(size)
 
-    def elements(data, norm, updates):
+    # each form normalises only the indices it reads: the row form one column, so that the
+    # (n, features) index array is never rewritten
+    def rows(data, indices, updates):
+        ids = indices[tuple(slice(None) if d == axis else 0 for d in range(indices.ndim))]
+        geom = Geometry("rows", tuple(data.shape), tuple(updates.shape), axis=axis)
+        norm = normalised(ids, size, index_dtype)
+        return scatter_rules.apply(rule, geom, use_init, data, norm.reshape(-1, 1), updates)
+
+    def elements(data, indices, updates):
         flat_dtype = signed_index_dtype(data.size)
+        norm = normalised(indices, size, index_dtype)
         flat = element_offsets(norm, tuple(data.shape), axis, flat_dtype)
         geom = Geometry("elements", tuple(data.shape), tuple(updates.shape))
         return scatter_rules.apply(rule, geom, use_init, data, flat, updates)
 
     def compute(data, indices, updates):
-        norm = normalised(indices, size, signed_index_dtype(size))
         if layout == "rows":
-            return rows(data, norm, updates)
+            return rows(data, indices, updates)
         if layout == "elements":
-            return elements(data, norm, updates)
+            return elements(data, indices, updates)
         first = indices[tuple(slice(None) if d == axis else slice(0, 1)
                               for d in range(indices.ndim))]
-        return lax.cond(jnp.all(indices == first), rows, elements, data, norm, updates)
+        return lax.cond(jnp.all(indices == first), rows, elements, data, indices, updates)
 
     return _sharded(compute, data, indices, updates)
 
