@@ -60,6 +60,12 @@ def scatter_by_coordinates(data: jax.Array, indices: jax.Array, updates: jax.Arr
     return _by_coordinates(data, indices, updates, rule=rule, use_init=use_init)
 
 
+def _on_mesh(*arrays) -> bool:
+    """Whether any input lives on a device mesh (sharded, or on an ``Auto`` mesh whose
+    partitioner may split the scatter): then every floating max runs on integer keys."""
+    return any(jax.typeof(a).sharding.mesh.axis_names for a in arrays)
+
+
 def _sharded(compute, data, indices, updates):
     def out_spec(mesh):
         return explicit_axes.spec_of(data)
@@ -78,12 +84,13 @@ def _along_axis(data, indices, updates, *, axis, rule, use_init, layout):
         layout = "rows"
 
     index_dtype = signed_index_dtype(size)
+    keys = _on_mesh(data, indices, updates)
 
     # each form normalises only the indices it reads: the row form one column, so that the
     # (n, features) index array is never rewritten
     def rows(data, indices, updates):
         ids = indices[tuple(slice(None) if d == axis else 0 for d in range(indices.ndim))]
-        geom = Geometry("rows", tuple(data.shape), tuple(updates.shape), axis=axis)
+        geom = Geometry("rows", tuple(data.shape), tuple(updates.shape), axis=axis, keys=keys)
         norm = normalised(ids, size, index_dtype)
         return scatter_rules.apply(rule, geom, use_init, data, norm.reshape(-1, 1), updates)
 
@@ -91,7 +98,7 @@ def _along_axis(data, indices, updates, *, axis, rule, use_init, layout):
         flat_dtype = signed_index_dtype(data.size)
         norm = normalised(indices, size, index_dtype)
         flat = element_offsets(norm, tuple(data.shape), axis, flat_dtype)
-        geom = Geometry("elements", tuple(data.shape), tuple(updates.shape))
+        geom = Geometry("elements", tuple(data.shape), tuple(updates.shape), keys=keys)
         return scatter_rules.apply(rule, geom, use_init, data, flat, updates)
 
     def compute(data, indices, updates):
@@ -111,6 +118,7 @@ def _by_coordinates(data, indices, updates, *, rule, use_init):
     if data.size == 0 or updates.size == 0:
         return data
     k = indices.shape[-1]
+    keys = _on_mesh(data, indices, updates)
 
     def compute(data, indices, updates):
         n = math.prod(indices.shape[:-1])
@@ -125,7 +133,7 @@ def _by_coordinates(data, indices, updates, *, rule, use_init):
             index = jnp.stack(cols, axis=1)
         else:
             index = jnp.zeros((n, 0), dtype)
-        geom = Geometry("slices", tuple(data.shape), tuple(updates.shape), k=k)
+        geom = Geometry("slices", tuple(data.shape), tuple(updates.shape), k=k, keys=keys)
         return scatter_rules.apply(rule, geom, use_init, data, index, updates)
 
     return _sharded(compute, data, indices, updates)

@@ -30,6 +30,7 @@ receives nothing. Dropped updates receive 0.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from functools import partial
 
@@ -51,7 +52,20 @@ def apply(rule: str, geom: Geometry, use_init: bool, data: jax.Array, index: jax
     if not dtypes.is_floating(data.dtype):
         init = _start(geom, use_init, data, index)
         return geom.scatter("max", init, index, updates)
+    if not geom.keys:  # the caller allows XLA's float max when no subnormal is present
+        float_max = dataclasses.replace(geom, keys=False)
+        key_max = dataclasses.replace(geom, keys=True)
+        return lax.cond(_any_subnormal(data) | _any_subnormal(updates),
+                        partial(_float_scatter, rule, key_max, use_init),
+                        partial(_float_scatter, rule, float_max, use_init), data, index, updates)
     return _float_scatter(rule, geom, use_init, data, index, updates)
+
+
+def _any_subnormal(x):
+    """Whether `x` holds a subnormal number, read from the bits (a float compare flushes them)."""
+    smallest_normal = order.bits(jnp.array(jnp.finfo(x.dtype).tiny, x.dtype))
+    magnitude = _magnitude_bits(x)
+    return jnp.any((magnitude > 0) & (magnitude < smallest_normal))
 
 
 def _start(geom: Geometry, use_init: bool, data, index):
