@@ -102,6 +102,9 @@ def scatter_cases() -> list:
         "spec fold: ties to the last (data +0, update -0 gives -0)", seu, np.array([0.0, 1.0]),
         np.array([0, 1]), [-0.0, 3.0], 0, "acc_gt", [-0.0, 3])
     add("openvino.scatter_nd_update", "ScatterNDUpdate-15",
+        "spec snippet: ties to the earliest, data first", sndu, np.array([2.0, 0.0]),
+        np.array([[0], [1], [1]]), [2, -0.0, 5], None, "acc_lt", [2, 5])
+    add("openvino.scatter_nd_update", "ScatterNDUpdate-15",
         "spec snippet: NaN updates skipped, NaN data sticks", sndu, np.array([0, nan]),
         np.array([[0], [0], [1]]), [2, nan, 1], None, "acc_lt", [2, nan])
     return cases
