@@ -27,7 +27,7 @@ from jaxmax._src.onnx.node import VERSIONS  # noqa: E402
 CASES = nc.cases()
 #: how many cases the installed onnx (1.23) defines per operator
 COUNTS = {"ArgMax": 16, "TopK": 7, "GlobalMaxPool": 2, "MaxPool": 19, "Max": 14,
-          "MaxUnpool": 2, "ReduceMax": 11}
+          "MaxUnpool": 2, "ReduceMax": 11, "ScatterElements": 1, "ScatterND": 2}
 
 
 def test_every_case_is_collected():
@@ -55,6 +55,10 @@ def _call(case, inputs):
         return jonnx.max(*inputs, opset=opset)
     if op == "MaxUnpool":
         return jonnx.max_unpool(*inputs, opset=opset, **attrs)
+    if op == "ScatterElements":
+        return jonnx.scatter_elements(*inputs, opset=opset, **attrs)
+    if op == "ScatterND":
+        return jonnx.scatter_nd(*inputs, opset=opset, **attrs)
     assert op == "ReduceMax", op
     axes = inputs[1] if len(inputs) > 1 else attrs.pop("axes", None)  # an input from 18
     return jonnx.reduce_max(inputs[0], axes, opset=opset, **attrs)

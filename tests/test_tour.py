@@ -48,6 +48,10 @@ ROWS = {
     ("onnx.top_k", "TopK-1"),
     ("onnx.top_k", "TopK-24"),
     ("onnx.max_unpool", "MaxUnpool-22"),
+    ("onnx.scatter_elements", "ScatterElements-18"),
+    ("onnx.scatter_nd", "ScatterND-18"),
+    ("openvino.scatter_elements_update", "ScatterElementsUpdate-12"),
+    ("openvino.scatter_nd_update", "ScatterNDUpdate-15"),
     ("onnx.max", "Max-8"),
     ("onnx.max", "Max-13"),
 }

@@ -52,7 +52,8 @@ def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -
     from the node, with the schema's defaults (``onnx.defs.get_schema``) for the ones it omits.
     Bound operators and versions: ReduceMax 1/11/12/13/18/20, MaxPool 1/8/10/11/12/22 (``Indices``
     when the node has a second output), GlobalMaxPool 1/22, Max 1/6/8/12/13, ArgMax
-    1/11/12/13, TopK 1/10/11/24, MaxUnpool 9/11/22.
+    1/11/12/13, TopK 1/10/11/24, MaxUnpool 9/11/22, ScatterElements and ScatterND 18 (reduction
+    max; other reductions raise the not-bound error).
 
     Args:
       node: an ``onnx.NodeProto`` (default domain).
@@ -222,7 +223,29 @@ def _max_unpool(where, version, attrs, inputs, node):
     return "max_unpool", positional, _pick(attrs, ("kernel_shape", "pads", "strides"))
 
 
+def _max_reduction(where, attrs) -> None:
+    """Scatter nodes bind only with reduction max: jaxmax implements no other reduction."""
+    reduction = attrs.get("reduction", "none")
+    if reduction != "max":
+        raise NodeBindingError(
+            f"{where}: reduction {reduction!r}: jaxmax binds reduction 'max' only",
+            missing=f"reduction {reduction}")
+
+
+def _scatter_elements(where, version, attrs, inputs, node):
+    _max_reduction(where, attrs)
+    return ("scatter_elements", _runtime(inputs, [0, 1, 2]),
+            {"axis": attrs.get("axis", 0), "reduction": "max"})
+
+
+def _scatter_nd(where, version, attrs, inputs, node):
+    _max_reduction(where, attrs)
+    return "scatter_nd", _runtime(inputs, [0, 1, 2]), {"reduction": "max"}
+
+
 _BINDERS = {
+    "ScatterElements": _scatter_elements,
+    "ScatterND": _scatter_nd,
     "ReduceMax": _reduce_max,
     "MaxPool": _max_pool,
     "GlobalMaxPool": _global_max_pool,

@@ -72,4 +72,8 @@ TABLE = VersionTable({
         11: Version(_types(*_FLOATS)),
         22: Version(_types(*_FLOATS, "bfloat16")),
     },
+    # jaxmax implements reduction "max" only, which exists from 18; the adapters gate the
+    # earlier since-versions (11, 13, 16) by their reductions (docs/semantics.md §8.1)
+    "ScatterElements": {18: Version(adds=("reduction max",))},
+    "ScatterND": {18: Version(adds=("reduction max",))},
 })

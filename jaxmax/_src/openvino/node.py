@@ -58,7 +58,8 @@ def from_node(node) -> NodeFunction:
     The version is the node's ``get_type_info().version_id`` (``"opset8"`` for MaxPool-8) and
     is passed as the jaxmax function's `opset`. Attributes are read with ``get_attributes()``.
     Bound operators: ReduceMax-1, ReduceLogicalOr-1, MaxPool-1/-8/-14, SegmentMax-16, Maximum-1,
-    TopK-1/-3/-11, AdaptiveMaxPool-8.
+    TopK-1/-3/-11, AdaptiveMaxPool-8, ScatterElementsUpdate-12 and ScatterNDUpdate-15
+    (reduction max; other reductions raise the not-bound error).
 
     Args:
       node: an ``openvino.Node``, e.g. from ``openvino.Model.get_ordered_ops()``.
@@ -202,7 +203,35 @@ def _adaptive_max_pool(where, version, attrs, inputs, node):
         "index_element_type": attrs.get("index_element_type", "i64"), "opset": version}
 
 
+def _max_reduction(where, attrs) -> None:
+    """Scatter nodes bind only with reduction max: jaxmax implements no other reduction."""
+    reduction = str(attrs.get("reduction", "none"))
+    if reduction.lower() != "max":
+        raise NodeBindingError(
+            f"{where}: reduction {reduction!r}: jaxmax binds reduction 'max' only",
+            missing=f"reduction {reduction.lower()}")
+
+
+def _scatter_elements_update(where, version, attrs, inputs, node):
+    _max_reduction(where, attrs)
+    axis = _static(where, inputs, 3, "axis", "the scatter axis")
+    positional = [_data(inputs, 0, "data"), _data(inputs, 1, "indices"),
+                  _data(inputs, 2, "updates"), ("axis", np.asarray(axis).reshape(()), None)]
+    return "scatter_elements_update", positional, {
+        "reduction": "max", "use_init_val": bool(attrs.get("use_init_val", True)),
+        "opset": version}
+
+
+def _scatter_nd_update(where, version, attrs, inputs, node):
+    _max_reduction(where, attrs)
+    positional = [_data(inputs, 0, "data"), _data(inputs, 1, "indices"),
+                  _data(inputs, 2, "updates")]
+    return "scatter_nd_update", positional, {"reduction": "max", "opset": version}
+
+
 _BINDERS = {
+    "ScatterElementsUpdate": _scatter_elements_update,
+    "ScatterNDUpdate": _scatter_nd_update,
     "ReduceMax": _reduce("reduce_max"),
     "ReduceLogicalOr": _reduce("reduce_logical_or"),
     "MaxPool": _max_pool,

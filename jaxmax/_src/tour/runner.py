@@ -33,6 +33,7 @@ from jaxmax._src.tour import (
     elementwise_cases,
     pool_cases,
     reduce_cases,
+    scatter_cases,
 )
 from jaxmax._src.tour.case import Case
 
@@ -46,6 +47,7 @@ CASE_BUILDERS: tuple[Callable[[], list[Case]], ...] = (
     elementwise_cases.elementwise_cases,
     arg_max_top_k_cases.arg_max_top_k_cases,
     adaptive_unpool_cases.adaptive_unpool_cases,
+    scatter_cases.scatter_cases,
 )
 
 

@@ -1,0 +1,139 @@
+"""Max-scatter along an axis (one index per update element) and by coordinate tuples (one index
+per slice), with the value and gradient rules of `scatter_rules`.
+
+Indices arrive checked for shape; concrete ones also for range. Here every index in
+``[-s, -1]`` counts from the end and every other out-of-range one (only possible when traced) is
+sent past the end, where XLA's ``FILL_OR_DROP`` mode drops the update: never wrapped, never
+clamped. A coordinate tuple with any coordinate out of range drops its whole slice.
+
+Along an axis there are two forms with identical results (the same rule on the same sequences,
+in the same order):
+
+* *rows*, when `indices` is constant along every other axis and spans the operand there (a
+  graph network's ``index.view(-1, 1).expand_as(src)``): a row scatter of `indices` taken at 0
+  off the axis, XLA's native window scatter;
+* *elements* otherwise: one flat operand offset per update element.
+
+The caller passes ``layout="rows"`` or ``"elements"`` when it knows (concrete indices), or
+``"detect"``: a ``lax.cond`` on the run-time equality picks the form.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from jaxmax._src import explicit_axes
+from jaxmax._src.lowering import scatter_rules
+from jaxmax._src.lowering.scatter_geometry import (
+    Geometry,
+    element_offsets,
+    normalised,
+    signed_index_dtype,
+)
+
+LAYOUTS = ("rows", "elements", "detect")
+
+
+def row_layout_possible(data_shape, indices_shape, axis: int) -> bool:
+    """Whether the shapes allow the row form: `indices` spans `data` off `axis`."""
+    return all(i == d for a, (i, d) in enumerate(zip(indices_shape, data_shape, strict=True))
+               if a != axis)
+
+
+def scatter_along_axis(data: jax.Array, indices: jax.Array, updates: jax.Array, axis: int,
+                       rule: str, use_init: bool, layout: str) -> jax.Array:
+    """Each element of `updates` max-scattered by `rule` onto `data` at its own coordinates with
+    the one along `axis` replaced by its entry of `indices` (same shape as `updates`)."""
+    return _along_axis(data, indices, updates, axis=axis, rule=rule, use_init=use_init,
+                       layout=layout)
+
+
+def scatter_by_coordinates(data: jax.Array, indices: jax.Array, updates: jax.Array, rule: str,
+                           use_init: bool) -> jax.Array:
+    """Each slice of `updates` (``indices.shape[:-1] + data.shape[k:]``) max-scattered by `rule`
+    onto the slice of `data` its ``k = indices.shape[-1]`` coordinates name."""
+    return _by_coordinates(data, indices, updates, rule=rule, use_init=use_init)
+
+
+def _on_mesh(*arrays) -> bool:
+    """Whether any input lives on a device mesh (sharded, or on an ``Auto`` mesh whose
+    partitioner may split the scatter): then every floating max runs on integer keys."""
+    return any(jax.typeof(a).sharding.mesh.axis_names for a in arrays)
+
+
+def _sharded(compute, data, indices, updates):
+    def out_spec(mesh):
+        return explicit_axes.spec_of(data)
+
+    return explicit_axes.run(compute, (data, indices, updates), out_spec)
+
+
+@partial(jax.jit, static_argnames=("axis", "rule", "use_init", "layout"), inline=True)
+def _along_axis(data, indices, updates, *, axis, rule, use_init, layout):
+    if data.size == 0 or updates.size == 0:
+        return data
+    size = data.shape[axis]
+    if not row_layout_possible(data.shape, indices.shape, axis):
+        layout = "elements"
+    elif data.ndim == 1:
+        layout = "rows"
+
+    index_dtype = signed_index_dtype(size)
+    keys = _on_mesh(data, indices, updates)
+
+    # each form normalises only the indices it reads: the row form one column, so that the
+    # (n, features) index array is never rewritten
+    def rows(data, indices, updates):
+        ids = indices[tuple(slice(None) if d == axis else 0 for d in range(indices.ndim))]
+        geom = Geometry("rows", tuple(data.shape), tuple(updates.shape), axis=axis, keys=keys)
+        norm = normalised(ids, size, index_dtype)
+        return scatter_rules.apply(rule, geom, use_init, data, norm.reshape(-1, 1), updates)
+
+    def elements(data, indices, updates):
+        flat_dtype = signed_index_dtype(data.size)
+        norm = normalised(indices, size, index_dtype)
+        flat = element_offsets(norm, tuple(data.shape), axis, flat_dtype)
+        geom = Geometry("elements", tuple(data.shape), tuple(updates.shape), keys=keys)
+        return scatter_rules.apply(rule, geom, use_init, data, flat, updates)
+
+    def compute(data, indices, updates):
+        if layout == "rows":
+            return rows(data, indices, updates)
+        if layout == "elements":
+            return elements(data, indices, updates)
+        first = indices[tuple(slice(None) if d == axis else slice(0, 1)
+                              for d in range(indices.ndim))]
+        return lax.cond(jnp.all(indices == first), rows, elements, data, indices, updates)
+
+    return _sharded(compute, data, indices, updates)
+
+
+@partial(jax.jit, static_argnames=("rule", "use_init"), inline=True)
+def _by_coordinates(data, indices, updates, *, rule, use_init):
+    if data.size == 0 or updates.size == 0:
+        return data
+    k = indices.shape[-1]
+    keys = _on_mesh(data, indices, updates)
+
+    def compute(data, indices, updates):
+        n = math.prod(indices.shape[:-1])
+        coords = indices.reshape(n, k)
+        dtype = signed_index_dtype(max(data.shape[:k], default=1))
+        cols = [normalised(coords[:, j], data.shape[j], dtype) for j in range(k)]
+        if k:
+            dropped = jnp.zeros((n,), bool)
+            for j in range(k):
+                dropped = dropped | (cols[j] == data.shape[j])
+            cols[0] = jnp.where(dropped, dtype.type(data.shape[0]), cols[0])
+            index = jnp.stack(cols, axis=1)
+        else:
+            index = jnp.zeros((n, 0), dtype)
+        geom = Geometry("slices", tuple(data.shape), tuple(updates.shape), k=k, keys=keys)
+        return scatter_rules.apply(rule, geom, use_init, data, index, updates)
+
+    return _sharded(compute, data, indices, updates)

@@ -1,0 +1,174 @@
+"""Where each update of a scatter goes: the index geometries the scatter rules run on.
+
+A geometry turns normalised indices (every value in range, or out of range to be dropped) into
+XLA scatter and gather dimension numbers, so that a rule (`scatter_rules`) can scatter any
+update-shaped array onto the operand with ``max``, ``min`` or ``add``, and gather any
+operand-shaped array back at each update's target. Out-of-range targets use XLA's
+``FILL_OR_DROP`` mode: a scatter drops the update (the whole window when any coordinate is out
+of range), a gather returns the fill value.
+
+Three geometries, all with static dimension numbers:
+
+* `elements`: one target per update element, as a flat offset into the operand viewed 1-D (the
+  general per-element form, one scalar index per update element);
+* `rows`: one index per position along `axis`, each update's window being the rest of that row
+  (the row-broadcast form: XLA's native row scatter);
+* `slices`: one ``k``-coordinate index per leading position, the window being the trailing
+  ``operand.shape[k:]`` (the slice form, ``k = 0`` included: every window is the whole operand).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+_DROP = lax.GatherScatterMode.FILL_OR_DROP
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Static description of how `index` (a traced integer array) routes updates to the
+    operand. ``kind`` is ``"elements"``, ``"rows"`` or ``"slices"``; ``axis`` is the row axis
+    (``rows``) and ``k`` the coordinate count (``slices``). ``keys`` runs a floating max on
+    ordered integer keys, else on XLA's float max."""
+
+    kind: str
+    operand_shape: tuple[int, ...]
+    updates_shape: tuple[int, ...]
+    axis: int = 0
+    k: int = 0
+    keys: bool = True
+
+    def _scatter_dnums(self) -> lax.ScatterDimensionNumbers:
+        r = len(self.operand_shape)
+        if self.kind == "elements":
+            return lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                               scatter_dims_to_operand_dims=(0,))
+        if self.kind == "rows":
+            return lax.ScatterDimensionNumbers(
+                update_window_dims=tuple(d for d in range(r) if d != self.axis),
+                inserted_window_dims=(self.axis,), scatter_dims_to_operand_dims=(self.axis,))
+        k = self.k
+        return lax.ScatterDimensionNumbers(
+            update_window_dims=tuple(range(1, 1 + r - k)), inserted_window_dims=tuple(range(k)),
+            scatter_dims_to_operand_dims=tuple(range(k)))
+
+    def _gather(self) -> tuple[lax.GatherDimensionNumbers, tuple[int, ...]]:
+        r = len(self.operand_shape)
+        if self.kind == "elements":
+            return (lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,),
+                                               start_index_map=(0,)), (1,))
+        if self.kind == "rows":
+            sizes = tuple(1 if d == self.axis else n for d, n in enumerate(self.operand_shape))
+            return (lax.GatherDimensionNumbers(
+                offset_dims=tuple(d for d in range(r) if d != self.axis),
+                collapsed_slice_dims=(self.axis,), start_index_map=(self.axis,)), sizes)
+        k = self.k
+        return (lax.GatherDimensionNumbers(
+            offset_dims=tuple(range(1, 1 + r - k)), collapsed_slice_dims=tuple(range(k)),
+            start_index_map=tuple(range(k))), (1,) * k + tuple(self.operand_shape[k:]))
+
+    # The "elements" form works on the operand viewed 1-D and the updates viewed 1-D.
+    def _operand_in(self, a: jax.Array) -> jax.Array:
+        return a.reshape(-1) if self.kind == "elements" else a
+
+    def _updates_in(self, a: jax.Array) -> jax.Array:
+        if self.kind == "elements":
+            return a.reshape(-1)
+        if self.kind == "slices":
+            window = tuple(self.operand_shape[self.k:])
+            n = math.prod(self.updates_shape[:len(self.updates_shape) - len(window)])
+            return a.reshape((n,) + window)
+        return a
+
+    def scatter(self, combine: str, operand: jax.Array, index: jax.Array,
+                values: jax.Array) -> jax.Array:
+        """`operand` combined (``"max"``, ``"min"`` or ``"add"``) with the update-shaped
+        `values` at their targets; dropped targets leave it unchanged. A floating ``"max"`` is
+        the IEEE-754-2019 ``maximum`` (NaN wins, ``+0`` beats ``-0``), computed on ordered
+        integer keys."""
+        if combine == "max" and self.keys and jnp.issubdtype(operand.dtype, jnp.floating):
+            out = self.scatter("max", _key(operand), index, _key(values))
+            return _from_key(out, operand.dtype)
+        fn = {"max": lax.scatter_max, "min": lax.scatter_min, "add": lax.scatter_add}[combine]
+        out = fn(self._operand_in(operand), index, self._updates_in(values),
+                 self._scatter_dnums(), indices_are_sorted=False, unique_indices=False,
+                 mode=_DROP)
+        return out.reshape(self.operand_shape)
+
+    def gather(self, operand: jax.Array, index: jax.Array, fill) -> jax.Array:
+        """`operand` read at each update's target, update-shaped; `fill` where dropped."""
+        dnums, sizes = self._gather()
+        out = lax.gather(self._operand_in(operand), index, dnums, sizes, mode=_DROP,
+                         fill_value=fill, indices_are_sorted=False, unique_indices=False)
+        return out.reshape(self.updates_shape)
+
+
+# Floating max runs on integer keys unless the caller knows XLA's float max is exact for the
+# input: XLA finishes a scatter split over devices with a cross-device max that on CPU drops NaN
+# and ignores the sign of zero, and its CPU scatter-max flushes a subnormal result to zero; an
+# integer max is exact everywhere, at about 4x the cost of the row scatter itself.
+def _key(x: jax.Array) -> jax.Array:
+    """The IEEE-754-2019 ``maximum`` order as signed integers: the bits, with the magnitude
+    bits of negative numbers flipped (so ``-0 < +0``), and NaN (either sign) above ``+inf``
+    with its payload kept."""
+    signed = np.dtype(f"int{8 * np.dtype(x.dtype).itemsize}")
+    b = lax.bitcast_convert_type(x, signed)
+    top = signed.type(np.iinfo(signed).max)
+    key = jnp.where(b < 0, b ^ top, b)
+    return jnp.where(jnp.isnan(x), b & top, key)
+
+
+def _from_key(key: jax.Array, dtype) -> jax.Array:
+    """The inverse of `_key` (a negative NaN comes back with its sign bit cleared)."""
+    top = key.dtype.type(np.iinfo(key.dtype).max)
+    return lax.bitcast_convert_type(jnp.where(key < 0, key ^ top, key), dtype)
+
+
+def signed_index_dtype(extent: int) -> np.dtype:
+    """int32 when every offset below `extent` (and `extent` itself, the drop sentinel) fits in
+    it, else int64 (only available with ``jax_enable_x64``)."""
+    return np.dtype(np.int32) if extent < 2**31 - 1 else np.dtype(np.int64)
+
+
+def normalised(indices: jax.Array, size: int, dtype) -> jax.Array:
+    """`indices` into an axis of `size` in `dtype`: ``[-size, -1]`` counts from the end and
+    every other value outside ``[0, size)`` becomes `size` (dropped by ``FILL_OR_DROP``), so that
+    nothing wraps or clamps; the comparisons run in a type that holds every index value."""
+    src = np.dtype(indices.dtype)
+    info = np.iinfo(src)
+    wide = np.dtype(dtype)
+    if info.min >= np.iinfo(wide).min and info.max <= np.iinfo(wide).max:
+        idx = indices.astype(wide)  # widened first: `size` may not fit in a narrow index type
+        valid = (idx >= -size) & (idx < size)
+        return jnp.where(valid, jnp.where(idx < 0, idx + size, idx), wide.type(size))
+    # a wider or unsigned source: compare in its own type, where `size` (< 2**31) fits
+    top = src.type(size)
+    if info.min < 0:
+        valid = (indices >= -top) & (indices < top)
+        shifted = jnp.where(indices < 0, indices + top, indices)
+    else:
+        valid = indices < top
+        shifted = indices
+    return jnp.where(valid, shifted, top).astype(wide)
+
+
+def element_offsets(norm: jax.Array, operand_shape: tuple[int, ...], axis: int,
+                    dtype) -> jax.Array:
+    """Flat operand offsets of every update element (the "elements" index, ``(n, 1)``): the
+    normalised index along `axis` and each element's own coordinate on the other axes. A dropped
+    index (== ``operand_shape[axis]``) maps to ``size(operand)``, out of range."""
+    dtype = np.dtype(dtype)
+    strides = [math.prod(operand_shape[d + 1:]) for d in range(len(operand_shape))]
+    size = math.prod(operand_shape)
+    flat = norm.astype(dtype) * dtype.type(strides[axis])
+    for d in range(norm.ndim):
+        if d != axis and strides[d]:
+            flat = flat + lax.broadcasted_iota(dtype, norm.shape, d) * dtype.type(strides[d])
+    flat = jnp.where(norm == operand_shape[axis], dtype.type(size), flat)
+    return flat.reshape(-1, 1)

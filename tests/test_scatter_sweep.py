@@ -1,0 +1,180 @@
+"""Max-scatter against the sequential-fold oracle on seeded random cases: ranks 1-4, every axis,
+duplicate and negative indices, NaN, ±0, ±inf, subnormals, every dtype the faces allow; eager
+(concrete indices) and under ``jit`` (traced indices, the run-time row check); and the row form
+against the per-element form, bit for bit."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+import scatter_oracle
+from helpers import is_float
+from scatter_cases import call
+from test_scatter import assert_bits, oracle
+
+from jaxmax._src.lowering import scatter as lowering
+
+FLOATS = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
+INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+DTYPES = FLOATS + INTS + [np.bool_]
+
+# the float pool: ties, both zeros, infinities and NaN on every target
+POOL = np.array([-np.inf, -2.0, -1.0, -0.0, 0.0, 1.0, 2.0, np.inf, np.nan])
+# subnormals compete only with normal numbers here: XLA's CPU compare flushes them to zero, so
+# a subnormal against a zero is not asserted either way
+SUBNORMAL_POOL = np.array([-np.inf, -1.0, 1.0, np.nan])
+
+
+def values(rng, shape, dtype, subnormal=False):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if is_float(dtype):
+        pool = SUBNORMAL_POOL if subnormal else POOL
+        out = rng.choice(pool, size=shape).astype(dtype)
+        if subnormal:
+            tiny = ml_dtypes.finfo(dtype).smallest_subnormal
+            pick = rng.random(shape)
+            out[pick < 0.3] = tiny
+            out[(pick >= 0.3) & (pick < 0.5)] = -tiny
+            out[(pick >= 0.5) & (pick < 0.6)] = 3 * tiny
+        return out
+    info = np.iinfo(dtype)
+    pool = np.array([info.min, info.max, 0, 1, 2, info.max - 1] + ([-1, -2] if info.min else []))
+    return rng.choice(pool, size=shape).astype(dtype)
+
+
+def elements_case(rng, rank, axis, row_layout):
+    data_shape = tuple(int(n) for n in rng.integers(1, 4, rank))
+    along = int(rng.integers(0, 6))
+    if row_layout:
+        shape = tuple(along if d == axis else n for d, n in enumerate(data_shape))
+        ids = rng.integers(-data_shape[axis], data_shape[axis], along)
+        view = [1] * rank
+        view[axis] = along
+        indices = np.broadcast_to(ids.reshape(view), shape).copy()
+    else:
+        shape = tuple(along if d == axis else int(rng.integers(1, n + 1))
+                      for d, n in enumerate(data_shape))
+        indices = rng.integers(-data_shape[axis], data_shape[axis], shape)
+    return data_shape, indices
+
+
+def nd_case(rng, rank):
+    data_shape = tuple(int(n) for n in rng.integers(1, 4, rank))
+    k = int(rng.integers(0, rank + 1))
+    lead = tuple(int(n) for n in rng.integers(1, 4, int(rng.integers(0, 3))))
+    cols = [rng.integers(-data_shape[j], data_shape[j], lead + (1,)) for j in range(k)]
+    indices = np.concatenate(cols, -1) if k else np.zeros(lead + (0,), np.int64)
+    return data_shape, indices, lead + data_shape[k:]
+
+
+def x64(dtype):
+    return jax.enable_x64(True) if np.dtype(dtype).itemsize == 8 else _null()
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def run_face(face, data, indices, updates, kw, jit):
+    if jit:
+        return jax.jit(lambda d, i, u: call(face, d, i, u, **dict(kw)))(data, indices, updates)
+    return call(face, data, indices, updates, **dict(kw))
+
+
+# every rank and axis on these; every other dtype at rank 2 (compiles dominate the run time)
+MAIN = [np.float32, np.float16, ml_dtypes.bfloat16, np.int32, np.uint8, np.bool_]
+SWEEP = [(d, r) for d in MAIN for r in (1, 2, 3, 4)] + [(d, 2) for d in DTYPES if d not in MAIN]
+
+
+@pytest.mark.parametrize("dtype,rank", SWEEP, ids=lambda v: str(np.dtype(v)) if not
+                         isinstance(v, int) else f"r{v}")
+def test_elements_faces_match_the_oracle(dtype, rank):
+    rng = np.random.default_rng(1000 * rank + DTYPES.index(dtype))
+    with x64(dtype):
+        for trial in range(2):
+            for axis in range(rank):
+                data_shape, indices = elements_case(rng, rank, axis, row_layout=trial == 0)
+                data = values(rng, data_shape, dtype)
+                updates = values(rng, indices.shape, dtype)
+                for face, kw in (("se", {}), ("seu", {}), ("seu", {"use_init_val": False})):
+                    kw = dict(kw, axis=axis - rank if axis % 2 else axis)
+                    expected = oracle(face, data, indices, updates, kw)
+                    for jit in (False, True):
+                        got = run_face(face, data, indices, updates, kw, jit)
+                        assert_bits(got, expected, f"{face} {kw} jit={jit} {data_shape} "
+                                                   f"{indices.tolist()} {updates.tolist()} "
+                                                   f"{data.tolist()}")
+
+
+@pytest.mark.parametrize("dtype,rank", SWEEP, ids=lambda v: str(np.dtype(v)) if not
+                         isinstance(v, int) else f"r{v}")
+def test_nd_faces_match_the_oracle(dtype, rank):
+    rng = np.random.default_rng(2000 * rank + DTYPES.index(dtype))
+    with x64(dtype):
+        for _ in range(3):
+            data_shape, indices, upd_shape = nd_case(rng, rank)
+            data = values(rng, data_shape, dtype)
+            updates = values(rng, upd_shape, dtype)
+            for face in ("snd", "sndu"):
+                expected = oracle(face, data, indices, updates, {})
+                for jit in (False, True):
+                    got = run_face(face, data, indices, updates, {}, jit)
+                    assert_bits(got, expected, f"{face} jit={jit} {indices.tolist()}")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64],
+                         ids=lambda d: np.dtype(d).name)
+def test_subnormals_against_normal_numbers(dtype):
+    rng = np.random.default_rng(7)
+    with x64(dtype):
+        for trial in range(6):
+            data_shape, indices = elements_case(rng, 2, trial % 2, row_layout=trial < 3)
+            data = values(rng, data_shape, dtype, subnormal=True)
+            updates = values(rng, indices.shape, dtype, subnormal=True)
+            for face in ("se", "seu"):
+                kw = {"axis": trial % 2}
+                assert_bits(call(face, data, indices, updates, **dict(kw)),
+                            oracle(face, data, indices, updates, kw), f"{face} {trial}")
+            nd_idx = indices.reshape(-1, 1) % data_shape[0]
+            nd_upd = values(rng, (nd_idx.shape[0], data_shape[1]), dtype, subnormal=True)
+            for face in ("snd", "sndu"):
+                assert_bits(call(face, data, nd_idx, nd_upd),
+                            oracle(face, data, nd_idx, nd_upd, {}), f"{face} {trial}")
+
+
+@pytest.mark.parametrize("rule", ["maximum", "acc_gt", "acc_lt"])
+@pytest.mark.parametrize("use_init", [True, False])
+def test_row_form_equals_element_form_bit_for_bit(rule, use_init):
+    rng = np.random.default_rng(11)
+    for rank in (1, 2, 3):
+        for axis in range(rank):
+            for dtype in (np.float32, np.float16, np.int32, np.bool_):
+                data_shape, indices = elements_case(rng, rank, axis, row_layout=True)
+                data = jnp.asarray(values(rng, data_shape, dtype))
+                updates = jnp.asarray(values(rng, indices.shape, dtype))
+                idx = jnp.asarray(indices, jnp.int32)
+                outs = [lowering.scatter_along_axis(data, idx, updates, axis, rule, use_init,
+                                                    layout)
+                        for layout in ("rows", "elements", "detect")]
+                for other in outs[1:]:
+                    assert_bits(other, outs[0], f"{rule} {rank} {axis} {dtype}")
+
+
+def test_oracle_steps_are_the_face_folds():
+    # the oracle's own steps, on the cases where the faces differ (docs/semantics.md §8.4)
+    nan = np.float32(np.nan)
+    assert np.isnan(scatter_oracle.step_ieee(np.float32(2), nan))
+    assert scatter_oracle.step_acc_gt(nan, np.float32(1)) == 1
+    assert np.isnan(scatter_oracle.step_acc_lt(nan, np.float32(1)))
+    assert not np.signbit(scatter_oracle.step_ieee(np.float32(-0.0), np.float32(0.0)))
+    assert np.signbit(scatter_oracle.step_acc_gt(np.float32(0.0), np.float32(-0.0)))
+    assert np.signbit(scatter_oracle.step_acc_lt(np.float32(-0.0), np.float32(0.0)))
