@@ -396,7 +396,7 @@ def _compact(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dty
     (``acc < x`` never takes a NaN, and a NaN first element is never replaced).
     """
     spatial = tuple(x.shape[2:])
-    key = order.key(x, descending=True, nan_is_first=False)
+    key = order.key(x, descending=True, nan_order="last")
     index = jnp.zeros(x.shape, np.int32)
     step = 1
     for d in reversed(range(len(spatial))):

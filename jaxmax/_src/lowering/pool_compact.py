@@ -122,7 +122,7 @@ def _plane_index(p: Pool) -> jax.Array:
 
 
 def _key(x: jax.Array, nan: str) -> jax.Array:
-    return order.key(x, descending=True, nan_is_first=nan == "propagate")
+    return order.key(x, descending=True, nan_order="first" if nan == "propagate" else "last")
 
 
 def winners(x: jax.Array, p: Pool, nan: str) -> tuple[jax.Array, jax.Array, jax.Array]:
