@@ -21,21 +21,14 @@ _NOT_IN_JAX = {"string", "complex64", "complex128", "float8e4m3fn", "float8e4m3f
 
 
 def _readme_rows(face: str) -> dict[str, tuple[int, ...]]:
-    """Operator -> versions, as the README's operator table lists them for `face`."""
+    """Operator -> versions, as the README's operator table (``| face | operator | versions |
+    function | page |``) lists them for `face`."""
+    label = {"onnx": "ONNX", "openvino": "OpenVINO"}[face]
     rows: dict[str, tuple[int, ...]] = {}
     for line in README.read_text().splitlines():
-        if not line.startswith("| `jaxmax.") or "from_node" in line:
-            continue
-        spec = line.rsplit("|", 2)[1]
-        if face == "onnx":
-            m = re.match(r"\s*ONNX `(\w+)` ([\d, ]+)", spec)
-            if m:
-                rows[m.group(1)] = tuple(int(v) for v in m.group(2).split(",") if v.strip())
-        else:
-            found = re.findall(r"`(\w+)-(\d+)`", spec)
-            if spec.strip().startswith("OpenVINO") and found:
-                for name, version in found:
-                    rows[name] = rows.get(name, ()) + (int(version),)
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[0] == label:
+            rows[cells[1]] = tuple(int(v) for v in cells[2].split(","))
     return rows
 
 

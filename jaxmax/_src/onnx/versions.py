@@ -24,6 +24,8 @@ _FLOATS = ("float16", "float32", "float64")
 _INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 _REDUCE = ("float16", "float32", "float64", "int32", "int64", "uint32", "uint64")
 _BYTES = ("int8", "uint8")
+# every real, integer and bool type (complex and string have no maximum)
+_SCATTER = ("bool", "bfloat16", *_FLOATS, *_INTS)
 
 #: ONNX operator -> since-version -> the data types it allows and what it adds
 #: (docs/semantics.md §4-§7).
@@ -74,6 +76,6 @@ TABLE = VersionTable({
     },
     # jaxmax implements reduction "max" only, which exists from 18; the adapters gate the
     # earlier since-versions (11, 13, 16) by their reductions (docs/semantics.md §8.1)
-    "ScatterElements": {18: Version(adds=("reduction max",))},
-    "ScatterND": {18: Version(adds=("reduction max",))},
+    "ScatterElements": {18: Version(_types(*_SCATTER), ("reduction max",))},
+    "ScatterND": {18: Version(_types(*_SCATTER), ("reduction max",))},
 })
