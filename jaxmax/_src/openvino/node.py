@@ -216,7 +216,7 @@ def _scatter_elements_update(where, version, attrs, inputs, node):
     _max_reduction(where, attrs)
     axis = _static(where, inputs, 3, "axis", "the scatter axis")
     positional = [_data(inputs, 0, "data"), _data(inputs, 1, "indices"),
-                  _data(inputs, 2, "updates"), ("axis", np.asarray(axis).reshape(()), None)]
+                  _data(inputs, 2, "updates"), Slot("axis", np.asarray(axis).reshape(()))]
     return "scatter_elements_update", positional, {
         "reduction": "max", "use_init_val": bool(attrs.get("use_init_val", True)),
         "opset": version}
