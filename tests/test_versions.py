@@ -5,7 +5,6 @@ operator table, which users read and which must list the same versions."""
 from __future__ import annotations
 
 import pathlib
-import re
 
 import numpy as np
 import pytest

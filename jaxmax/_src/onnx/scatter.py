@@ -6,8 +6,8 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from jaxmax._src import dtypes, sizes, validation
-from jaxmax._src.lowering import scatter, scatter_checks
+from jaxmax._src import dtypes, validation
+from jaxmax._src.lowering import scatter_call
 from jaxmax._src.types import Data, Ints
 
 _SE = "ONNX ScatterElements"
@@ -102,21 +102,10 @@ def scatter_elements(data: Data, indices: Ints, updates: Data, *, axis=0,
     ...                       np.array([5, -2, 7, -1], np.float32), reduction="max")
     Array([7., 5., 0., 0.], dtype=float32)
     """
-    op = _SE
-    version = _version(op, opset, reduction)
-    data, updates = scatter_checks.data_and_updates(op, data, updates, _allowed(version))
-    axis_ = scatter_checks.axis_along(op, axis, data.ndim)
-    host = scatter_checks.host_indices(op, indices, lambda d: d in _INDEX_TYPES,
-                                       "int32 or int64")
-    scatter_checks.along_axis_shapes(op, data, host, updates, axis_)
-    values = scatter_checks.concrete(host)
-    if values is not None:
-        scatter_checks.check_range(op, values, np.array(data.shape[axis_]),
-                                   lambda pos: f"axis {axis_}")
-    layout = scatter_checks.layout_of(values, data.shape, axis_)
-    out = scatter.scatter_along_axis(data, scatter_checks.device_indices(op, host), updates,
-                                     axis_, "maximum", True, layout)
-    return sizes.settled(out, data.size * data.dtype.itemsize)
+    return scatter_call.along_axis(
+        _SE, data, indices, updates, axis, allowed=_allowed(_version(_SE, opset, reduction)),
+        index_ok=lambda d: d in _INDEX_TYPES, index_kinds="int32 or int64", rule="maximum",
+        use_init=True)
 
 
 def scatter_nd(data: Data, indices: Ints, updates: Data, *, reduction: str = "none",
@@ -157,17 +146,7 @@ def scatter_nd(data: Data, indices: Ints, updates: Data, *, reduction: str = "no
     Array([[0., 0., 0.],
            [4., 5., 3.]], dtype=float32)
     """
-    op = _SND
-    version = _version(op, opset, reduction)
-    data, updates = scatter_checks.data_and_updates(op, data, updates, _allowed(version))
-    host = scatter_checks.host_indices(op, indices, lambda d: d in _INDEX_TYPES,
-                                       "int64 (or int32)")
-    updates = scatter_checks.coordinate_shapes(op, data, host, updates, scalar_as_one=False)
-    values = scatter_checks.concrete(host)
-    if values is not None:
-        k = host.shape[-1]
-        scatter_checks.check_range(op, values, np.array(data.shape[:k], np.int64),
-                                   lambda pos: f"axis {pos[-1]}")
-    out = scatter.scatter_by_coordinates(data, scatter_checks.device_indices(op, host),
-                                         updates, "maximum", True)
-    return sizes.settled(out, data.size * data.dtype.itemsize)
+    return scatter_call.by_coordinates(
+        _SND, data, indices, updates, allowed=_allowed(_version(_SND, opset, reduction)),
+        index_ok=lambda d: d in _INDEX_TYPES, index_kinds="int64 (or int32)",
+        scalar_as_one=False, rule="maximum")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from jaxmax._src import dtypes, sizes, validation
-from jaxmax._src.lowering import scatter, scatter_checks
+from jaxmax._src import dtypes, validation
+from jaxmax._src.lowering import scatter_call
 from jaxmax._src.types import Data, Ints
 
 _SEU = "ScatterElementsUpdate"
@@ -105,18 +105,9 @@ def scatter_elements_update(data: Data, indices: Ints, updates: Data, axis, *,
     Array([0.], dtype=float32)
     """
     op, _, use_init = _gate(_SEU, opset, reduction, use_init_val)
-    data, updates = scatter_checks.data_and_updates(op, data, updates, _allowed)
-    axis_ = scatter_checks.axis_along(op, axis, data.ndim)
-    host = scatter_checks.host_indices(op, indices, lambda d: True, "of an integer dtype")
-    scatter_checks.along_axis_shapes(op, data, host, updates, axis_)
-    values = scatter_checks.concrete(host)
-    if values is not None:
-        scatter_checks.check_range(op, values, np.array(data.shape[axis_]),
-                                   lambda pos: f"axis {axis_}")
-    layout = scatter_checks.layout_of(values, data.shape, axis_)
-    out = scatter.scatter_along_axis(data, scatter_checks.device_indices(op, host), updates,
-                                     axis_, "acc_gt", use_init, layout)
-    return sizes.settled(out, data.size * data.dtype.itemsize)
+    return scatter_call.along_axis(
+        op, data, indices, updates, axis, allowed=_allowed, index_ok=lambda d: True,
+        index_kinds="of an integer dtype", rule="acc_gt", use_init=use_init)
 
 
 def scatter_nd_update(data: Data, indices: Ints, updates: Data, *, reduction: str = "none",
@@ -159,15 +150,7 @@ def scatter_nd_update(data: Data, indices: Ints, updates: Data, *, reduction: st
     Array([2.], dtype=float32)
     """
     op, _, _ = _gate(_SNDU, opset, reduction)
-    data, updates = scatter_checks.data_and_updates(op, data, updates, _allowed)
-    host = scatter_checks.host_indices(
-        op, indices, lambda d: d in (np.dtype(np.int32), np.dtype(np.int64)), "int32 or int64")
-    updates = scatter_checks.coordinate_shapes(op, data, host, updates, scalar_as_one=True)
-    values = scatter_checks.concrete(host)
-    if values is not None:
-        k = host.shape[-1]
-        scatter_checks.check_range(op, values, np.array(data.shape[:k], np.int64),
-                                   lambda pos: f"axis {pos[-1]}")
-    out = scatter.scatter_by_coordinates(data, scatter_checks.device_indices(op, host),
-                                         updates, "acc_lt", True)
-    return sizes.settled(out, data.size * data.dtype.itemsize)
+    return scatter_call.by_coordinates(
+        op, data, indices, updates, allowed=_allowed,
+        index_ok=lambda d: d in (np.dtype(np.int32), np.dtype(np.int64)),
+        index_kinds="int32 or int64", scalar_as_one=True, rule="acc_lt")
