@@ -90,6 +90,14 @@ def run_face(face, data, indices, updates, kw, jit):
     return call(face, data, indices, updates, **dict(kw))
 
 
+def matches_oracle(face, data, indices, updates, kw, label):
+    """The face, eager and jitted, equals the sequential-fold oracle bit for bit."""
+    expected = oracle(face, data, indices, updates, kw)
+    for jit in (False, True):
+        got = run_face(face, data, indices, updates, kw, jit)
+        assert_bits(got, expected, f"{face} {kw} jit={jit} {label}")
+
+
 # every rank and axis on these; every other dtype at rank 2 (compiles dominate the run time)
 MAIN = [np.float32, np.float16, ml_dtypes.bfloat16, np.int32, np.uint8, np.bool_]
 SWEEP = [(d, r) for d in MAIN for r in (1, 2, 3, 4)] + [(d, 2) for d in DTYPES if d not in MAIN]
@@ -107,12 +115,9 @@ def test_elements_faces_match_the_oracle(dtype, rank):
                 updates = values(rng, indices.shape, dtype)
                 for face, kw in (("se", {}), ("seu", {}), ("seu", {"use_init_val": False})):
                     kw = dict(kw, axis=axis - rank if axis % 2 else axis)
-                    expected = oracle(face, data, indices, updates, kw)
-                    for jit in (False, True):
-                        got = run_face(face, data, indices, updates, kw, jit)
-                        assert_bits(got, expected, f"{face} {kw} jit={jit} {data_shape} "
-                                                   f"{indices.tolist()} {updates.tolist()} "
-                                                   f"{data.tolist()}")
+                    matches_oracle(face, data, indices, updates, kw,
+                                   f"{data_shape} {indices.tolist()} {updates.tolist()} "
+                                   f"{data.tolist()}")
 
 
 @pytest.mark.parametrize("dtype,rank", SWEEP, ids=lambda v: str(np.dtype(v)) if not
@@ -125,10 +130,7 @@ def test_nd_faces_match_the_oracle(dtype, rank):
             data = values(rng, data_shape, dtype)
             updates = values(rng, upd_shape, dtype)
             for face in ("snd", "sndu"):
-                expected = oracle(face, data, indices, updates, {})
-                for jit in (False, True):
-                    got = run_face(face, data, indices, updates, {}, jit)
-                    assert_bits(got, expected, f"{face} jit={jit} {indices.tolist()}")
+                matches_oracle(face, data, indices, updates, {}, f"{indices.tolist()}")
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64],

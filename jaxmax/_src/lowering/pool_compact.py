@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import dtypes
+from jaxmax._src import dtypes, shapes
 from jaxmax._src.lowering import order
 
 __all__ = ["Pool", "applies", "select", "max_pool", "openvino_indices", "onnx_indices"]
@@ -75,7 +75,8 @@ class Pool(NamedTuple):
 
     @property
     def out_shape(self) -> tuple[int, ...]:
-        return tuple(max(0, (n + lo + hi - (k - 1) * d - 1) // s + 1) for n, k, s, (lo, hi), d
+        return tuple(max(0, shapes.pooled_length(n, k, s, d, lo, hi, "floor"))
+                     for n, k, s, (lo, hi), d
                      in zip(self.shape, self.window, self.strides, self.padding, self.dilation,
                             strict=True))
 
