@@ -32,11 +32,14 @@ def test_version_flag_prints_the_version(tmp_path):
 
 
 def _installed_distribution():
-    """The distribution that holds the imported jaxmax, or None (a checkout on the path, or an
-    editable install, whose metadata is written once at install time and may be stale)."""
+    """The distribution that holds the imported jaxmax, or None (a checkout on the path, its
+    `jaxmax.egg-info` from a build, or an editable install, whose metadata is written once at
+    install time and may be stale)."""
     try:
         dist = importlib.metadata.distribution("jaxmax")
     except importlib.metadata.PackageNotFoundError:
+        return None
+    if dist.read_text("SOURCES.txt") is not None:  # a checkout's egg-info, not an install
         return None
     located = Path(str(dist.locate_file("jaxmax/__init__.py")))
     if located.exists() and located.resolve() == Path(jaxmax.__file__).resolve():
