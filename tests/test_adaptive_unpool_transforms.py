@@ -81,7 +81,7 @@ def test_vmap_equals_loop():
             assert_exact(v[k], want[0])
             assert_exact(i[k], want[1])
     # windows that tile the input, one batch element without NaN (large inputs fold these axis
-    # by axis: tests/test_adaptive_max_pool.py::test_windows_that_tile_a_large_input)
+    # by axis: tests/test_adaptive_max_pool_values.py::test_windows_that_tile_a_large_input)
     tiles = tricky(rng, (3, 2, 2, 8, 6))
     tiles[1] = np.where(np.isnan(tiles[1]), np.float32(2.5), tiles[1])
     v, i = jax.vmap(lambda t: ov.adaptive_max_pool(t, (4, 3), index_element_type="i32"))(tiles)
