@@ -50,15 +50,8 @@ def closing(text: str) -> tuple[int, int, int, str]:
 
 @pytest.fixture(scope="module")
 def cnn(tmp_path_factory):
-    torch = pytest.importorskip("torch")
-    root = tmp_path_factory.mktemp("cnn")
-    model, x = torch_cnn.cnn()
-    onnx_path = root / "cnn.onnx"
-    torch.onnx.export(model, (x,), str(onnx_path), dynamo=False, opset_version=17,
-                      input_names=["x"])
-    xml_path = root / "cnn.xml"
-    openvino.save_model(torch_cnn.converted(), str(xml_path), compress_to_fp16=False)
-    return onnx_path, xml_path
+    pytest.importorskip("torch")
+    return torch_cnn.save(tmp_path_factory.mktemp("cnn"))
 
 
 def _check_exact(path, counts, types):

@@ -15,10 +15,10 @@ import re
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
-openvino = pytest.importorskip("openvino")
+pytest.importorskip("openvino")
 
 import torch_cnn  # noqa: E402 (after the importorskips)
 
@@ -35,12 +35,7 @@ NODES = {"onnx": 9, "xml": 8}
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     root = tmp_path_factory.mktemp("converted")
-    net, x = torch_cnn.cnn()
-    onnx_path = root / "cnn.onnx"
-    torch.onnx.export(net, (x,), str(onnx_path), dynamo=False, opset_version=17,
-                      input_names=["x"])
-    xml_path = root / "cnn.xml"
-    openvino.save_model(torch_cnn.converted(), str(xml_path), compress_to_fp16=False)
+    onnx_path, xml_path = torch_cnn.save(root)
     image = np.random.default_rng(0).standard_normal(SHAPE).astype(np.float32)
     marked = image.copy()
     rng = np.random.default_rng(1)

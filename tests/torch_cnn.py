@@ -58,3 +58,17 @@ def converted():
 
     model, x = cnn()
     return openvino.convert_model(model, example_input=x, input=[SHAPE])
+
+
+def save(root):
+    """The CNN exported to ONNX (``torch.onnx.export(dynamo=False)``, opset 17, input "x") and
+    converted to OpenVINO IR in the folder `root`: (ONNX path, IR .xml path)."""
+    import openvino
+    import torch
+
+    model, x = cnn()
+    onnx_path, xml_path = root / "cnn.onnx", root / "cnn.xml"
+    torch.onnx.export(model, (x,), str(onnx_path), dynamo=False, opset_version=17,
+                      input_names=["x"])
+    openvino.save_model(converted(), str(xml_path), compress_to_fp16=False)
+    return onnx_path, xml_path
