@@ -424,3 +424,44 @@ def test_cpu_narrower_arithmetic(tmp_path, monkeypatch, build, dtype, values, wa
     clean = np.array([1, 2, 3, 4], dtype).reshape(shape)
     corrupt(monkeypatch, lambda ys: ys[0].reshape(-1).__setitem__(0, 7))
     fails(check(path, x=clean, **ids), unexplained=1)
+
+
+# --- onnxruntime: ScatterElements / ScatterND max (the scatter helper's block) ------------------
+
+# Per target: 0 updates [NaN, 2] (onnxruntime 2), 1 updates [2, NaN] (NaN, agrees), 2 data NaN
+# and update 1 (onnxruntime 1), 3 data +0 and update -0 (onnxruntime -0), 4 untouched, 5 data 1
+# and update 3, 6 data -0 and update +0 (onnxruntime +0, agrees)
+SCATTER_DATA = np.array([0, 0, np.nan, 0.0, 7, 1, -0.0], np.float32)
+SCATTER_IDS = np.array([0, 0, 1, 1, 2, 3, 5, 6], np.int64)
+SCATTER_UPD = np.array([np.nan, 2, 2, np.nan, 1, -0.0, 3, 0.0], np.float32)
+
+
+@pytest.fixture(params=["ScatterElements", "ScatterND"])
+def scatter_run(request, tmp_path):
+    op = request.param
+    ids = SCATTER_IDS if op == "ScatterElements" else SCATTER_IDS[:, None]
+    node = helper.make_node(op, ["d", "i", "u"], ["y"], reduction="max")
+    path = onnx_model(tmp_path / "scatter.onnx", node,
+                      [("d", F32, [7]), ("i", I64, list(ids.shape)), ("u", F32, [8])],
+                      [("y", F32)])
+    return lambda: check(path, d=SCATTER_DATA, i=ids, u=SCATTER_UPD)
+
+
+def test_onnxruntime_scatter_nan_and_zero_tie(scatter_run):
+    out = passes(scatter_run(), {"NaN order": 2, "sign of a +-0 tie": 1})
+    assert "first at [0]: jaxmax nan, runtime 2.0" in out and "§8.4)" in out, out
+
+
+@pytest.mark.parametrize(("at", "value", "why"), [
+    (5, 4.0, "no NaN and no zero routed to target 5"),
+    (2, 5.0, "a NaN routed there, but 5 is not the contract's NaN"),
+    (6, -0.0, "zeros of both signs there, but -0 is not the contract's +0"),
+])
+def test_onnxruntime_scatter_negatives(scatter_run, monkeypatch, at, value, why):
+    corrupt(monkeypatch, lambda ys: ys[0].__setitem__(at, value))
+    fails(scatter_run(), unexplained=1)
+
+
+def test_onnxruntime_scatter_unproven_window_excuses_nothing(scatter_run, monkeypatch):
+    monkeypatch.setattr(fields, "_run", lambda *args: None)
+    fails(scatter_run(), unexplained=3)
