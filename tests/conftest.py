@@ -11,6 +11,7 @@ resident for ``tests/test_max_pool.py`` in one process here).
 import os
 
 import jax
+import pytest
 
 MAX_WORKERS = 4
 
@@ -19,3 +20,14 @@ jax.config.update("jax_num_cpu_devices", 8)
 
 def pytest_xdist_auto_num_workers(config):
     return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
+
+
+@pytest.fixture(scope="session")
+def cnn_files(tmp_path_factory):
+    """tests/torch_cnn.py's CNN as an ONNX file and an OpenVINO IR, written once per worker for
+    tests/test_check_cli.py and tests/test_converted_check.py: (ONNX path, IR .xml path)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("openvino")
+    import torch_cnn
+
+    return torch_cnn.save(tmp_path_factory.mktemp("cnn"))

@@ -23,7 +23,6 @@ import sys
 
 import numpy as np
 import pytest
-import torch_cnn
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
@@ -48,12 +47,6 @@ def closing(text: str) -> tuple[int, int, int, str]:
     return int(m[1]), int(m[2]), int(m[3]), m[4] or ""
 
 
-@pytest.fixture(scope="module")
-def cnn(tmp_path_factory):
-    pytest.importorskip("torch")
-    return torch_cnn.save(tmp_path_factory.mktemp("cnn"))
-
-
 def _check_exact(path, counts, types):
     """`check` on `path`: exit 0, and the closing line's (exact, total, not covered) counts and
     the types it lists as not covered; returns the printed table."""
@@ -65,11 +58,11 @@ def _check_exact(path, counts, types):
     return out
 
 
-def test_cnn_onnx_every_max_family_node_exact(cnn):
+def test_cnn_onnx_every_max_family_node_exact(cnn_files):
     # MaxPool x5 (ceil with indices; torch's indices trick, a 1x1 MaxPool with indices; the
     # dilated pool; the dilated ceil pool; the adaptive pool exported as a MaxPool), Max,
     # ReduceMax, TopK, ArgMax
-    out = _check_exact(cnn[0], (9, 9, 5), "Conv x2, Flatten, Slice, Sub")
+    out = _check_exact(cnn_files[0], (9, 9, 5), "Conv x2, Flatten, Slice, Sub")
     for op in ("MaxPool-12", "Max-13", "ReduceMax-13"):
         assert re.search(rf"^\S+\s+{op}\s+onnx\.", out, re.M), out
     assert "ceil_mode=1" in out and "dilations=[2, 2]" in out and "return_indices=True" in out
@@ -78,9 +71,9 @@ def test_cnn_onnx_every_max_family_node_exact(cnn):
     assert re.search(r"ArgMax-13\s+onnx\.arg_max\(data, axis=1, keepdims=0", out), out
 
 
-def test_cnn_openvino_every_max_family_node_exact(cnn):
+def test_cnn_openvino_every_max_family_node_exact(cnn_files):
     # MaxPool-14 x3, Maximum-1, ReduceMax-1, TopK-11 x2 (topk and argmax), AdaptiveMaxPool-8
-    out = _check_exact(cnn[1], (8, 8, 7), "Add x2, Convolution x2, Reshape x2, Squeeze")
+    out = _check_exact(cnn_files[1], (8, 8, 7), "Add x2, Convolution x2, Reshape x2, Squeeze")
     assert re.search(r"AdaptiveMaxPool-8\s+ov\.adaptive_max_pool\(data, \[3, 7\]", out), out
     assert len(re.findall(r"TopK-11\s+ov\.top_k\(data, ", out)) == 2, out
     assert "rounding_type='ceil_torch'" in out and "dilations=[2, 2]" in out

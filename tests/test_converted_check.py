@@ -33,9 +33,9 @@ NODES = {"onnx": 9, "xml": 8}
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory):
+def models(tmp_path_factory, cnn_files):
     root = tmp_path_factory.mktemp("converted")
-    onnx_path, xml_path = torch_cnn.save(root)
+    onnx_path, xml_path = cnn_files
     image = np.random.default_rng(0).standard_normal(SHAPE).astype(np.float32)
     marked = image.copy()
     rng = np.random.default_rng(1)

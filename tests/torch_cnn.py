@@ -4,9 +4,10 @@ holds, built once per process.
 Three MaxPool layers: ``pool1`` in ceil mode with padding and ``return_indices``, ``pool2``
 dilated (floor), ``pool3`` in ceil mode and dilated, on an axis where ceil mode adds a window;
 then ``maximum``, ``adaptive_max_pool2d``, ``amax``, ``topk`` and ``argmax``.
-``tests/test_check_cli.py`` checks it through ``python -m jaxmax check`` (exported to ONNX and
-converted to OpenVINO), ``tests/test_converted_model.py`` each OpenVINO MaxPool node against
-``jaxmax.openvino.max_pool`` called with the node's attributes.
+``tests/test_check_cli.py`` and ``tests/test_converted_check.py`` check it through
+``python -m jaxmax check`` (exported to ONNX and converted to OpenVINO once per worker: the
+``cnn_files`` fixture of tests/conftest.py), ``tests/test_converted_model.py`` each OpenVINO
+MaxPool node against ``jaxmax.openvino.max_pool`` called with the node's attributes.
 
 torch is imported on the first call, so that a test module importing this one can skip without
 it.
