@@ -28,6 +28,20 @@ from helpers import assert_same
 
 from jaxmax import onnx as jonnx
 from jaxmax import openvino as jov
+from jaxmax._src.lowering import pool_compact
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _unrolled():
+    """The paths above are the unrolled taps': these inputs are small enough for the compact
+    form (tests/test_max_pool_forms.py), which is forced off here (the form is chosen while
+    tracing, so JAX's caches are cleared on the way in and out)."""
+    saved = pool_compact.FORCE
+    pool_compact.FORCE = False
+    jax.clear_caches()
+    yield
+    pool_compact.FORCE = saved
+    jax.clear_caches()
 
 LOW = np.finfo(np.float32).min
 
@@ -196,13 +210,10 @@ def test_first_zero_is_kept(face):
     assert np.signbit(np.asarray(got)).tolist() == [[[True, False]]]
 
 
-def test_large_window_value_is_one_scan_and_gradient_two_stages(monkeypatch):
-    """27 taps, the unrolled form (a small input would take the compact one): the jitted value
-    holds no while loop (one scan); its gradient does (the first stage of the two-stage
-    derivative kept in memory), and both match the oracle on data made of ties only."""
-    from jaxmax._src.lowering import pool_compact
-    monkeypatch.setattr(pool_compact, "FORCE", False)
-    jax.clear_caches()
+def test_large_window_value_is_one_scan_and_gradient_two_stages():
+    """27 taps, the unrolled form: the jitted value holds no while loop (one scan); its
+    gradient does (the first stage of the two-stage derivative kept in memory), and both match
+    the oracle on data made of ties only."""
     shape, kernel = (1, 1, 6, 6, 6), (3, 3, 3)
     x = np.random.default_rng(11).integers(0, 2, size=shape).astype(np.float32)
 
@@ -219,7 +230,6 @@ def test_large_window_value_is_one_scan_and_gradient_two_stages(monkeypatch):
     ones = np.ones(want_v.shape, np.float32)
     assert_same(grad(x), _grad_oracle(x, ones, want_v, want_i, True))
     assert_same(jnp.asarray(f(x)), want_v)
-    jax.clear_caches()
 
 
 # More than pool_stages.CHUNK_BYTES (2 MiB): 30 planes of 8x34x66 float32, two chunks of 15

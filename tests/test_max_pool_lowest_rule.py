@@ -18,6 +18,7 @@ windows (raised outputs), float16 values whose float16 sum would overflow, and c
 
 from __future__ import annotations
 
+import functools
 import itertools
 from functools import partial
 
@@ -149,6 +150,20 @@ PARAMS = [(name, kind, dtype) for name in CASES for kind, dtype in KINDS
           if name not in ("130_taps_1d", "132_taps") or dtype == np.float32]
 
 
+@functools.cache
+def _value_and_vjp(name):
+    """The jitted value and pullback of case `name`, one function for every data kind (the
+    kinds of one dtype share a compile)."""
+    _, window, strides, padding = CASES[name]
+
+    @jax.jit
+    def run(x, ct):
+        out, pullback = jax.vjp(lambda v: at_least_lowest(v, window, strides, padding), x)
+        return out, pullback(ct)[0]
+
+    return run
+
+
 @pytest.mark.parametrize("name, kind, dtype", PARAMS,
                          ids=[f"{n}-{k}-{np.dtype(d).name}" for n, k, d in PARAMS])
 def test_values_and_vjp(name, kind, dtype):
@@ -157,14 +172,7 @@ def test_values_and_vjp(name, kind, dtype):
     x = _data(rng, shape, dtype, kind)
     want = np_lowest_rule(x, window, strides, padding)
     ct = rng.integers(1, 5, want.shape).astype(dtype)
-
-    @jax.jit
-    def run(x, ct):
-        out, pullback = jax.vjp(
-            lambda v: at_least_lowest(v, window, strides, padding), x)
-        return out, pullback(ct)[0]
-
-    out, grad = run(x, ct)
+    out, grad = _value_and_vjp(name)(x, ct)
     assert out.dtype == x.dtype and grad.dtype == x.dtype
     np.testing.assert_array_equal(_as64(out), _as64(want))
     np.testing.assert_array_equal(_as64(grad), _as64(_oracle_vjp(x, ct, window, strides,
@@ -183,11 +191,11 @@ def test_vmap_and_forward_mode(name):
     np.testing.assert_array_equal(jax.jit(pool)(xs), want)
     # forward mode: the tangent is the oracle's Jacobian (rows from reduce_window's pullback,
     # one per output) applied to t; integer tangents keep every sum exact
+    jvp = jax.jit(lambda x, t: jax.jvp(lambda v: at_least_lowest(v, window, strides, padding),
+                                       (x,), (t,))[1])  # one compile for the three inputs
     for x in xs:
         t = rng.integers(-3, 4, x.shape).astype(np.float32)
-        _, tangent = jax.jvp(
-            lambda v: at_least_lowest(v, window, strides, padding),
-            (x,), (t,))
+        tangent = jvp(x, t)
         pullback = _oracle_pullback(x, window, strides, padding)
         basis = np.eye(want[0].size, dtype=np.float32).reshape((-1,) + want.shape[1:])
         jacobian = np.asarray(jax.vmap(pullback)(basis)).reshape(want[0].size, -1)
@@ -199,32 +207,33 @@ def test_integers_are_the_plain_pooling():
     shape, window, strides, padding = CASES["stem_k3_s2_p1"]
     x = np.random.default_rng(3).integers(-128, 128, shape).astype(np.int8)
     x.reshape(-1)[::7] = -128
-    got = at_least_lowest(x, window, strides, padding)
+    got = jax.jit(lambda v: at_least_lowest(v, window, strides, padding))(x)
     np.testing.assert_array_equal(got, np_lowest_rule(x, window, strides, padding))
 
 
-@pytest.mark.parametrize("kind", ["clean", "special"])
-def test_propagate_rule_gradient_with_132_taps(kind):
+def test_propagate_rule_gradient_with_132_taps():
     # the ONNX rule's derivative in one stage, with more taps than int8 indices can name:
     # reduce_window's on clean data, and the first NaN / first maximal element otherwise
     shape, window, strides, padding = CASES["132_taps"]
-    rng = np.random.default_rng(17)
-    x = _data(rng, shape, np.float32, kind)
-    ct = rng.integers(1, 5, (1, 2, 3, 3)).astype(np.float32)
 
     def ours(v):
         g = pool_geometry.geometry(v.shape, window, strides, padding)
         return pool_tangents.pooled(v, g, "propagate")
 
-    got = jax.jit(lambda x, ct: jax.vjp(ours, x)[1](ct)[0])(x, ct)
-    if kind == "clean":
-        theirs = jax.vjp(lambda v: lax.reduce_window(v, -np.inf, lax.max, window, strides,
-                                                     padding), x)[1](ct)[0]
-        np.testing.assert_array_equal(got, theirs)
-    want = np.zeros(x.shape, np.float32)
-    for out_idx, inside, _ in _windows(shape, window, strides, padding):
-        nan = [pos for pos in inside if np.isnan(x[pos])]
-        if inside:
-            first = max(inside, key=lambda p: (x[p], -inside.index(p)))
-            want[nan[0] if nan else first] += ct[out_idx]
-    np.testing.assert_array_equal(got, want)
+    vjp = jax.jit(lambda x, ct: jax.vjp(ours, x)[1](ct)[0])  # one compile for both kinds
+    for kind in ("clean", "special"):
+        rng = np.random.default_rng(17)
+        x = _data(rng, shape, np.float32, kind)
+        ct = rng.integers(1, 5, (1, 2, 3, 3)).astype(np.float32)
+        got = vjp(x, ct)
+        if kind == "clean":
+            theirs = jax.vjp(lambda v: lax.reduce_window(v, -np.inf, lax.max, window, strides,
+                                                         padding), x)[1](ct)[0]
+            np.testing.assert_array_equal(got, theirs)
+        want = np.zeros(x.shape, np.float32)
+        for out_idx, inside, _ in _windows(shape, window, strides, padding):
+            nan = [pos for pos in inside if np.isnan(x[pos])]
+            if inside:
+                first = max(inside, key=lambda p: (x[p], -inside.index(p)))
+                want[nan[0] if nan else first] += ct[out_idx]
+        np.testing.assert_array_equal(got, want, err_msg=kind)
