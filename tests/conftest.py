@@ -5,7 +5,7 @@ sharding tests can lay arrays over a mesh; every other test runs on device 0 as 
 
 ``-n auto`` (pyproject's addopts) starts one pytest-xdist worker per core, at most
 ``MAX_WORKERS``, since each worker holds its own JAX, OpenVINO and onnxruntime (1.07 GB peak
-resident for ``tests/test_max_pool.py`` in one process here).
+resident for ``tests/test_max_pool_values.py`` in one process here).
 """
 
 import os

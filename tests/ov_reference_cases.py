@@ -13,7 +13,7 @@ Apache-2.0):
   operation-sets/operation-specs/pooling/pooling_shape_rules.rst``); the page gives no data
   type, int32 is used. One value of example 1 is wrong on the page (see the erratum there).
 
-Each vector is a :class:`Vector`; ``test_openvino_op_reference.py`` checks that jaxmax and
+Each vector is a :class:`Vector`; ``test_max_pool_openvino_vectors.py`` checks that jaxmax and
 ``Node.evaluate`` reproduce every one exactly.
 """
 
