@@ -16,7 +16,8 @@ The tests are split by operator: tests/test_reduce_max_transforms.py,
 test_max_pool_transforms.py, test_max_pool_transforms_v1.py and test_segment_max_transforms.py,
 with their helpers in tests/transform_helpers.py and the oracles (written from the
 specifications and docs/semantics.md only; they never call jaxmax) in tests/reduce_oracle.py,
-pool_oracle.py and segment_oracle.py. This file holds what spans the operators: the jaxpr collector's own check and a user's jitted wrapper around all of them.
+pool_oracle.py and segment_oracle.py. This file holds what spans the operators: the jaxpr
+collector's own check and a user's jitted wrapper around all of them.
 """
 
 from __future__ import annotations
