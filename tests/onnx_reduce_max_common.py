@@ -1,4 +1,4 @@
-"""What the ONNX ReduceMax test files share (tests/test_reduce_max_onnx.py and
+"""What the ONNX ReduceMax test files share (tests/test_reduce_max_onnx_values.py and
 tests/test_reduce_max_onnx_runtimes.py): the per-opset dtype table and the data generator.
 
 Imported only after ``pytest.importorskip("onnx")``.

@@ -68,6 +68,8 @@ def _suite(source, roundings):
     rounding types and the two 5x5 3x3-kernel padded vectors in swapped order (the same
     inputs, attributes and expected outputs otherwise), as in max_pool.cpp."""
     r = iter(roundings)
+    # one call per vector, in max_pool.cpp's order, so that each reads against its source: the
+    # like-shaped rows are transcribed data, not repeated logic
     vectors = [
         # ----- 1-D
         _v(source, (1, 1, 9), "int32", NINE, (1, 1, 8), (2, 3, 4, 5, 6, 7, 8, 9),

@@ -1,8 +1,8 @@
 """``python -m jaxmax check MODEL`` on models built here (no downloads).
 
-* A small PyTorch CNN with a ceil-mode pool with ``return_indices``, a dilated pool, ``maximum``,
-  ``amax``, ``topk``, ``argmax`` and ``adaptive_max_pool2d``, exported with
-  ``torch.onnx.export(dynamo=False)`` (run by onnxruntime) and converted with
+* The small PyTorch CNN of tests/torch_cnn.py (ceil-mode and dilated pools, one with
+  ``return_indices``; ``maximum``, ``amax``, ``topk``, ``argmax``, ``adaptive_max_pool2d``),
+  exported with ``torch.onnx.export(dynamo=False)`` (run by onnxruntime) and converted with
   ``openvino.convert_model`` (run by the CPU plugin): every max-family node is exact, and the
   counts are asserted.
 * An ONNX graph with a node jaxmax lacks (Relu): reported as not covered.
@@ -23,6 +23,7 @@ import sys
 
 import numpy as np
 import pytest
+import torch_cnn
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
@@ -49,39 +50,8 @@ def closing(text: str) -> tuple[int, int, int, str]:
 
 @pytest.fixture(scope="module")
 def cnn(tmp_path_factory):
-    torch = pytest.importorskip("torch")
-    root = tmp_path_factory.mktemp("cnn")
-
-    class CNN(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
-            self.pool1 = torch.nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True,
-                                            return_indices=True)
-            self.pool2 = torch.nn.MaxPool2d(2, stride=1, dilation=2)
-            self.conv2 = torch.nn.Conv2d(8, 8, 1)
-
-        def forward(self, x):
-            p1, indices = self.pool1(self.conv(x))
-            p2 = self.pool2(p1)
-            m = torch.maximum(p2, self.conv2(p2))
-            # ONNX export needs output sizes that divide the input (6, 7)
-            adaptive = torch.nn.functional.adaptive_max_pool2d(m, (3, 7))
-            amax = torch.amax(m, dim=(2, 3))
-            flat = m.flatten(1)
-            top_values, top_indices = torch.topk(flat, 5, dim=1)
-            return p1, indices, adaptive, amax, top_values, top_indices, flat.argmax(dim=1)
-
-    torch.manual_seed(0)
-    model = CNN().eval()
-    x = torch.randn(2, 3, 15, 17)
-    onnx_path = root / "cnn.onnx"
-    torch.onnx.export(model, (x,), str(onnx_path), dynamo=False, opset_version=17,
-                      input_names=["x"])
-    xml_path = root / "cnn.xml"
-    converted = openvino.convert_model(model, example_input=x, input=[(2, 3, 15, 17)])
-    openvino.save_model(converted, str(xml_path), compress_to_fp16=False)
-    return onnx_path, xml_path
+    pytest.importorskip("torch")
+    return torch_cnn.save(tmp_path_factory.mktemp("cnn"))
 
 
 def _check_exact(path, counts, types):
@@ -96,9 +66,10 @@ def _check_exact(path, counts, types):
 
 
 def test_cnn_onnx_every_max_family_node_exact(cnn):
-    # MaxPool x4 (ceil with indices; torch's indices trick, a 1x1 MaxPool with indices; the
-    # dilated pool; the adaptive pool exported as a MaxPool), Max, ReduceMax, TopK, ArgMax
-    out = _check_exact(cnn[0], (8, 8, 5), "Conv x2, Flatten, Slice, Sub")
+    # MaxPool x5 (ceil with indices; torch's indices trick, a 1x1 MaxPool with indices; the
+    # dilated pool; the dilated ceil pool; the adaptive pool exported as a MaxPool), Max,
+    # ReduceMax, TopK, ArgMax
+    out = _check_exact(cnn[0], (9, 9, 5), "Conv x2, Flatten, Slice, Sub")
     for op in ("MaxPool-12", "Max-13", "ReduceMax-13"):
         assert re.search(rf"^\S+\s+{op}\s+onnx\.", out, re.M), out
     assert "ceil_mode=1" in out and "dilations=[2, 2]" in out and "return_indices=True" in out
@@ -108,8 +79,8 @@ def test_cnn_onnx_every_max_family_node_exact(cnn):
 
 
 def test_cnn_openvino_every_max_family_node_exact(cnn):
-    # MaxPool-14 x2, Maximum-1, ReduceMax-1, TopK-11 x2 (topk and argmax), AdaptiveMaxPool-8
-    out = _check_exact(cnn[1], (7, 7, 7), "Add x2, Convolution x2, Reshape x2, Squeeze")
+    # MaxPool-14 x3, Maximum-1, ReduceMax-1, TopK-11 x2 (topk and argmax), AdaptiveMaxPool-8
+    out = _check_exact(cnn[1], (8, 8, 7), "Add x2, Convolution x2, Reshape x2, Squeeze")
     assert re.search(r"AdaptiveMaxPool-8\s+ov\.adaptive_max_pool\(data, \[3, 7\]", out), out
     assert len(re.findall(r"TopK-11\s+ov\.top_k\(data, ", out)) == 2, out
     assert "rounding_type='ceil_torch'" in out and "dilations=[2, 2]" in out

@@ -91,6 +91,40 @@ def break_binder(monkeypatch, module, op_type, change):
     monkeypatch.setitem(module._BINDERS, op_type, binder)
 
 
+class Case:
+    """A saved one-node model and the arrays ``check`` feeds it."""
+
+    def __init__(self, path, **arrays):
+        self.path, self.arrays = path, arrays
+
+    def check(self) -> tuple[int, str]:
+        return check(self.path, **self.arrays)
+
+    def explained(self) -> tuple[dict[str, int], str]:
+        """Exit 0; what the row explained (see `explained`) and the printed output."""
+        status, out = self.check()
+        assert status == 0, out
+        return explained(out), out
+
+
+def with_nan(shape, rate, clean):
+    """Normal float32 data, NaN at `rate`; row `clean` holds 0, 1, 2, ... (no NaN)."""
+    rng = np.random.default_rng(0)
+    data = rng.standard_normal(shape).astype(np.float32)
+    data[rng.random(shape) < rate] = np.nan
+    data[clean] = np.arange(shape[1])
+    return data
+
+
+def rejects(monkeypatch, case: Case, *edits) -> None:
+    """Each edit of jaxmax's outputs, alone, fails the node with one unexplained difference.
+    An edit is ``(output, where, value)``: that element of that output set to `value`."""
+    for output, where, value in edits:
+        corrupt(monkeypatch, lambda ys, o=output, w=where, v=value: ys[o].__setitem__(w, v))
+        fails(case.check(), unexplained=1)
+        monkeypatch.undo()
+
+
 def onnx_model(path, node, inputs, outputs, opset=18, initializers=()):
     graph = helper.make_graph(
         [node], "g", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
@@ -109,49 +143,26 @@ def ov_model(path, outputs, parameters):
 
 # --- onnxruntime: NaN order ------------------------------------------------------------------
 
-@pytest.fixture
-def reduce_nan(tmp_path):
+def test_onnxruntime_reduce_max_nan(tmp_path, monkeypatch):
     node = helper.make_node("ReduceMax", ["x", "axes"], ["y"], keepdims=0)
     path = onnx_model(tmp_path / "reduce.onnx", node, [("x", F32, [3, 4])], [("y", F32)],
                       initializers=[onnx.numpy_helper.from_array(np.array([1]), "axes")])
     # onnxruntime lets the first element decide: row 0 gives NaN, row 1 drops its NaN; row 2
     # holds none
-    x = np.array([[np.nan, 1, 2, 3], [4, np.nan, 6, 5], [7, 8, 9, 10]], np.float32)
-    return path, x
-
-
-def test_onnxruntime_reduce_max_nan(reduce_nan):
-    path, x = reduce_nan
-    out = passes(check(path, x=x), {"NaN order": 1})
+    case = Case(path, x=np.array([[np.nan, 1, 2, 3], [4, np.nan, 6, 5], [7, 8, 9, 10]],
+                                 np.float32))
+    out = passes(case.check(), {"NaN order": 1})
     assert "§4) (output 0: first at [1]: jaxmax nan, runtime 6.0)" in out, out
-
-
-def test_onnxruntime_reduce_max_nan_negatives(reduce_nan, monkeypatch):
-    path, x = reduce_nan
-
-    def row_without_nan(ys):
-        ys[0][2] = 11.0
-
-    corrupt(monkeypatch, row_without_nan)
-    fails(check(path, x=x), unexplained=1)
-    monkeypatch.undo()
-    corrupt(monkeypatch, lambda ys: ys[0].__setitem__(2, np.nan))  # NaN, but none in the row
-    fails(check(path, x=x), unexplained=1)
-    monkeypatch.undo()
-
-    def not_the_contract(ys):  # a row with a NaN, but a number, not NaN
-        ys[0][0] = 3.0
-
-    corrupt(monkeypatch, not_the_contract)
-    fails(check(path, x=x), unexplained=1)
-    monkeypatch.undo()
+    rejects(monkeypatch, case,
+            (0, 2, 11.0),  # the row without NaN
+            (0, 2, np.nan),  # NaN, but none in the row
+            (0, 0, 3.0))  # a row with a NaN, but a number, not NaN
     break_binder(monkeypatch, onnx_node, "ReduceMax", lambda k: {**k, "keepdims": 1})
-    out = fails(check(path, x=x))
+    out = fails(case.check())
     assert "shape (3, 1) != runtime (3,)" in out and "runtime deviation" not in out
 
 
-@pytest.fixture
-def pool_nan(tmp_path):
+def test_onnxruntime_max_pool_nan_with_indices(tmp_path, monkeypatch):
     node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2],
                             strides=[2, 2], pads=[1, 1, 1, 1])
     path = onnx_model(tmp_path / "pool.onnx", node, [("x", F32, [1, 2, 4, 4])],
@@ -160,14 +171,17 @@ def pool_nan(tmp_path):
     # in window (1, 1) of plane 0 (rows 1-2, columns 1-2), after its first element: onnxruntime's
     # index path seeds with the first element and drops the NaN
     x[0, 0, 1, 2] = np.nan
-    return path, x
-
-
-def test_onnxruntime_max_pool_nan_with_indices(pool_nan):
-    path, x = pool_nan
-    out = passes(check(path, x=x), {"NaN order": 2})
+    case = Case(path, x=x)
+    out = passes(case.check(), {"NaN order": 2})
     assert "output 0: first at [0, 0, 1, 1]: jaxmax nan, runtime 10.0" in out, out
     assert "output 1: first at [0, 0, 1, 1]: jaxmax 6, runtime 10" in out, out
+    rejects(monkeypatch, case,
+            (1, (0, 0, 1, 1), 5),  # an index, not the first NaN's
+            (0, (0, 1, 1, 1), 27.0),  # in the plane without NaN (its maximum: 26)
+            (0, (0, 1, 1, 1), np.nan))  # a NaN where the window holds none
+    break_binder(monkeypatch, onnx_node, "MaxPool", lambda k: {**k, "pads": (0, 0, 0, 0)})
+    out = fails(case.check())
+    assert "shape (1, 2, 2, 2) != runtime (1, 2, 3, 3)" in out and "deviation" not in out
 
 
 def test_onnxruntime_max_pool_nan_column_major_indices(tmp_path):
@@ -182,80 +196,34 @@ def test_onnxruntime_max_pool_nan_column_major_indices(tmp_path):
     assert "output 1: first at [0, 0, 1, 1]: jaxmax 9, runtime 10" in out, out
 
 
-def test_onnxruntime_max_pool_nan_negatives(pool_nan, monkeypatch):
-    path, x = pool_nan
-
-    def index_not_first_nan(ys):
-        ys[1][0, 0, 1, 1] = 5
-
-    corrupt(monkeypatch, index_not_first_nan)
-    fails(check(path, x=x), unexplained=1)
-    monkeypatch.undo()
-
-    def value_in_clean_plane(ys):
-        ys[0][0, 1, 1, 1] += 1
-
-    corrupt(monkeypatch, value_in_clean_plane)
-    fails(check(path, x=x), unexplained=1)
-    monkeypatch.undo()
-    corrupt(monkeypatch, lambda ys: ys[0].__setitem__((0, 1, 1, 1), np.nan))  # no NaN there
-    fails(check(path, x=x), unexplained=1)
-    monkeypatch.undo()
-    break_binder(monkeypatch, onnx_node, "MaxPool", lambda k: {**k, "pads": (0, 0, 0, 0)})
-    out = fails(check(path, x=x))
-    assert "shape (1, 2, 2, 2) != runtime (1, 2, 3, 3)" in out and "deviation" not in out
-
-
-@pytest.fixture
-def arg_max_nan(tmp_path):
+def test_onnxruntime_arg_max_nan(tmp_path, monkeypatch):
     node = helper.make_node("ArgMax", ["x"], ["y"], axis=1, keepdims=0)
     path = onnx_model(tmp_path / "argmax.onnx", node, [("x", F32, [3, 3])], [("y", I64)])
     # onnxruntime seeds with the first element: [1, NaN, 3] gives 2, the contract 1
-    x = np.array([[1, np.nan, 3], [np.nan, 0, 5], [2, 4, 1]], np.float32)
-    return path, x
-
-
-def test_onnxruntime_arg_max_nan(arg_max_nan):
-    path, x = arg_max_nan
-    out = passes(check(path, x=x), {"NaN order": 1})
+    case = Case(path, x=np.array([[1, np.nan, 3], [np.nan, 0, 5], [2, 4, 1]], np.float32))
+    out = passes(case.check(), {"NaN order": 1})
     assert "first at [0]: jaxmax 1, runtime 2" in out and "§6.5)" in out
-
-
-def test_onnxruntime_arg_max_nan_negatives(arg_max_nan, monkeypatch):
-    path, x = arg_max_nan
-    corrupt(monkeypatch, lambda ys: ys[0].__setitem__(0, 0))  # a NaN slice, not its NaN
-    fails(check(path, x=x), unexplained=1)
-    monkeypatch.undo()
-    # a slice without NaN: index 0 is what a first-NaN search finds there, not its maximum
-    corrupt(monkeypatch, lambda ys: ys[0].__setitem__(2, 0))
-    fails(check(path, x=x), unexplained=1)
+    rejects(monkeypatch, case,
+            (0, 0, 0),  # a NaN slice, not its NaN
+            # a slice without NaN: index 0 is what a first-NaN search finds there, not its
+            # maximum
+            (0, 2, 0))
 
 
 # --- onnxruntime: windows with no number, +-0 ties, sorted=0 ----------------------------------
 
-@pytest.fixture
-def empty_window(tmp_path):
+def test_onnxruntime_window_with_no_input_element(tmp_path, monkeypatch):
     # D=2, k=2, d=3, pads 1: the one window's taps both fall in the padding
     node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2], dilations=[3],
                             pads=[1, 1])
     path = onnx_model(tmp_path / "empty.onnx", node, [("x", F32, [1, 2, 2])],
                       [("y", F32), ("i", I64)])
-    return path, np.array([[[1, 2], [3, 4]]], np.float32)
-
-
-def test_onnxruntime_window_with_no_input_element(empty_window):
-    path, x = empty_window
+    case = Case(path, x=np.array([[[1, 2], [3, 4]]], np.float32))
     # values -inf vs -FLT_MAX in both planes; the index -1 vs plane - 1 (differs in plane 1)
-    passes(check(path, x=x), {"a window with no number above -inf": 3})
-
-
-def test_onnxruntime_window_with_no_input_element_negatives(empty_window, monkeypatch):
-    path, x = empty_window
-    corrupt(monkeypatch, lambda ys: ys[1].__setitem__((0, 1, 0), 0))  # an index, not -1
-    fails(check(path, x=x), unexplained=1)
-    monkeypatch.undo()
-    corrupt(monkeypatch, lambda ys: ys[0].__setitem__((0, 0, 0), 0.0))  # not -inf
-    fails(check(path, x=x), unexplained=1)
+    passes(case.check(), {"a window with no number above -inf": 3})
+    rejects(monkeypatch, case,
+            (1, (0, 1, 0), 0),  # an index, not -1
+            (0, (0, 0, 0), 0.0))  # not -inf
 
 
 def test_onnxruntime_global_max_pool_nan_and_minus_inf(tmp_path, monkeypatch):
@@ -264,255 +232,146 @@ def test_onnxruntime_global_max_pool_nan_and_minus_inf(tmp_path, monkeypatch):
     x = np.random.default_rng(0).standard_normal((1, 3, 4, 4)).astype(np.float32)
     x[0, 0, 1, 1] = np.nan  # dropped by onnxruntime
     x[0, 1] = -np.inf  # -FLT_MAX from onnxruntime
-    passes(check(path, x=x), {"NaN order": 1, "a window with no number above -inf": 1})
-    corrupt(monkeypatch, lambda ys: ys[0].__setitem__((0, 2, 0, 0), 0.0))  # channel 2: clean
-    fails(check(path, x=x), unexplained=1)
-
-
-def test_a_window_the_binding_cannot_tell_excuses_nothing(tmp_path, monkeypatch):
+    case = Case(path, x=x)
+    passes(case.check(), {"NaN order": 1, "a window with no number above -inf": 1})
+    rejects(monkeypatch, case, (0, (0, 2, 0, 0), 0.0))  # channel 2: clean
     # the indicator run fails (as for an operator that rejects it): the NaN and the -inf-only
     # channel, explained above, are now unexplained, never excused by default
-    node = helper.make_node("GlobalMaxPool", ["x"], ["y"])
-    path = onnx_model(tmp_path / "global.onnx", node, [("x", F32, [1, 3, 4, 4])], [("y", F32)])
-    x = np.random.default_rng(0).standard_normal((1, 3, 4, 4)).astype(np.float32)
-    x[0, 0, 1, 1] = np.nan
-    x[0, 1] = -np.inf
     monkeypatch.setattr(fields, "_run", lambda *args: None)
-    fails(check(path, x=x), unexplained=2)
+    fails(case.check(), unexplained=2)
 
 
-@pytest.fixture
-def max_zeros(tmp_path):
+def test_onnxruntime_max_zero_tie(tmp_path, monkeypatch):
     node = helper.make_node("Max", ["a", "b"], ["y"])
     path = onnx_model(tmp_path / "max.onnx", node, [("a", F32, [8]), ("b", F32, [8])],
                       [("y", F32)])
     # f32 of length 8: onnxruntime returns the second argument's zero
-    return (path, np.array([0.0, 1, -0.0, 3, 0.0, -0.0, 6, 7], np.float32),
-            np.array([-0.0, 2, 0.0, 1, 0.0, -0.0, 6, 7], np.float32))
-
-
-def test_onnxruntime_max_zero_tie(max_zeros):
-    path, a, b = max_zeros
-    out = passes(check(path, a=a, b=b), {"sign of a +-0 tie": 1})
+    case = Case(path, a=np.array([0.0, 1, -0.0, 3, 0.0, -0.0, 6, 7], np.float32),
+                b=np.array([-0.0, 2, 0.0, 1, 0.0, -0.0, 6, 7], np.float32))
+    out = passes(case.check(), {"sign of a +-0 tie": 1})
     assert "first at [0]: jaxmax 0.0, runtime -0.0" in out and "§7.3)" in out
+    rejects(monkeypatch, case,
+            (0, 4, -0.0),  # +0 and +0: no -0 there
+            (0, 5, 0.0),  # -0 and -0: no tie of signs
+            # -0 and +0, where onnxruntime gives the contract's +0: jaxmax's -0 is not the
+            # contract's
+            (0, 2, -0.0))
 
 
-def test_onnxruntime_max_zero_tie_negatives(max_zeros, monkeypatch):
-    path, a, b = max_zeros
-    corrupt(monkeypatch, lambda ys: ys[0].__setitem__(4, -0.0))  # +0 and +0: no -0 there
-    fails(check(path, a=a, b=b), unexplained=1)
-    monkeypatch.undo()
-    corrupt(monkeypatch, lambda ys: ys[0].__setitem__(5, 0.0))  # -0 and -0: no tie of signs
-    fails(check(path, a=a, b=b), unexplained=1)
-    monkeypatch.undo()
-    # -0 and +0, where onnxruntime gives the contract's +0: jaxmax's -0 is not the contract's
-    corrupt(monkeypatch, lambda ys: ys[0].__setitem__(2, -0.0))
-    fails(check(path, a=a, b=b), unexplained=1)
-
-
-@pytest.fixture
-def unsorted_top_k(tmp_path):
+def test_onnxruntime_top_k_sorted_0(tmp_path, monkeypatch):
     node = helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=1, sorted=0)
     path = onnx_model(tmp_path / "topk.onnx", node, [("x", F32, [3, 9])], [("v", F32), ("i", I64)],
                       initializers=[onnx.numpy_helper.from_array(np.array([4]), "k")])
-    return path, np.random.default_rng(1).standard_normal((3, 9)).astype(np.float32)
-
-
-def test_onnxruntime_top_k_sorted_0(unsorted_top_k):
-    path, x = unsorted_top_k
-    status, out = check(path, x=x)
-    assert status == 0, out
-    n = explained(out)["sorted=0"]
+    case = Case(path, x=np.random.default_rng(1).standard_normal((3, 9)).astype(np.float32))
+    rows, out = case.explained()
+    n = rows["sorted=0"]
     assert n > 0 and re.search(rf"runtime deviation, {n} differ", out), out
-
-
-def test_onnxruntime_top_k_sorted_0_negative(unsorted_top_k, monkeypatch):
-    path, x = unsorted_top_k
 
     def one_value(ys):  # slice 1 no longer holds the runtime's pairs
         ys[0][1, 3] += 1
 
     corrupt(monkeypatch, one_value)
-    out = fails(check(path, x=x))
+    out = fails(case.check())
     assert "output 0: first at [1," in out, out
 
 
 # --- OpenVINO's CPU plugin -------------------------------------------------------------------
 
-@pytest.fixture
-def ov_reduce_nan(tmp_path):
+def test_cpu_reduce_max_nan(tmp_path, monkeypatch):
     x = ov1.parameter([6, 81], np.float32, name="x")
     node = ov1.reduce_max(x, ov1.constant(np.array([1])))
     node.set_friendly_name("reduce")
     path = ov_model(tmp_path / "reduce.xml", [node.output(0)], [x])
-    rng = np.random.default_rng(0)
-    data = rng.standard_normal((6, 81)).astype(np.float32)
-    data[rng.random(data.shape) < 0.2] = np.nan
-    data[2] = np.arange(81)  # a row without NaN
-    return path, data
-
-
-def test_cpu_reduce_max_nan(ov_reduce_nan):
-    path, x = ov_reduce_nan
-    status, out = check(path, x=x)
-    assert status == 0, out
+    case = Case(path, x=with_nan((6, 81), 0.2, clean=2))
     # the CPU plugin's NaN handling depends on where the NaN is; each difference is explained
-    assert set(explained(out)) == {"NaN order"} and "§3)" in out, out
-
-
-def test_cpu_reduce_max_nan_negatives(ov_reduce_nan, monkeypatch):
-    path, x = ov_reduce_nan
-    corrupt(monkeypatch, lambda ys: ys[0].__setitem__(0, np.nan))  # NaN never wins (§3)
-    fails(check(path, x=x), unexplained=1)
-    monkeypatch.undo()
-    corrupt(monkeypatch, lambda ys: ys[0].__setitem__(2, 1.0))  # the row without NaN
-    fails(check(path, x=x), unexplained=1)
-    monkeypatch.undo()
+    rows, out = case.explained()
+    assert set(rows) == {"NaN order"} and "§3)" in out, out
+    rejects(monkeypatch, case,
+            (0, 0, np.nan),  # NaN never wins (§3)
+            (0, 2, 1.0))  # the row without NaN (row 2)
     break_binder(monkeypatch, ov_node, "ReduceMax", lambda k: {**k, "keep_dims": True})
-    out = fails(check(path, x=x))
+    out = fails(case.check())
     assert "shape (6, 1) != runtime (6,)" in out
 
 
-@pytest.fixture
-def ov_top_k_nan(tmp_path):
+def test_cpu_top_k_nan(tmp_path, monkeypatch):
     x = ov1.parameter([4, 9], np.float32, name="x")
     node = ov11.topk(x, ov1.constant(np.int64(4)), 1, "max", "value", "i32", False)
     path = ov_model(tmp_path / "topk.xml", [node.output(0), node.output(1)], [x])
-    rng = np.random.default_rng(0)
-    data = rng.standard_normal((4, 9)).astype(np.float32)
-    data[rng.random(data.shape) < 0.25] = np.nan
-    data[3] = np.arange(9)  # a slice without NaN
-    return path, data
-
-
-def test_cpu_top_k_nan(ov_top_k_nan):
-    path, x = ov_top_k_nan
-    status, out = check(path, x=x)
-    assert status == 0, out
-    assert explained(out)["NaN order"] > 0 and "§6.5)" in out, out
-
-
-def test_cpu_top_k_nan_negatives(ov_top_k_nan, monkeypatch):
-    path, x = ov_top_k_nan
+    case = Case(path, x=with_nan((4, 9), 0.25, clean=3))
+    rows, out = case.explained()
+    assert rows["NaN order"] > 0 and "§6.5)" in out, out
 
     def swap_first_two(ys):  # a NaN slice, but not the contract's order
         ys[0][1, :2] = ys[0][1, 1::-1].copy()
         ys[1][1, :2] = ys[1][1, 1::-1].copy()
 
     corrupt(monkeypatch, swap_first_two)
-    fails(check(path, x=x))
+    fails(case.check())
     monkeypatch.undo()
-    corrupt(monkeypatch, lambda ys: ys[1].__setitem__((3, 0), 7))  # the slice without NaN
-    fails(check(path, x=x), unexplained=1)
+    rejects(monkeypatch, case, (1, (3, 0), 7))  # the slice without NaN (row 3)
 
 
-@pytest.fixture
-def ov_top_k_ties(tmp_path):
+def test_cpu_top_k_tie_order(tmp_path, monkeypatch):
     x = ov1.parameter([4, 40], np.float32, name="x")
     node = ov11.topk(x, ov1.constant(np.int64(10)), 1, "max", "value", "i32", False)
     path = ov_model(tmp_path / "ties.xml", [node.output(0), node.output(1)], [x])
-    return path, np.random.default_rng(0).integers(0, 3, (4, 40)).astype(np.float32)
+    data = np.random.default_rng(0).integers(0, 3, (4, 40)).astype(np.float32)
+    case = Case(path, x=data)
+    rows, out = case.explained()
+    assert set(rows) == {"tie order"} and "§6.5)" in out, out
+    ties = np.flatnonzero(data[0] == data[0].max())
+    other = int(np.flatnonzero(data[0] != data[0].max())[0])
+    # a tied element, but not the contract's lower index; then an element of another value
+    for index in (ties[-1], other):
+        corrupt(monkeypatch, lambda ys, i=index: ys[1].__setitem__((0, 0), i))
+        fails(case.check())
+        monkeypatch.undo()
 
 
-def test_cpu_top_k_tie_order(ov_top_k_ties):
-    path, x = ov_top_k_ties
-    status, out = check(path, x=x)
-    assert status == 0, out
-    assert set(explained(out)) == {"tie order"} and "§6.5)" in out, out
-
-
-def test_cpu_top_k_tie_order_negatives(ov_top_k_ties, monkeypatch):
-    path, x = ov_top_k_ties
-    ties = np.flatnonzero(x[0] == x[0].max())
-
-    def another_tie(ys):  # a tied element, but not the contract's lower index
-        ys[1][0, 0] = ties[-1]
-
-    corrupt(monkeypatch, another_tie)
-    fails(check(path, x=x))
-    monkeypatch.undo()
-
-    def other_value(ys):  # names an element of another value
-        ys[1][0, 0] = int(np.flatnonzero(x[0] != x[0].max())[0])
-
-    corrupt(monkeypatch, other_value)
-    fails(check(path, x=x))
-
-
-@pytest.fixture
-def ov_maximum(tmp_path):
+def test_cpu_maximum_zero_tie(tmp_path, monkeypatch):
     a = ov1.parameter([5], np.float32, name="a")
     b = ov1.parameter([5], np.float32, name="b")
-    node = ov1.maximum(a, b)
-    path = ov_model(tmp_path / "maximum.xml", [node.output(0)], [a, b])
-    return (path, np.array([-0.0, 0.0, 1, 2, 0.0], np.float32),
-            np.array([0.0, -0.0, 3, 1, 0.0], np.float32))
-
-
-def test_cpu_maximum_zero_tie(ov_maximum):
-    path, a, b = ov_maximum
-    out = passes(check(path, a=a, b=b), {"sign of a +-0 tie": 2})
+    path = ov_model(tmp_path / "maximum.xml", [ov1.maximum(a, b).output(0)], [a, b])
+    case = Case(path, a=np.array([-0.0, 0.0, 1, 2, 0.0], np.float32),
+                b=np.array([0.0, -0.0, 3, 1, 0.0], np.float32))
+    out = passes(case.check(), {"sign of a +-0 tie": 2})
     assert "first at [0]: jaxmax -0.0, runtime 0.0" in out and "§7.3)" in out
-
-
-def test_cpu_maximum_zero_tie_negatives(ov_maximum, monkeypatch):
-    path, a, b = ov_maximum
     # +0 and +0 (the CPU plugin's second-argument zero always differs from the contract's
     # first-argument zero, so a zero that is not the contract's is always an unexplained one)
-    corrupt(monkeypatch, lambda ys: ys[0].__setitem__(4, -0.0))
-    fails(check(path, a=a, b=b), unexplained=1)
+    rejects(monkeypatch, case, (0, 4, -0.0))
 
 
-def test_cpu_maximum_nan_negative(tmp_path, monkeypatch):
+def test_cpu_maximum_nan(tmp_path, monkeypatch):
     a = ov1.parameter([4], np.float32, name="a")
     b = ov1.parameter([4], np.float32, name="b")
     path = ov_model(tmp_path / "maximum.xml", [ov1.maximum(a, b).output(0)], [a, b])
-    x, y = np.array([np.nan, 1, 2, 3], np.float32), np.array([1, np.nan, 0, 0], np.float32)
-    passes(check(path, a=x, b=y), {"NaN order": 2})
+    case = Case(path, a=np.array([np.nan, 1, 2, 3], np.float32),
+                b=np.array([1, np.nan, 0, 0], np.float32))
+    passes(case.check(), {"NaN order": 2})
     # element 0 holds a NaN, but 7 is neither the contract's NaN nor the runtime's 1
-    corrupt(monkeypatch, lambda ys: ys[0].__setitem__(0, 7.0))
-    fails(check(path, a=x, b=y), unexplained=1)
+    rejects(monkeypatch, case, (0, 0, 7.0))
 
 
-@pytest.fixture
-def ov_i64(tmp_path):
+def test_cpu_64_bit(tmp_path, monkeypatch):
     x = ov1.parameter([3, 4], np.int64, name="x")
     path = ov_model(tmp_path / "i64.xml", [ov1.reduce_max(x, ov1.constant(np.array([1])))
                                            .output(0)], [x])
-    data = np.array([[1, 2, 3, 4], [2**40 + 1, 5, 2**40, 7], [9, 8, 7, 6]], np.int64)
-    return path, data
-
-
-def test_cpu_64_bit(ov_i64):
-    path, x = ov_i64
-    out = passes(check(path, x=x), {"64-bit data": 1})
+    case = Case(path, x=np.array([[1, 2, 3, 4], [2**40 + 1, 5, 2**40, 7], [9, 8, 7, 6]],
+                                 np.int64))
+    out = passes(case.check(), {"64-bit data": 1})
     assert "jaxmax 1099511627777, runtime 7" in out and "§3)" in out
+    rejects(monkeypatch, case, (0, 0, 5))  # row 0 fits in 32 bits
 
 
-def test_cpu_64_bit_negative(ov_i64, monkeypatch):
-    path, x = ov_i64
-    corrupt(monkeypatch, lambda ys: ys[0].__setitem__(0, 5))  # row 0 fits in 32 bits
-    fails(check(path, x=x), unexplained=1)
-
-
-@pytest.fixture
-def ov_f16(tmp_path):
+def test_cpu_float16_lowest(tmp_path, monkeypatch):
     x = ov1.parameter([3, 3], np.float16, name="x")
     path = ov_model(tmp_path / "f16.xml", [ov1.reduce_max(x, ov1.constant(np.array([1])))
                                            .output(0)], [x])
-    return path, np.array([[-np.inf] * 3, [1, 2, 3], [-np.inf] * 3], np.float16)
-
-
-def test_cpu_float16_lowest(ov_f16):
-    path, x = ov_f16
-    out = passes(check(path, x=x), {"float16 lowest": 2})
+    case = Case(path, x=np.array([[-np.inf] * 3, [1, 2, 3], [-np.inf] * 3], np.float16))
+    out = passes(case.check(), {"float16 lowest": 2})
     assert "first at [0]: jaxmax -65504.0, runtime -inf" in out, out
-
-
-def test_cpu_float16_lowest_negative(ov_f16, monkeypatch):
-    path, x = ov_f16
-    corrupt(monkeypatch, lambda ys: ys[0].__setitem__(0, -65472.0))  # not lowest exactly
-    fails(check(path, x=x), unexplained=1)
+    rejects(monkeypatch, case, (0, 0, -65472.0))  # not lowest exactly
 
 
 # --- the CPU plugin's narrower arithmetic on the other operators --------------------------------
@@ -565,3 +424,44 @@ def test_cpu_narrower_arithmetic(tmp_path, monkeypatch, build, dtype, values, wa
     clean = np.array([1, 2, 3, 4], dtype).reshape(shape)
     corrupt(monkeypatch, lambda ys: ys[0].reshape(-1).__setitem__(0, 7))
     fails(check(path, x=clean, **ids), unexplained=1)
+
+
+# --- onnxruntime: ScatterElements / ScatterND max (the scatter helper's block) ------------------
+
+# Per target: 0 updates [NaN, 2] (onnxruntime 2), 1 updates [2, NaN] (NaN, agrees), 2 data NaN
+# and update 1 (onnxruntime 1), 3 data +0 and update -0 (onnxruntime -0), 4 untouched, 5 data 1
+# and update 3, 6 data -0 and update +0 (onnxruntime +0, agrees)
+SCATTER_DATA = np.array([0, 0, np.nan, 0.0, 7, 1, -0.0], np.float32)
+SCATTER_IDS = np.array([0, 0, 1, 1, 2, 3, 5, 6], np.int64)
+SCATTER_UPD = np.array([np.nan, 2, 2, np.nan, 1, -0.0, 3, 0.0], np.float32)
+
+
+@pytest.fixture(params=["ScatterElements", "ScatterND"])
+def scatter_run(request, tmp_path):
+    op = request.param
+    ids = SCATTER_IDS if op == "ScatterElements" else SCATTER_IDS[:, None]
+    node = helper.make_node(op, ["d", "i", "u"], ["y"], reduction="max")
+    path = onnx_model(tmp_path / "scatter.onnx", node,
+                      [("d", F32, [7]), ("i", I64, list(ids.shape)), ("u", F32, [8])],
+                      [("y", F32)])
+    return lambda: check(path, d=SCATTER_DATA, i=ids, u=SCATTER_UPD)
+
+
+def test_onnxruntime_scatter_nan_and_zero_tie(scatter_run):
+    out = passes(scatter_run(), {"NaN order": 2, "sign of a +-0 tie": 1})
+    assert "first at [0]: jaxmax nan, runtime 2.0" in out and "§8.4)" in out, out
+
+
+@pytest.mark.parametrize(("at", "value", "why"), [
+    (5, 4.0, "no NaN and no zero routed to target 5"),
+    (2, 5.0, "a NaN routed there, but 5 is not the contract's NaN"),
+    (6, -0.0, "zeros of both signs there, but -0 is not the contract's +0"),
+])
+def test_onnxruntime_scatter_negatives(scatter_run, monkeypatch, at, value, why):
+    corrupt(monkeypatch, lambda ys: ys[0].__setitem__(at, value))
+    fails(scatter_run(), unexplained=1)
+
+
+def test_onnxruntime_scatter_unproven_window_excuses_nothing(scatter_run, monkeypatch):
+    monkeypatch.setattr(fields, "_run", lambda *args: None)
+    fails(scatter_run(), unexplained=3)

@@ -1,6 +1,6 @@
-"""``python -m jaxmax check`` on the suite's converted PyTorch CNN (``SmallCNN`` of
-tests/test_converted_model.py: ceil-mode pools, one padded, one dilated), exported to ONNX
-(run by onnxruntime) and converted to OpenVINO IR (run by the CPU plugin).
+"""``python -m jaxmax check`` on the suite's PyTorch CNN (tests/torch_cnn.py: ceil-mode and
+dilated pools, one padded, and the other max-family layers), exported to ONNX (run by
+onnxruntime) and converted to OpenVINO IR (run by the CPU plugin).
 
 Each model is checked with a seeded image, then with the same image carrying NaN and -0.0
 (``--inputs``): both exit 0, every row exact or a deviation whose every differing element a
@@ -15,32 +15,27 @@ import re
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
-openvino = pytest.importorskip("openvino")
+pytest.importorskip("openvino")
 
-from test_converted_model import SmallCNN  # noqa: E402 (after the importorskips)
+import torch_cnn  # noqa: E402 (after the importorskips)
 
 from jaxmax._src.check import cli  # noqa: E402
 from jaxmax._src.onnx import node as onnx_node  # noqa: E402
 from jaxmax._src.openvino import node as ov_node  # noqa: E402
 
-SHAPE = (2, 3, 29, 31)
+SHAPE = torch_cnn.SHAPE
+# max-family nodes: ONNX has five MaxPool nodes (torch's indices trick adds a 1x1 one, the
+# adaptive pool is exported as one), OpenVINO three
+NODES = {"onnx": 9, "xml": 8}
 
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     root = tmp_path_factory.mktemp("converted")
-    torch.manual_seed(0)
-    net = SmallCNN().eval()
-    x = torch.randn(*SHAPE)
-    onnx_path = root / "cnn.onnx"
-    torch.onnx.export(net, (x,), str(onnx_path), dynamo=False, opset_version=17,
-                      input_names=["x"])
-    xml_path = root / "cnn.xml"
-    openvino.save_model(openvino.convert_model(net, example_input=x, input=[SHAPE]),
-                        str(xml_path), compress_to_fp16=False)
+    onnx_path, xml_path = torch_cnn.save(root)
     image = np.random.default_rng(0).standard_normal(SHAPE).astype(np.float32)
     marked = image.copy()
     rng = np.random.default_rng(1)
@@ -60,7 +55,8 @@ def check(model, inputs) -> tuple[int, str]:
 
 
 def rows(out: str) -> list[str]:
-    return [line for line in out.splitlines() if re.match(r"^\S+\s+MaxPool-\d+\s", line)]
+    """The table's node rows (node name, op-version, call, ...)."""
+    return [line for line in out.splitlines() if re.match(r"^\S+\s+[A-Za-z]+-\d+\s", line)]
 
 
 @pytest.mark.parametrize("kind", ["onnx", "xml"])
@@ -70,7 +66,7 @@ def test_every_row_exact_or_explained(models, kind, image):
     status, out = check(paths[kind], files[image])
     assert status == 0, out
     found = rows(out)
-    assert len(found) == 3, out
+    assert len(found) == NODES[kind], out
     for row in found:
         assert row.endswith("  exact") or re.search(
             r"runtime deviation, (\d+) differ, each explained: ", row), row
@@ -78,13 +74,16 @@ def test_every_row_exact_or_explained(models, kind, image):
             total = int(re.search(r"runtime deviation, (\d+) differ", row)[1])
             counts = [int(n) for n in re.findall(r"(\d+) elements?: ", row)]
             assert sum(counts) == total and "docs/semantics.md §" in row, row
-    assert re.search(r"^\d of 3 max-family nodes exact", out, re.M), out
+    assert re.search(rf"^\d of {NODES[kind]} max-family nodes exact", out, re.M), out
     assert "differ or failed" not in out, out
     if kind == "onnx" and image == "nan":
         # onnxruntime's MaxPool drops NaN or lets a window's first element decide, in every
-        # pool: explained element by element, not hidden
-        assert all("elements: NaN order (onnxruntime" in row for row in found), out
-    else:  # no NaN, or the CPU plugin's MaxPool-14, which follows the contract with NaN
+        # pool of more than one element: explained element by element, not hidden
+        pools = [row for row in found if re.search(r"MaxPool-\d+\s", row)
+                 and "kernel_shape=[1, 1]" not in row]
+        assert len(pools) == 4, out
+        assert all("elements: NaN order (onnxruntime" in row for row in pools), out
+    else:  # no NaN, or the CPU plugin, which follows the contract with NaN here
         assert all(row.endswith("  exact") for row in found), out
 
 
@@ -102,5 +101,5 @@ def test_a_broken_binding_fails(models, monkeypatch, kind):
     monkeypatch.setitem(module._BINDERS, "MaxPool", without_pads)
     status, out = check(paths[kind], files["nan"])
     assert status == 1, out
-    assert re.search(r"shape \(2, 8, 14, 15\) != runtime \(2, 8, 15, 16\)", out), out
+    assert re.search(r"shape \(2, 8, 7, 8\) != runtime \(2, 8, 8, 9\)", out), out
     assert "differ or failed" in out

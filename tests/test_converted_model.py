@@ -1,9 +1,10 @@
-"""A real conversion: a small PyTorch CNN with ``ceil_mode=True`` pools, converted by
-``openvino.convert_model``, whose MaxPool nodes jaxmax reproduces exactly.
+"""A real conversion: the small PyTorch CNN of tests/torch_cnn.py (ceil-mode and dilated
+pools), converted by ``openvino.convert_model``, whose MaxPool nodes jaxmax reproduces exactly.
 
 The test reads each MaxPool node's version and attributes from the ``ov.Model``, runs the
 model on OpenVINO's CPU plugin with every MaxPool node's input and both outputs (values and
-indices) exposed, and calls ``jaxmax.openvino.max_pool`` with those attributes on that input.
+indices) exposed, and calls ``jaxmax.openvino.max_pool`` with those attributes on that input
+(not through ``from_node``'s binding, which tests/test_check_cli.py checks on the same model).
 """
 
 from __future__ import annotations
@@ -11,25 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
 openvino = pytest.importorskip("openvino")
 
-from jaxmax import openvino as ov  # noqa: E402 (after the importorskips)
+import torch_cnn  # noqa: E402 (after the importorskips)
 
-
-class SmallCNN(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
-        self.pool1 = torch.nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True)
-        self.conv2 = torch.nn.Conv2d(8, 8, 3)
-        self.pool2 = torch.nn.MaxPool2d(2, stride=2, ceil_mode=True)
-        self.pool3 = torch.nn.MaxPool2d(3, stride=2, dilation=2, ceil_mode=True)
-
-    def forward(self, x):
-        h = self.pool1(torch.relu(self.conv1(x)))
-        h = self.pool2(torch.relu(self.conv2(h)))
-        return self.pool3(h).flatten(1)
+from jaxmax import openvino as ov  # noqa: E402
 
 
 def _max_pool_nodes(model):
@@ -37,10 +25,8 @@ def _max_pool_nodes(model):
 
 
 def test_converted_max_pool_nodes_are_reproduced_with_their_indices():
-    torch.manual_seed(0)
-    net = SmallCNN().eval()
-    x = torch.randn(2, 3, 29, 31)
-    model = openvino.convert_model(net, example_input=x)
+    model = torch_cnn.converted()
+    x = torch_cnn.cnn()[1]
     nodes = _max_pool_nodes(model)
     assert len(nodes) == 3
     outputs = []
@@ -64,6 +50,7 @@ def test_converted_max_pool_nodes_are_reproduced_with_their_indices():
             opset=14)
         np.testing.assert_array_equal(np.asarray(values), want_values, strict=True)
         np.testing.assert_array_equal(np.asarray(indices), want_indices.astype(indices.dtype))
-    # the first and last nodes really use PyTorch's ceil rule, one of them dilated
-    assert {str(n.get_attributes()["rounding_type"]).lower() for n in nodes} == {"ceil_torch"}
-    assert any(list(n.get_attributes()["dilations"]) != [1, 1] for n in nodes)
+    # PyTorch's ceil rule plain and dilated, and a dilated floor pool
+    kinds = {(str(a["rounding_type"]).lower(), tuple(a["dilations"]))
+             for a in (node.get_attributes() for node in nodes)}
+    assert kinds == {("ceil_torch", (1, 1)), ("ceil_torch", (2, 2)), ("floor", (2, 2))}, kinds

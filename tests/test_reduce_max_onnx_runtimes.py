@@ -1,5 +1,5 @@
 """``jaxmax.onnx.reduce_max`` against the ONNX runtimes (the contract and the oracle tests are in
-tests/test_reduce_max_onnx.py):
+tests/test_reduce_max_onnx_values.py):
 
 * ``onnx.reference.ReferenceEvaluator`` on a model built for every opset 1..20 (axes an attribute
   before 18, an input from 18), and a smaller set against onnxruntime (the ONNX backend node

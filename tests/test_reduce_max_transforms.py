@@ -205,46 +205,28 @@ def _check_reduce_grad(x, ct, expected):
     np.testing.assert_allclose(vjp(fn0, x.T, ct[None, :]), expected.T, rtol=1e-6)
 
 
-def test_ov_reduce_max_gradient_ties_and_raised_outputs():
-    low = float(lowest(np.float32))
-    x = np.array([
-        [1.0, 3.0, 3.0, 2.0],       # two-way tie: 1/2 each
-        [5.0, 5.0, 0.0, 5.0],       # three-way tie: 1/3 each
-        [-INF, -INF, -INF, -INF],   # raised to lowest(T): none
-        [-INF, low, -INF, low],     # a real maximum equal to lowest(T): shared, not raised
-        [INF, 1.0, INF, -INF],      # +inf wins, shared
-        [-2.0, -INF, -7.0, -2.0],   # negative tie
-    ], np.float32)
-    ct = np.array([2.0, 3.0, 5.0, 13.0, 17.0, 19.0], np.float32)
-    expected = np.array([
-        [0, 1, 1, 0],
-        [1, 1, 0, 1],
-        [0, 0, 0, 0],
-        [0, 6.5, 0, 6.5],
-        [8.5, 0, 8.5, 0],
-        [9.5, 0, 0, 9.5],
-    ], np.float64)
-    _check_reduce_grad(x, ct, expected)
+LOW = float(lowest(np.float32))
+
+# (a slice along axis 1, its cotangent, that slice's gradient worked by hand)
+OV_GRADIENT_SLICES = [
+    ([1.0, 3.0, 3.0, 2.0], 2.0, [0, 1, 1, 0]),  # two-way tie: 1/2 each
+    ([5.0, 5.0, 0.0, 5.0], 3.0, [1, 1, 0, 1]),  # three-way tie: 1/3 each
+    ([-INF, -INF, -INF, -INF], 5.0, [0, 0, 0, 0]),  # raised to lowest(T): none
+    ([-INF, LOW, -INF, LOW], 13.0, [0, 6.5, 0, 6.5]),  # a real lowest(T) maximum: shared
+    ([INF, 1.0, INF, -INF], 17.0, [8.5, 0, 8.5, 0]),  # +inf wins, shared
+    ([-2.0, -INF, -7.0, -2.0], 19.0, [9.5, 0, 0, 9.5]),  # negative tie
+    # NaN never wins and gets no cotangent; the slices above, without NaN, are unaffected
+    ([5.0, 5.0, NAN, 5.0], 3.0, [1, 1, 0, 1]),  # NaN ignored, three-way tie: 1/3 each
+    ([NAN, NAN, NAN, NAN], 7.0, [0, 0, 0, 0]),  # all NaN -> lowest(T): none
+    ([-INF, NAN, -INF, NAN], 11.0, [0, 0, 0, 0]),  # only NaN and -inf -> lowest(T): none
+    ([NAN, -1.0, NAN, -4.0], 13.0, [0, 13, 0, 0]),  # -1 wins
+]
 
 
-def test_ov_reduce_max_gradient_with_nan():
-    """NaN never wins and gets no cotangent; the other slices are unaffected by it."""
-    x = np.array([
-        [1.0, 3.0, 3.0, 2.0],       # no NaN in this slice: 1/2 each
-        [5.0, 5.0, NAN, 5.0],       # NaN ignored, three-way tie: 1/3 each
-        [NAN, NAN, NAN, NAN],       # all NaN -> lowest(T): none
-        [-INF, NAN, -INF, NAN],     # only NaN and -inf -> lowest(T): none
-        [NAN, -1.0, NAN, -4.0],     # -1 wins
-    ], np.float32)
-    ct = np.array([2.0, 3.0, 7.0, 11.0, 13.0], np.float32)
-    expected = np.array([
-        [0, 1, 1, 0],
-        [1, 1, 0, 1],
-        [0, 0, 0, 0],
-        [0, 0, 0, 0],
-        [0, 13, 0, 0],
-    ], np.float64)
-    _check_reduce_grad(x, ct, expected)
+def test_ov_reduce_max_gradient_ties_nan_and_raised_outputs():
+    rows, cts, grads = zip(*OV_GRADIENT_SLICES, strict=True)
+    x, ct = np.array(rows, np.float32), np.array(cts, np.float32)
+    _check_reduce_grad(x, ct, np.array(grads, np.float64))
 
 
 @pytest.mark.parametrize("with_nan", [False, True])

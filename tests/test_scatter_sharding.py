@@ -76,3 +76,32 @@ def test_sharded_gradient(mesh):
     sharded = jax.jit(grads)(*put)
     for a, b in zip(sharded, plain, strict=True):
         assert_bits(a, b)
+
+
+NEGATIVE_NAN = np.array(0xFFC00001, np.uint32).view(np.float32)  # sign bit set, payload 1
+
+
+@pytest.mark.parametrize("spec", [P("a", "b"), P(("a", "b"), None)], ids=str)
+@pytest.mark.parametrize("face", ["se", "seu", "snd", "sndu"])
+def test_untouched_negative_nan_keeps_its_bits(mesh, spec, face):
+    # docs/semantics.md §8.3: a target no update reaches keeps data bit for bit; a sharded
+    # float max runs on integer keys, which hold a NaN without its sign
+    rng = np.random.default_rng(11)
+    data = rng.choice(np.array([1.0, -0.0, 2.0], np.float32), (8, 8))
+    data[1::2] = NEGATIVE_NAN  # odd rows: no update reaches them
+    data[0, 3] = NEGATIVE_NAN  # and one touched NaN, which every face keeps a NaN
+    data[2, 5] = 1e-40  # a subnormal sends the unsharded call through the keys too
+    upd = rng.choice(np.array([0.5, -1.0, 3.0], np.float32), (16, 8))
+    rows = rng.integers(0, 4, (16, 1)) * 2
+    idx = (np.broadcast_to(rows, (16, 8)) if face in ("se", "seu") else rows).astype(np.int32)
+    idx_spec = spec if face in ("se", "seu") else P(spec[0], None)
+    put = [jax.device_put(a, NamedSharding(mesh, s))
+           for a, s in ((data, spec), (idx, idx_spec), (upd, spec))]
+    expected = oracle(face, data, idx, upd, {})
+    for context, out in (("plain", call(face, data, idx, upd)),
+                         ("eager", call(face, *put)),
+                         ("jit", jax.jit(lambda d, i, u: call(face, d, i, u))(*put))):
+        out = np.asarray(out)
+        np.testing.assert_array_equal(out[1::2].view(np.uint32), data[1::2].view(np.uint32),
+                                      err_msg=context)
+        assert_bits(out, expected, context)

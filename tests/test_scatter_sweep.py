@@ -101,12 +101,18 @@ def matches_oracle(face, data, indices, updates, kw, label):
 # every rank and axis on these; every other dtype at rank 2 (compiles dominate the run time)
 MAIN = [np.float32, np.float16, ml_dtypes.bfloat16, np.int32, np.uint8, np.bool_]
 SWEEP = [(d, r) for d in MAIN for r in (1, 2, 3, 4)] + [(d, 2) for d in DTYPES if d not in MAIN]
+sweep = pytest.mark.parametrize("dtype,rank", SWEEP, ids=lambda v: str(np.dtype(v)) if not
+                                isinstance(v, int) else f"r{v}")
 
 
-@pytest.mark.parametrize("dtype,rank", SWEEP, ids=lambda v: str(np.dtype(v)) if not
-                         isinstance(v, int) else f"r{v}")
+def sweep_rng(test_seed: int, dtype, rank: int):
+    """The generator of one sweep entry: each test, dtype and rank draws its own cases."""
+    return np.random.default_rng(test_seed * rank + DTYPES.index(dtype))
+
+
+@sweep
 def test_elements_faces_match_the_oracle(dtype, rank):
-    rng = np.random.default_rng(1000 * rank + DTYPES.index(dtype))
+    rng = sweep_rng(1000, dtype, rank)
     with x64(dtype):
         for trial in range(2):
             for axis in range(rank):
@@ -120,10 +126,9 @@ def test_elements_faces_match_the_oracle(dtype, rank):
                                    f"{data.tolist()}")
 
 
-@pytest.mark.parametrize("dtype,rank", SWEEP, ids=lambda v: str(np.dtype(v)) if not
-                         isinstance(v, int) else f"r{v}")
+@sweep
 def test_nd_faces_match_the_oracle(dtype, rank):
-    rng = np.random.default_rng(2000 * rank + DTYPES.index(dtype))
+    rng = sweep_rng(2000, dtype, rank)
     with x64(dtype):
         for _ in range(3):
             data_shape, indices, upd_shape = nd_case(rng, rank)

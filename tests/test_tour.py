@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import itertools
 import os
 import re
 import subprocess
@@ -19,6 +20,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
+from pool_oracle import output_length
 
 from jaxmax import openvino as ov
 from jaxmax._src.tour import references as tour_references
@@ -212,6 +214,18 @@ def test_the_numpy_references_reproduce_the_spec_examples():
                 np.testing.assert_array_equal(got, want, strict=True, err_msg=case.name)
             checked += 1
     assert checked >= 40
+
+
+def test_the_reference_pool_length_agrees_with_the_closed_form():
+    # The tour counts windows one by one; tests/pool_oracle.py writes the closed form: two
+    # independent readings of the four rounding rules, on every small geometry.
+    for size, k, s, d, lo, hi in itertools.product(range(1, 10), range(1, 5), range(1, 5),
+                                                    range(1, 4), range(4), range(4)):
+        if (k - 1) * d + 1 <= size + lo + hi:
+            for rounding in ("floor", "ceil", "ceil_torch", "onnx_ceil"):
+                got = tour_references._pool_length(size, k, s, d, lo, hi, rounding)
+                assert got == output_length(size, k, s, d, lo, hi, rounding), (
+                    size, k, s, d, lo, hi, rounding)
 
 
 def test_reference_gradient_routing():

@@ -1,5 +1,6 @@
 """Helpers of the JAX-transformation tests (``tests/test_transforms_*.py``): the jaxpr primitive
-collector, the trace counter and the no-retrace check, the vmap loop and the vjp helper.
+collector, the trace counter and the no-retrace check, the vmap loop, the vjp helper and the
+exact comparison with the sign of zero.
 """
 
 from __future__ import annotations
@@ -94,3 +95,12 @@ def vjp(fn, x, ct):
     out, pullback = jax.vjp(fn, x)
     chex.assert_equal_shape([out, ct])
     return np.asarray(pullback(jnp.asarray(ct, out.dtype))[0])
+
+
+def assert_exact(actual, expected, context=""):
+    """Equal dtype, shape and values (NaN equal to NaN) and, for floats, the sign of every zero."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape, context
+    np.testing.assert_array_equal(actual, expected, err_msg=context)
+    if actual.dtype.kind == "f":
+        np.testing.assert_array_equal(np.signbit(actual), np.signbit(expected), err_msg=context)

@@ -288,6 +288,16 @@ _NO_NUMBER = ("a window with no number above -inf",
               "onnxruntime gives lowest(T) for -inf, jaxmax -inf; no input element: index -1")
 
 
+# ScatterElements / ScatterND max: onnxruntime folds `acc > u ? acc : u` in index order, so a NaN
+# wins only when nothing follows it and a later zero of either sign replaces an equal one; the
+# contract is the IEEE maximum of the target's data element and its updates
+_ORT_SCATTER = [
+    Rule("NaN order", "onnxruntime's fold keeps a NaN only when no update follows it", "§8.4",
+         _nan_propagated),
+    Rule("sign of a +-0 tie", "onnxruntime's fold keeps the last zero", "§8.4",
+         _zero_tie(_plus_zero))]
+
+
 # for the operators whose value can be lowest(f16) with no such element in the data (a clamp or
 # an empty window): elsewhere the rule could never explain anything
 _F16_LOWEST = Rule("float16 lowest", "the CPU plugin computes in f32 and gives -inf", "§3",
@@ -305,6 +315,8 @@ RULES: dict[tuple[str, str], list[Rule]] = {
                                 "§7.3", _zero_tie(_plus_zero))],
     (ONNXRUNTIME, "TopK"): [Rule("sorted=0", "onnxruntime returns the same pairs in heap order",
                                  "§6.3", _heap_order)],
+    (ONNXRUNTIME, "ScatterElements"): _ORT_SCATTER,
+    (ONNXRUNTIME, "ScatterND"): _ORT_SCATTER,
     (OPENVINO_CPU, "ReduceMax"): [Rule(*_CPU_NAN, "§3", _ov_nan(_want_reduce)),
                                   Rule(*_CPU_64, "§3", _changed_by(_wide)), _F16_LOWEST],
     (OPENVINO_CPU, "MaxPool"): [Rule(*_CPU_64, "§5.3", _changed_by(_wide)), _F16_LOWEST],

@@ -16,13 +16,15 @@ import numpy as np
 
 from jaxmax._src.node_binding import NodeFunction
 
-#: Functions whose output elements each fold one window of the data (the max over it).
+#: Functions whose output elements each fold one window of the data (the max over it); a
+#: scatter's window is the target's own data element and the updates routed to it.
 WINDOWED = frozenset({"reduce_max", "max_pool", "global_max_pool", "max", "maximum",
-                      "adaptive_max_pool", "segment_max"})
+                      "adaptive_max_pool", "segment_max", "scatter_elements", "scatter_nd",
+                      "scatter_elements_update", "scatter_nd_update"})
 #: Functions whose output elements each read one whole slice along ``axis``.
 SLICED = frozenset({"arg_max", "top_k"})
 #: Runtime inputs that are not folded data (ids, indices): fed unchanged.
-_NOT_DATA = frozenset({"segment_ids", "I"})
+_NOT_DATA = frozenset({"segment_ids", "I", "indices"})
 
 
 def _runtime_names(binding: NodeFunction) -> list[str]:

@@ -1,16 +1,26 @@
-"""MaxPool lowering, both faces: OpenVINO-rule values (and MaxPool-8 indices), and ONNX values
-with optional Indices. Jitted as :mod:`jaxmax._src.lowering.reduce` describes.
+"""Max pooling, both values rules (``nan="skip" | "propagate"``) and optional flat indices: the
+orchestrator of the pooling pipeline.
 
-On CPU both faces scan phase-sliced taps (:mod:`jaxmax._src.lowering.pool_phase`): the OpenVINO
-scan skips NaN by itself and needs no check. Elsewhere ``reduce_window`` propagates NaN, so its
-plain result holds a NaN exactly where a window did, and checking that small result is enough,
-except when partial results may cross devices (then the data is checked too).
+geometry (:mod:`~jaxmax._src.lowering.pool_geometry`) -> taps
+(:mod:`~jaxmax._src.lowering.pool_taps`) -> values (:mod:`~jaxmax._src.lowering.pool_values`)
+-> winners (:mod:`~jaxmax._src.lowering.pool_winners`) -> tangents
+(:mod:`~jaxmax._src.lowering.pool_tangents`, the values with their derivative). `max_pool`
+builds the geometry once, computes the values, then the indices from the values; the taps are
+read by each later stage. Jitted as :mod:`jaxmax._src.lowering.reduce` describes.
 
-Windows of more than ``pool_compact.MAX_UNROLLED_TAPS`` taps, and inputs of at most
-``pool_compact.SMALL_BYTES``, take the compact form instead
-(:mod:`jaxmax._src.lowering.pool_compact`: one variadic ``reduce_window``, compiled code
-independent of the window), values and indices on every platform but the OpenVINO-rule values
-off CPU, which stay XLA's windowed max.
+Which form computes the values:
+
+* windows of more than ``pool_compact.MAX_UNROLLED_TAPS`` taps, and inputs of at most
+  ``pool_compact.SMALL_BYTES``: the compact form (:mod:`jaxmax._src.lowering.pool_compact`:
+  one variadic ``reduce_window``, compiled code independent of the window), values and indices;
+* otherwise the phase-sliced taps, on every platform for ``"propagate"`` and on CPU (or with
+  dilation, which ``reduce_window`` cannot differentiate) for ``"skip"``, whose scan skips NaN
+  by itself and needs no check;
+* ``"skip"`` elsewhere: ``reduce_window`` with the identity init (which keeps its dedicated,
+  differentiable primitive), NaN-checked on its result (where a window's NaN shows), and on the
+  data too when partial results may cross devices, then raised to lowest(T).
+
+See docs/semantics.md §5 for the rules and §9 for the jit contract.
 """
 
 from __future__ import annotations
@@ -22,109 +32,72 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import pool_compact, pool_indices, pool_phase, rules
+from jaxmax._src.lowering import pool_compact, pool_geometry, pool_tangents, pool_winners, rules
+from jaxmax._src.lowering.pool_geometry import Geometry
+from jaxmax._src.lowering.pool_winners import IndexLayout
+
+__all__ = ["IndexLayout", "max_pool"]
 
 
 def max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
-             padding: tuple[tuple[int, int], ...], dilation: tuple[int, ...] | None = None,
-             axis: int = 0, index_dtype: np.dtype | None = None):
-    """OpenVINO-rule max pooling, and MaxPool-8 indices with `index_dtype` (see
-    `_max_pool_jit`)."""
-    return _max_pool_jit(x, window, strides, padding, rules.cross_device_possible(x), dilation,
-                         axis, index_dtype)
+             padding: tuple[tuple[int, int], ...], dilation: tuple[int, ...], *, nan: str,
+             index_dtype: np.dtype | None = None, layout: IndexLayout | None = None):
+    """Max pooling of `x` over `window` with explicit ``(lo, hi)`` `padding` (negative crops),
+    every argument one entry per axis of ``(N, C, *spatial)``, under the values rule `nan`.
 
-
-@partial(jax.jit, static_argnames=("window", "strides", "padding", "cross_device", "dilation",
-                                   "axis", "index_dtype"), inline=True)
-def _max_pool_jit(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
-                  padding: tuple[tuple[int, int], ...], cross_device: bool,
-                  dilation: tuple[int, ...] | None = None, axis: int = 0,
-                  index_dtype: np.dtype | None = None):
-    """OpenVINO-rule max pooling over `window` with explicit `padding` (every axis).
-
-    Padding is never selected over an input element above lowest(T); a window that sees padding
-    only gives lowest(T). On CPU the phase-sliced form with the rule built in
-    (``pool_phase.max_pool_at_least_lowest``: a scan of the taps from lowest(T) that takes a tap
-    only when it is greater); elsewhere ``reduce_window`` with the identity init
-    (which keeps its dedicated, differentiable primitive) under the NaN check and the clamp to
-    lowest(T). With `index_dtype`, also the MaxPool-8 indices (counted from `axis`).
+    Returns the values; with `index_dtype`, ``(values, indices)``: each window's winner (the
+    element that also receives its whole cotangent) as a flat index in `layout` (default: over
+    the whole input, row-major, -1 without a winner).
     """
-    p = pool_compact.make(x.shape, window, strides, padding, dilation)
-    compact = pool_compact.applies(p, x.dtype.itemsize)
+    nan = rules.check_nan_rule(nan)
+    layout = IndexLayout() if layout is None else layout
+    if layout.no_winner not in pool_winners.NO_WINNER:
+        raise ValueError(f"max_pool: no_winner must be one of {pool_winners.NO_WINNER}, "
+                         f"got {layout.no_winner!r}")
+    cross_device = nan == "skip" and rules.cross_device_possible(x)
+    return _max_pool_jit(x, window, strides, padding, dilation, nan, cross_device,
+                         None if index_dtype is None else np.dtype(index_dtype), layout)
+
+
+@partial(jax.jit, static_argnames=("window", "strides", "padding", "dilation", "nan",
+                                   "cross_device", "index_dtype", "layout"), inline=True)
+def _max_pool_jit(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
+                  padding: tuple[tuple[int, int], ...], dilation: tuple[int, ...], nan: str,
+                  cross_device: bool, index_dtype: np.dtype | None, layout: IndexLayout):
+    g = pool_geometry.geometry(x.shape, window, strides, padding, dilation)
+    compact = pool_compact.applies(g, x.dtype.itemsize)
 
     def compute(x):
-        values = _max_pool(x, window, strides, padding, cross_device, dilation,
-                           p if compact else None)
+        values = _values(x, g, nan, cross_device, compact)
         if index_dtype is None:
             return values
+        dtype = index_dtype.type
         if compact:
-            return values, pool_compact.openvino_indices(x, values, p, axis,
-                                                         np.dtype(index_dtype).type)
-        indices = pool_indices.openvino_indices(
-            lax.stop_gradient(x), lax.stop_gradient(values), window, strides, padding,
-            dilation, axis, np.dtype(index_dtype).type)
-        return values, indices
+            return values, pool_compact.indices(x, values, g, nan, layout, dtype)
+        return values, pool_winners.indices(lax.stop_gradient(x), g, lax.stop_gradient(values),
+                                            nan, layout, dtype)
 
-    return explicit_axes.run(compute, (x,), _pooled_spec(x, window, strides, padding, dilation),
-                             outputs=1 if index_dtype is None else 2)
+    def out_spec(mesh):
+        return explicit_axes.divisible(mesh, explicit_axes.spec_of(x), g.out_shape)
+
+    return explicit_axes.run(compute, (x,), out_spec, outputs=1 if index_dtype is None else 2)
 
 
-def _max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
-              padding: tuple[tuple[int, int], ...], cross_device: bool,
-              dilation: tuple[int, ...] | None = None,
-              compact: pool_compact.Pool | None = None) -> jax.Array:
-    def phase_sliced(v):
-        if compact is not None:  # large windows and small inputs: no per-tap code
-            return pool_compact.max_pool(v, compact, "skip")
-        return pool_phase.max_pool_at_least_lowest(v, window, strides, padding,
-                                                   dilation=dilation)
+def _values(x: jax.Array, g: Geometry, nan: str, cross_device: bool,
+            compact: bool) -> jax.Array:
+    """The differentiable pooled values, by the form the module docstring lists."""
+    def sliced(v):
+        if compact:  # large windows and small inputs: no per-tap code
+            return pool_compact.max_pool(v, g, nan)
+        return pool_tangents.pooled(v, g, nan)
 
-    if dilation is not None and max(dilation) > 1:
-        return phase_sliced(x)  # reduce_window has no derivative with dilation
+    if nan == "propagate" or max(g.dilation) > 1:
+        return sliced(x)
     init = dtypes.max_identity(x.dtype)
 
     def reduce_window(v):
-        return lax.reduce_window(v, init, lax.max, window, strides, padding)
+        return lax.reduce_window(v, init, lax.max, g.window, g.strides, g.padding)
 
     return rules.by_platform(
-        x, cpu=phase_sliced,
+        x, cpu=sliced,
         default=lambda v: rules.max_skipping_nan(reduce_window, v, check_data=cross_device))
-
-
-@partial(jax.jit, static_argnames=("window", "strides", "padding", "dilation", "index_dtype",
-                                   "column_major"), inline=True)
-def onnx_max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
-                  padding: tuple[tuple[int, int], ...], dilation: tuple[int, ...],
-                  index_dtype: np.dtype | None, column_major: bool):
-    """ONNX max pooling (NaN propagates, empty windows give the identity), with the flat
-    indices of each window's winner when `index_dtype` is given. The same code on every
-    platform: ``reduce_window`` has no derivative with dilation."""
-    p = pool_compact.make(x.shape, window, strides, padding, dilation)
-
-    def compute(x):
-        if pool_compact.applies(p, x.dtype.itemsize):
-            values = pool_compact.max_pool(x, p, "propagate")
-            if index_dtype is None:
-                return values
-            return values, pool_compact.onnx_indices(x, p, np.dtype(index_dtype).type,
-                                                     column_major)
-        return pool_indices.onnx_max_pool(
-            x, window, strides, padding, dilation,
-            indices_dtype=None if index_dtype is None else np.dtype(index_dtype).type,
-            column_major=column_major)
-
-    return explicit_axes.run(compute, (x,), _pooled_spec(x, window, strides, padding, dilation),
-                             outputs=1 if index_dtype is None else 2)
-
-
-def _pooled_spec(x, window, strides, padding, dilation=None):
-    """The documented output sharding of a pooling of `x` (see explicit_axes)."""
-    dilation = (1,) * x.ndim if dilation is None else dilation
-
-    def out_spec(mesh):
-        shape = tuple((lo + n + hi - (k - 1) * d - 1) // s + 1
-                      for n, k, s, (lo, hi), d
-                      in zip(x.shape, window, strides, padding, dilation, strict=True))
-        return explicit_axes.divisible(mesh, explicit_axes.spec_of(x), shape)
-
-    return out_spec

@@ -31,17 +31,19 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import dtypes, shapes
+from jaxmax._src import dtypes
 from jaxmax._src.lowering import order
+from jaxmax._src.lowering.pool_geometry import Geometry
+from jaxmax._src.lowering.pool_winners import IndexLayout
 
-__all__ = ["Pool", "applies", "select", "max_pool", "openvino_indices", "onnx_indices"]
+__all__ = ["FORCE", "MAX_UNROLLED_TAPS", "NONE", "SMALL_BYTES", "applies", "indices", "max_pool",
+           "select"]
 
 #: Windows of more taps than this take the compact form on any input; see `applies`.
 MAX_UNROLLED_TAPS = 27
@@ -54,53 +56,19 @@ NONE = np.iinfo(np.int32).max
 FORCE: bool | None = None
 
 
-class Pool(NamedTuple):
-    """A pooling of an array of `shape`: one entry per axis in each of the other fields."""
-    shape: tuple[int, ...]
-    window: tuple[int, ...]
-    strides: tuple[int, ...]
-    padding: tuple[tuple[int, int], ...]
-    dilation: tuple[int, ...]
-
-    @property
-    def lead(self) -> int:
-        """How many leading axes are not pooled (window 1, stride 1, no padding): the planes."""
-        count = 0
-        for k, s, pad, d in zip(self.window, self.strides, self.padding, self.dilation,
-                                strict=True):
-            if (k, s, pad, d) != (1, 1, (0, 0), 1):
-                break
-            count += 1
-        return count
-
-    @property
-    def out_shape(self) -> tuple[int, ...]:
-        return tuple(max(0, shapes.pooled_length(n, k, s, d, lo, hi, "floor"))
-                     for n, k, s, (lo, hi), d
-                     in zip(self.shape, self.window, self.strides, self.padding, self.dilation,
-                            strict=True))
-
-
-def make(shape, window, strides, padding, dilation=None) -> Pool:
-    dilation = (1,) * len(shape) if dilation is None else dilation
-    return Pool(tuple(int(n) for n in shape), tuple(int(k) for k in window),
-                tuple(int(s) for s in strides), tuple((int(lo), int(hi)) for lo, hi in padding),
-                tuple(int(d) for d in dilation))
-
-
-def applies(p: Pool, itemsize: int) -> bool:
+def applies(g: Geometry, itemsize: int) -> bool:
     """Whether the compact form computes this pooling: a window of more than
     `MAX_UNROLLED_TAPS` taps (the unrolled forms' compiled code grows with the taps), or an input
     of at most `SMALL_BYTES` (where compiling dominates the run time). The per-plane index must
     fit int32, and the batch and channel axes are not pooled (the indices count planes from
     them). Figures: benchmarks/RESULTS.md, "Pooling: forms measured and not kept"."""
-    plane = math.prod(p.shape[p.lead:])
-    if plane >= NONE or 0 in p.out_shape or not plane or p.lead < 2:
+    plane = math.prod(g.in_shape[g.lead:])
+    if plane >= NONE or 0 in g.out_shape or not plane or g.lead < 2:
         return False
     if FORCE is not None:
         return FORCE
-    return (math.prod(p.window) > MAX_UNROLLED_TAPS
-            or math.prod(p.shape) * itemsize <= SMALL_BYTES)
+    return (math.prod(g.window) > MAX_UNROLLED_TAPS
+            or math.prod(g.in_shape) * itemsize <= SMALL_BYTES)
 
 
 def select(a, b):
@@ -112,13 +80,13 @@ def select(a, b):
     return jnp.where(take, kb, ka), jnp.where(take, vb, va), jnp.where(take, ib, ia)
 
 
-def _plane_index(p: Pool) -> jax.Array:
+def _plane_index(g: Geometry) -> jax.Array:
     """The flat index of each element within its plane (row-major over the axes from `lead`)."""
-    index = jnp.zeros(p.shape, np.int32)
+    index = jnp.zeros(g.in_shape, np.int32)
     step = 1
-    for axis in reversed(range(p.lead, len(p.shape))):
-        index = index + lax.broadcasted_iota(np.int32, p.shape, axis) * np.int32(step)
-        step *= p.shape[axis]
+    for axis in reversed(range(g.lead, len(g.in_shape))):
+        index = index + lax.broadcasted_iota(np.int32, g.in_shape, axis) * np.int32(step)
+        step *= g.in_shape[axis]
     return index
 
 
@@ -126,14 +94,14 @@ def _key(x: jax.Array, nan: str) -> jax.Array:
     return order.key(x, descending=True, nan_order="first" if nan == "propagate" else "last")
 
 
-def winners(x: jax.Array, p: Pool, nan: str) -> tuple[jax.Array, jax.Array, jax.Array]:
+def winners(x: jax.Array, g: Geometry, nan: str) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Per window: the winner's key, value and plane index (``NONE`` without a winner)."""
     key = _key(x, nan)
     low_key = np.array(np.iinfo(key.dtype).min, key.dtype)
     fill = dtypes.max_identity(x.dtype)
-    return lax.reduce_window((key, x, _plane_index(p)), (low_key, fill, np.int32(NONE)),
-                             select, p.window, p.strides, p.padding,
-                             window_dilation=p.dilation)
+    return lax.reduce_window((key, x, _plane_index(g)), (low_key, fill, np.int32(NONE)),
+                             select, g.window, g.strides, g.padding,
+                             window_dilation=g.dilation)
 
 
 def _value(x: jax.Array, key: jax.Array, value: jax.Array, nan: str) -> jax.Array:
@@ -145,104 +113,91 @@ def _value(x: jax.Array, key: jax.Array, value: jax.Array, nan: str) -> jax.Arra
     return value
 
 
-def _gather(t: jax.Array, index: jax.Array, p: Pool) -> jax.Array:
+def _gather(t: jax.Array, index: jax.Array, g: Geometry) -> jax.Array:
     """`t` at each output's plane `index`, zero where it is ``NONE`` (linear in `t`)."""
-    planes = math.prod(p.shape[:p.lead])
+    planes = math.prod(g.in_shape[:g.lead])
     picked = jnp.take_along_axis(t.reshape(planes, -1), index.reshape(planes, -1), axis=1,
                                  mode="fill", fill_value=0)
     return picked.reshape(index.shape)
 
 
-def _first_tap(p: Pool, out_shape: tuple[int, ...]) -> tuple[jax.Array, jax.Array]:
+def _first_tap(g: Geometry, out_shape: tuple[int, ...]) -> tuple[jax.Array, jax.Array]:
     """Each window's first tap: its plane index, and whether it is an input element."""
     index = jnp.zeros(out_shape, np.int32)
     inside = jnp.ones(out_shape, bool)
     step = 1
-    for axis in reversed(range(p.lead, len(p.shape))):
-        coord = (lax.broadcasted_iota(np.int32, out_shape, axis) * np.int32(p.strides[axis])
-                 - np.int32(p.padding[axis][0]))
-        inside = inside & (coord >= 0) & (coord < p.shape[axis])
+    for axis in reversed(range(g.lead, len(g.in_shape))):
+        coord = (lax.broadcasted_iota(np.int32, out_shape, axis) * np.int32(g.strides[axis])
+                 - np.int32(g.padding[axis][0]))
+        inside = inside & (coord >= 0) & (coord < g.in_shape[axis])
         index = index + coord * np.int32(step)
-        step *= p.shape[axis]
+        step *= g.in_shape[axis]
     return jnp.where(inside, index, np.int32(NONE)), inside
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(1, 2))
-def _pooled(x: jax.Array, p: Pool, nan: str) -> jax.Array:
-    key, value, _ = winners(x, p, nan)
+def _pooled(x: jax.Array, g: Geometry, nan: str) -> jax.Array:
+    key, value, _ = winners(x, g, nan)
     return _value(x, key, value, nan)
 
 
 @_pooled.defjvp
-def _pooled_jvp(p, nan, primals, tangents):
+def _pooled_jvp(g, nan, primals, tangents):
     (x,), (t,) = primals, tangents
-    out = _pooled(x, p, nan)  # itself, so that higher orders differentiate it again
-    _, _, index = winners(lax.stop_gradient(x), p, nan)
+    out = _pooled(x, g, nan)  # itself, so that higher orders differentiate it again
+    _, _, index = winners(lax.stop_gradient(x), g, nan)
     if nan == "skip" and dtypes.is_floating(x.dtype):
         # windows at lowest(T): the first tap of the clamped input, padding counted
         low = dtypes.lowest(x.dtype)
-        first, _ = _first_tap(p, out.shape)
+        first, _ = _first_tap(g, out.shape)
         index = jnp.where(out > low, index, first)
         t = jnp.where(x >= low, t, jnp.zeros((), t.dtype))
-    return out, _gather(t, index, p)
+    return out, _gather(t, index, g)
 
 
-def max_pool(x: jax.Array, p: Pool, nan: str) -> jax.Array:
+def max_pool(x: jax.Array, g: Geometry, nan: str) -> jax.Array:
     """The pooled values under the rule `nan` (``"skip"`` or ``"propagate"``), differentiable
     for floating `x`."""
     if nan not in ("skip", "propagate"):
         raise ValueError(f"max_pool: unknown NaN rule {nan!r}")
     if dtypes.is_floating(x.dtype):
-        return _pooled(x, p, nan)
-    key, value, _ = winners(x, p, nan)
+        return _pooled(x, g, nan)
+    key, value, _ = winners(x, g, nan)
     return _value(x, key, value, nan)
 
 
-def _coords(index: jax.Array, p: Pool, dtype) -> list[jax.Array]:
+def _coords(index: jax.Array, g: Geometry, dtype) -> list[jax.Array]:
     """The coordinates (axes from `lead` on) of plane `index`, in `dtype`."""
     coords = []
     rest = index.astype(dtype)
-    for axis in reversed(range(p.lead, len(p.shape))):
-        n = dtype(p.shape[axis])
+    for axis in reversed(range(g.lead, len(g.in_shape))):
+        n = dtype(g.in_shape[axis])
         coords.append(rest % n)
         rest = rest // n
     return coords[::-1]
 
 
-def openvino_indices(x: jax.Array, out: jax.Array, p: Pool, axis: int, dtype) -> jax.Array:
-    """MaxPool-8/-14 indices under ``nan="skip"`` (`out` its values): the winner's flat index
-    counted over the axes from `axis`, or the start of the ``(n, c)`` plane when `out` is
-    lowest(T)."""
+def indices(x: jax.Array, out: jax.Array, g: Geometry, nan: str, layout: IndexLayout,
+            dtype) -> jax.Array:
+    """The flat index (in `layout`, of `dtype`) of each window's winner under the rule `nan`
+    (`out` its values): under ``"skip"`` a window whose value is lowest(T) has no winner, under
+    ``"propagate"`` a window without an input element."""
     x = lax.stop_gradient(x)
-    _, _, index = winners(x, p, "skip")
+    _, _, index = winners(x, g, nan)
+    coords = dict(zip(range(g.lead, len(g.in_shape)), _coords(index, g, dtype), strict=True))
+    for d in range(g.lead):
+        coords[d] = lax.broadcasted_iota(dtype, out.shape, d)
     flat = jnp.zeros(out.shape, dtype)
     plane = jnp.zeros(out.shape, dtype)
-    coords = _coords(index, p, dtype)
     step = 1
-    for d in reversed(range(axis, len(p.shape))):
-        if d >= p.lead:
-            coord = coords[d - p.lead]
-        else:
-            coord = lax.broadcasted_iota(dtype, out.shape, d)
-            if d < 2:
-                plane = plane + coord * dtype(step)
-        flat = flat + coord * dtype(step)
-        step *= p.shape[d]
-    return jnp.where(lax.stop_gradient(out) > dtypes.lowest(x.dtype), flat, plane)
-
-
-def onnx_indices(x: jax.Array, p: Pool, dtype, column_major: bool) -> jax.Array:
-    """Under ``nan="propagate"``: the winner's flat index over ``(N, C, *spatial)``, the
-    spatial axes row-major or (`column_major`) column-major; -1 without a winner."""
-    x = lax.stop_gradient(x)
-    _, _, index = winners(x, p, "propagate")
-    out_shape = index.shape
-    coords = dict(zip(range(p.lead, len(p.shape)), _coords(index, p, dtype), strict=True))
-    for d in range(p.lead):
-        coords[d] = lax.broadcasted_iota(dtype, out_shape, d)
-    spatial = list(range(2, len(p.shape)))
-    axes = [0, 1] + (spatial[::-1] if column_major else spatial)
-    flat = jnp.zeros(out_shape, dtype)
-    for d in axes:
-        flat = flat * dtype(p.shape[d]) + coords[d]
-    return jnp.where(index == NONE, dtype(-1), flat)
+    for d in reversed(layout.dims(len(g.in_shape))):
+        flat = flat + coords[d] * dtype(step)
+        if d < 2:
+            plane = plane + coords[d] * dtype(step)
+        step *= g.in_shape[d]
+    none = plane if layout.no_winner == "plane_start" else dtype(-1)
+    if nan == "skip":
+        has = lax.stop_gradient(out) > dtypes.lowest(x.dtype)
+    else:
+        has = index != NONE
+    return jnp.where(has, flat, none)

@@ -93,8 +93,12 @@ class Geometry:
         the IEEE-754-2019 ``maximum`` (NaN wins, ``+0`` beats ``-0``), computed on ordered
         integer keys."""
         if combine == "max" and self.keys and jnp.issubdtype(operand.dtype, jnp.floating):
-            out = self.scatter("max", _key(operand), index, _key(values))
-            return _from_key(out, operand.dtype)
+            start = _key(operand)
+            out = self.scatter("max", start, index, _key(values))
+            # where the operand's key survived, its own bits do: a key drops a NaN's sign
+            kept = lax.bitcast_convert_type(operand, start.dtype)
+            bits = jnp.where(out == start, kept, jnp.where(out < 0, out ^ _top(out), out))
+            return lax.bitcast_convert_type(bits, operand.dtype)
         fn = {"max": lax.scatter_max, "min": lax.scatter_min, "add": lax.scatter_add}[combine]
         out = fn(self._operand_in(operand), index, self._updates_in(values),
                  self._scatter_dnums(), indices_are_sorted=False, unique_indices=False,
@@ -119,15 +123,13 @@ def _key(x: jax.Array) -> jax.Array:
     with its payload kept."""
     signed = np.dtype(f"int{8 * np.dtype(x.dtype).itemsize}")
     b = lax.bitcast_convert_type(x, signed)
-    top = signed.type(np.iinfo(signed).max)
-    key = jnp.where(b < 0, b ^ top, b)
-    return jnp.where(jnp.isnan(x), b & top, key)
+    key = jnp.where(b < 0, b ^ _top(b), b)
+    return jnp.where(jnp.isnan(x), b & _top(b), key)
 
 
-def _from_key(key: jax.Array, dtype) -> jax.Array:
-    """The inverse of `_key` (a negative NaN comes back with its sign bit cleared)."""
-    top = key.dtype.type(np.iinfo(key.dtype).max)
-    return lax.bitcast_convert_type(jnp.where(key < 0, key ^ top, key), dtype)
+def _top(key: jax.Array):
+    """Every bit but the sign, in `key`'s type."""
+    return key.dtype.type(np.iinfo(key.dtype).max)
 
 
 def signed_index_dtype(extent: int) -> np.dtype:

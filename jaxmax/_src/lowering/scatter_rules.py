@@ -52,12 +52,6 @@ def apply(rule: str, geom: Geometry, use_init: bool, data: jax.Array, index: jax
     if not dtypes.is_floating(data.dtype):
         init = _start(geom, use_init, data, index)
         return geom.scatter("max", init, index, updates)
-    if not geom.keys:  # the caller allows XLA's float max when no subnormal is present
-        float_max = dataclasses.replace(geom, keys=False)
-        key_max = dataclasses.replace(geom, keys=True)
-        return lax.cond(_any_subnormal(data) | _any_subnormal(updates),
-                        partial(_float_scatter, rule, key_max, use_init),
-                        partial(_float_scatter, rule, float_max, use_init), data, index, updates)
     return _float_scatter(rule, geom, use_init, data, index, updates)
 
 
@@ -117,14 +111,44 @@ def _signed_zero(sign_bit, dtype):
     return jnp.where(sign_bit, jnp.array(-0.0, dtype), jnp.array(0.0, dtype))
 
 
+def _select(pred, a, b):
+    """``where(pred, a, b)`` on the bits: next to a bit test, a float select may be compiled into
+    a float compare, which flushes subnormals to zero."""
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    return order.from_bits(jnp.where(pred, order.bits(a), order.bits(b)), a.dtype)
+
+
 def _forward(rule, geom, use_init, data, index, u):
     init = _start(geom, use_init, data, index)
+    if geom.keys:
+        return _exact(rule, geom, index, init, u)
+    # XLA's float scatter-max first: it is the IEEE maximum, except that it flushes a subnormal
+    # result to zero, and it is every fold on NaN-free sequences but for the sign of a zero tie;
+    # so a result without a zero (and, for the folds, without a NaN) is exact as it stands
+    fast = geom.scatter("max", init, index, u)
+    suspect = _is_zero(fast) if rule == "maximum" else _is_zero(fast) | jnp.isnan(fast)
+    keyed = dataclasses.replace(geom, keys=True)
 
-    def plain(init, u):
-        return geom.scatter("max", init, index, u)
+    def recheck(init, u):
+        subnormal = _any_subnormal(data) | _any_subnormal(u)
+        if rule == "maximum":
+            return lax.cond(subnormal, partial(_exact, rule, keyed, index),
+                            lambda init, u: fast, init, u)
+        return lax.cond(subnormal, partial(_exact, rule, keyed, index),
+                        partial(_exact, rule, geom, index, plain=fast), init, u)
+
+    return lax.cond(jnp.any(suspect), recheck, lambda init, u: fast, init, u)
+
+
+def _exact(rule, geom, index, init, u, plain=None):
+    """The rule's result on every input: one scatter-max when the sequences hold no NaN or -0
+    that could make the fold differ from it (`plain`, when already computed), else the closed
+    form of the fold."""
+    def plain_max(init, u):
+        return geom.scatter("max", init, index, u) if plain is None else plain
 
     if rule == "maximum":
-        return plain(init, u)
+        return plain_max(init, u)
     minus_inf = dtypes.max_identity(u.dtype)
     kd = _key_dtype(geom)
     p = _positions(geom, kd)
@@ -135,30 +159,30 @@ def _forward(rule, geom, use_init, data, index, u):
         last = geom.scatter("max", jnp.zeros(init.shape, kd), index, p)
         tail = p > geom.gather(lastnan, index, kd.type(0))
         before = lastnan < 0  # e0 belongs to the tail
-        top = geom.scatter("max", jnp.where(before, init, minus_inf), index,
-                           jnp.where(tail, u, minus_inf))
+        top = geom.scatter("max", _select(before, init, minus_inf), index,
+                           _select(tail, u, minus_inf))
         zero_key = geom.scatter(
             "max", jnp.where(before & _is_zero(init), _sign(init).astype(kd), kd.type(-1)),
             index, jnp.where(tail & _is_zero(u), p * kd.type(2) + _sign(u).astype(kd),
                              kd.type(-1)))
-        out = jnp.where(_is_zero(top), _signed_zero(zero_key % 2 == 1, u.dtype), top)
-        out = jnp.where(lastnan == last, jnp.array(np.nan, u.dtype), out)
-        return jnp.where(last == 0, init, out)
+        out = _select(_is_zero(top), _signed_zero(zero_key % 2 == 1, u.dtype), top)
+        out = _select(lastnan == last, jnp.array(np.nan, u.dtype), out)
+        return _select(last == 0, init, out)
 
     def acc_lt(init, u):
-        top = geom.scatter("max", init, index, jnp.where(jnp.isnan(u), minus_inf, u))
+        top = geom.scatter("max", init, index, _select(jnp.isnan(u), minus_inf, u))
         big = kd.type(np.iinfo(kd).max)
         first_zero = geom.scatter("min", jnp.full(init.shape, big, kd), index,
                                   jnp.where(_is_zero(u), p * kd.type(2) + _sign(u).astype(kd),
                                             big))
         zero_top = _is_zero(top)
-        out = jnp.where(zero_top, _signed_zero(first_zero % 2 == 1, u.dtype), top)
-        return jnp.where(zero_top & _is_zero(init), init, out)
+        out = _select(zero_top, _signed_zero(first_zero % 2 == 1, u.dtype), top)
+        return _select(zero_top & _is_zero(init), init, out)
 
     slow = acc_gt if rule == "acc_gt" else acc_lt
     odd_u = jnp.any(jnp.isnan(u) | _is_neg_zero(u))
     odd_init = jnp.any(_is_neg_zero(init) | (jnp.isnan(init) if rule == "acc_gt" else False))
-    return lax.cond(odd_u | odd_init, slow, plain, init, u)
+    return lax.cond(odd_u | odd_init, slow, plain_max, init, u)
 
 
 def _backward(rule, geom, use_init, data, index, u, out, g):

@@ -1,7 +1,7 @@
 """ONNX pooling adapters: MaxPool (since-versions 1, 8, 10, 11, 12, 22) and GlobalMaxPool (1, 22).
 
-Attributes are validated and canonicalised in Python, the geometry comes from
-:mod:`jaxmax._src.shapes`, and the values and indices from :mod:`jaxmax._src.lowering.pool_indices`.
+Attributes are validated and canonicalised in Python, the sweep comes from
+:mod:`jaxmax._src.shapes`, and the values and indices from :mod:`jaxmax._src.lowering.pool`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Literal, overload
 import jax
 import numpy as np
 
-from jaxmax._src import pool_geometry, shapes, sizes, validation
+from jaxmax._src import shapes, sizes, validation
 from jaxmax._src.lowering import pool, reduce
 from jaxmax._src.onnx import versions
 from jaxmax._src.types import Data, Flag, Int, Ints
@@ -113,7 +113,6 @@ def max_pool(X: Data, *, kernel_shape: Ints, auto_pad: str = "NOTSET", ceil_mode
     opset_, version = versions.TABLE.select(op, "MaxPool", opset)
     X = checked_x(op, X, "MaxPool", version, opset_)
     n_spatial = X.ndim - 2
-    spatial = tuple(X.shape[2:])
     want_indices = validation.static_bool(op, "return_indices", return_indices)
     order = validation.static_bool(op, "storage_order", storage_order)
     ceil = validation.static_bool(op, "ceil_mode", ceil_mode)
@@ -136,23 +135,19 @@ def max_pool(X: Data, *, kernel_shape: Ints, auto_pad: str = "NOTSET", ceil_mode
     if mode != "notset" and any(pads_):
         raise ValueError(f"{op}: `pads` {list(pads_)} cannot be used with auto_pad "
                          f"{auto_pad!r} (the spec forbids both at once)")
-    if mode == "notset":
-        begin_end = tuple(zip(pads_[:n_spatial], pads_[n_spatial:], strict=True))
-    elif mode == "valid":
-        begin_end = ((0, 0),) * n_spatial
-    else:
-        begin_end = tuple(shapes.same_pads(size, k, s, d, mode == "same_lower")
-                          for size, k, s, d
-                          in zip(spatial, kernel, strides_, dilations_, strict=True))
-    geometry = pool_geometry.sweep(op, "kernel_shape", tuple(X.shape), X.dtype.itemsize,
-                                   kernel, strides_, dilations_, begin_end,
-                                   "onnx_ceil" if ceil else "floor")
+    sweep = shapes.sweep(op, "kernel_shape", tuple(X.shape), X.dtype.itemsize, kernel,
+                         strides_, dilations_,
+                         tuple(zip(pads_[:n_spatial], pads_[n_spatial:], strict=True)),
+                         "explicit" if mode == "notset" else mode,
+                         "onnx_ceil" if ceil else "floor")
     index_dtype = None
     if want_indices:
         index_dtype = validation.index_dtype(op, "Indices", np.int64, math.prod(X.shape))
-    out = pool.onnx_max_pool(X, geometry.window, geometry.strides, geometry.padding,
-                             geometry.dilation, index_dtype=index_dtype, column_major=order)
-    sizes.settled(out, geometry.largest_bytes)
+    out = pool.max_pool(X, sweep.window, sweep.strides, sweep.padding, sweep.dilation,
+                        nan="propagate", index_dtype=index_dtype,
+                        layout=pool.IndexLayout(first_axis=0, column_major=order,
+                                                no_winner="minus_one"))
+    sizes.settled(out, sweep.largest_bytes)
     return out
 
 

@@ -8,12 +8,11 @@ from typing import Literal, overload
 import jax
 import numpy as np
 
-from jaxmax._src import pool_geometry, shapes, sizes, validation
+from jaxmax._src import shapes, sizes, validation
 from jaxmax._src.lowering import pool
 from jaxmax._src.openvino import versions
 from jaxmax._src.types import Data, Int, Ints, OVAutoPad
 
-_AUTO_PADS = ("explicit", "valid", "same_upper", "same_lower")
 _ROUNDING = ("floor", "ceil", "ceil_torch")
 
 
@@ -127,7 +126,6 @@ def max_pool(data: Data, *, kernel: Ints, strides: Ints, pads_begin: Ints | None
         raise ValueError(
             f"{op}: `data` must have rank 3, 4 or 5 (N, C, *spatial), got rank {data.ndim}")
     n_spatial = data.ndim - 2
-    spatial = tuple(data.shape[2:])
     kernel_ = validation.int_tuple(op, "kernel", kernel, n_spatial)
     strides_ = validation.int_tuple(op, "strides", strides, n_spatial)
     dilations_ = validation.int_tuple(op, "dilations",
@@ -141,7 +139,7 @@ def max_pool(data: Data, *, kernel: Ints, strides: Ints, pads_begin: Ints | None
                                        0 if pads_begin is None else pads_begin, n_spatial)
     pads_end_ = validation.int_tuple(op, "pads_end", 0 if pads_end is None else pads_end, n_spatial)
     auto_pad_ = ("explicit" if auto_pad is None
-                 else validation.choice(op, "auto_pad", auto_pad, _AUTO_PADS))
+                 else validation.choice(op, "auto_pad", auto_pad, shapes.AUTO_PADS))
     rounding_ = validation.choice(op, "rounding_type", rounding_type, _ROUNDING)
     versions.TABLE.require(op, "MaxPool", version, opset_,
                            {"rounding_type 'ceil_torch'": rounding_ == "ceil_torch"})
@@ -151,20 +149,16 @@ def max_pool(data: Data, *, kernel: Ints, strides: Ints, pads_begin: Ints | None
     for name, values in (("pads_begin", pads_begin_), ("pads_end", pads_end_)):
         if min(values) < 0:
             raise ValueError(f"{op}: `{name}` must be >= 0, got {list(values)}")
-    if auto_pad_ == "explicit":
-        pads = tuple(zip(pads_begin_, pads_end_, strict=True))
-    elif auto_pad_ == "valid":
-        pads = ((0, 0),) * n_spatial
-    else:
-        pads = tuple(shapes.same_pads(size, k, s, d, auto_pad_ == "same_lower")
-                     for size, k, s, d in zip(spatial, kernel_, strides_, dilations_, strict=True))
-    geometry = pool_geometry.sweep(op, "kernel", tuple(data.shape), data.dtype.itemsize,
-                                   kernel_, strides_, dilations_, pads, rounding_)
+    sweep = shapes.sweep(op, "kernel", tuple(data.shape), data.dtype.itemsize, kernel_,
+                         strides_, dilations_, tuple(zip(pads_begin_, pads_end_, strict=True)),
+                         auto_pad_, rounding_)
     index_dtype = None
     if version >= versions.TABLE.added_in("MaxPool", "Indices output"):
         axis_ = validation.axes_tuple(op, "axis", axis_, data.ndim)[0]
         index_dtype = validation.index_dtype(op, "index_element_type", index_type,
-                                    math.prod(data.shape[axis_:]))
-    out = pool.max_pool(data, geometry.window, geometry.strides, geometry.padding,
-                        dilation=geometry.dilation, axis=axis_, index_dtype=index_dtype)
-    return sizes.settled(out, geometry.largest_bytes)
+                                             math.prod(data.shape[axis_:]))
+    out = pool.max_pool(data, sweep.window, sweep.strides, sweep.padding, sweep.dilation,
+                        nan="skip", index_dtype=index_dtype,
+                        layout=pool.IndexLayout(first_axis=axis_, column_major=False,
+                                                no_winner="plane_start"))
+    return sizes.settled(out, sweep.largest_bytes)

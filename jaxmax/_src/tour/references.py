@@ -207,18 +207,23 @@ def _pool_pads(spatial, kernel, strides, dilations, pads_begin, pads_end, auto_p
 
 
 def _pool_length(size: int, k: int, s: int, d: int, lo: int, hi: int, rounding: str) -> int:
-    """Output length along one axis. ``floor``, ``ceil`` (OpenVINO: no correction),
-    ``ceil_torch`` (OpenVINO 14) or ``onnx_ceil`` (drop a window starting in the end padding)."""
-    span = size + lo + hi - ((k - 1) * d + 1)
+    """Output length along one axis, by counting the windows that start at 0, s, 2s, ... of the
+    padded axis: ``floor`` keeps those inside it; ``ceil`` (OpenVINO) one more where the last
+    leaves a tail; ``ceil_torch`` (OpenVINO 14) and ``onnx_ceil`` then drop a last window that
+    starts in the end padding."""
+    # counted, not the closed form, so that it shares no arithmetic with the library's
+    # (jaxmax/_src/shapes.py pooled_length), which the tour checks against it
+    padded, extent = size + lo + hi, (k - 1) * d + 1
+    n = 1
+    while n * s + extent <= padded:
+        n += 1
     if rounding == "floor":
-        return span // s + 1
-    c = -(-span // s)
-    if rounding == "ceil":
-        return c + 1
-    if rounding == "ceil_torch":
-        return c + (1 if c * s <= size + lo - 1 else 0)
-    n = c + 1
-    return n - 1 if (n - 1) * s >= size + lo else n
+        return n
+    if (n - 1) * s + extent < padded:
+        n += 1
+    if rounding != "ceil" and (n - 1) * s >= size + lo:
+        n -= 1
+    return n
 
 
 def windowed_reference(data: np.ndarray, kernel: Sequence[int], strides: Sequence[int],

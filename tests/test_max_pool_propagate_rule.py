@@ -1,4 +1,5 @@
-"""pool_phase.onnx_rule: the phase-sliced max pooling (ONNX MaxPool's values and derivative).
+"""pool_tangents.pooled(..., "propagate"): the phase-sliced max pooling under the rule NaN
+propagates (ONNX MaxPool's values and derivative).
 
 Oracles: ``lax.reduce_window`` (values, with and without dilation), plus plain NumPy loops
 written here: the values, and the winner rule "the first input element of the window, in
@@ -26,17 +27,17 @@ from hypothesis import strategies as st
 from jax import lax
 from jax.test_util import check_grads
 
-from jaxmax._src.lowering import pool_phase
+from jaxmax._src.lowering import pool_geometry, pool_tangents
 
 
-def onnx_rule(x, window, strides, padding, dilation=None):
+def propagating(x, window, strides, padding, dilation=None):
     """The code under test, with reduce_window's arguments."""
     x = jnp.asarray(x)
-    return pool_phase.onnx_rule(x, pool_phase.geometry(x.shape, window, strides, padding,
-                                                       dilation))
+    g = pool_geometry.geometry(x.shape, window, strides, padding, dilation)
+    return pool_tangents.pooled(x, g, "propagate")
 
 
-POOLS = {"onnx_rule": onnx_rule}
+POOLS = {"propagating": propagating}
 DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.int8, np.uint8, np.int32, np.bool_]
 
 
@@ -164,7 +165,7 @@ def _check_values(shape, window, strides, padding, seed, dtypes=DTYPES, special=
                   numpy_oracle=True):
     rng = np.random.default_rng(seed)
     xs = [_data(rng, shape, dt, special=special) for dt in dtypes]
-    both = jax.jit(lambda xs: [(onnx_rule(x, window, strides, padding),
+    both = jax.jit(lambda xs: [(propagating(x, window, strides, padding),
                                 _reduce_window(x, window, strides, padding)) for x in xs])
     for x, (got, want) in zip(xs, both(xs), strict=True):
         assert got.dtype == x.dtype and got.shape == want.shape, (x.dtype, got.shape, want.shape)
@@ -239,7 +240,7 @@ def test_dilated_values_and_border_slabs(name):
     rng = np.random.default_rng(zlib.crc32(name.encode()))
     xs = [_data(rng, shape, dt, special=True) for dt in (np.float32, np.int8, np.bool_)]
     both = jax.jit(lambda xs: [(
-        onnx_rule(x, window, strides, padding, dilation),
+        propagating(x, window, strides, padding, dilation),
         lax.reduce_window(x, _identity(x.dtype), lax.max, window, strides, padding,
                           window_dilation=dilation)) for x in xs])
     for x, (got, want) in zip(xs, both(xs), strict=True):
@@ -253,12 +254,12 @@ def test_nan_inf_and_all_minus_inf_windows():
     for k, s, pads in [(2, 1, (1, 1)), (3, 2, (2, 4)), (1, 1, (3, 0)), (4, 3, (0, 5))]:
         window, strides, padding = _nc((k,), (s,), (pads,))
         got, want = jax.jit(lambda v, w=window, s=strides, p=padding: (
-            onnx_rule(v, w, s, p), _reduce_window(v, w, s, p)))(x)
+            propagating(v, w, s, p), _reduce_window(v, w, s, p)))(x)
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(got, np_max_pool(x, window, strides, padding))
     # a window that sees padding only gives the identity, for every dtype
     xs = [np.ones((1, 1, 2), dt) for dt in DTYPES]
-    got = jax.jit(lambda xs: [onnx_rule(v, *_nc((2,), (2,), ((0, 4),))) for v in xs])(xs)
+    got = jax.jit(lambda xs: [propagating(v, *_nc((2,), (2,), ((0, 4),))) for v in xs])(xs)
     for g, x in zip(got, xs, strict=True):
         _assert_equal(g, np.array([[[1, _identity(x.dtype), _identity(x.dtype)]]], x.dtype))
 
@@ -270,7 +271,7 @@ def test_64_bit_dtypes():
         xs = [_data(rng, (2, 2, 7, 6), dt, special=True) for dt in (np.float64, np.int64,
                                                                    np.uint64)]
         for x in xs:
-            got = onnx_rule(x, window, strides, padding)
+            got = propagating(x, window, strides, padding)
             assert got.dtype == x.dtype
             np.testing.assert_array_equal(got, _reduce_window(x, window, strides, padding))
             np.testing.assert_array_equal(got, np_max_pool(x, window, strides, padding))
@@ -279,41 +280,39 @@ def test_64_bit_dtypes():
 def test_empty_output_and_empty_input():
     x = np.ones((1, 1, 3), np.float32)
     for window, strides, padding in [_nc((5,), (1,), ((0, 0),)), _nc((2,), (1,), ((0, 0),))]:
-        np.testing.assert_array_equal(onnx_rule(x, window, strides, padding),
+        np.testing.assert_array_equal(propagating(x, window, strides, padding),
                                       _reduce_window(x, window, strides, padding))
     empty = np.ones((0, 2, 4), np.float32)
     window, strides, padding = _nc((2,), (2,), ((1, 1),))
-    got = onnx_rule(empty, window, strides, padding)
+    got = propagating(empty, window, strides, padding)
     assert got.shape == (0, 2, 3)
     zero_len = np.ones((1, 2, 0), np.float32)
-    got = onnx_rule(zero_len, *_nc((2,), (1,), ((1, 2),)))
+    got = propagating(zero_len, *_nc((2,), (1,), ((1, 2),)))
     np.testing.assert_array_equal(got, np.full((1, 2, 2), -np.inf, np.float32))
-    g = jax.grad(lambda v: onnx_rule(v, *_nc((2,), (1,), ((1, 2),))).sum())(zero_len)
+    g = jax.grad(lambda v: propagating(v, *_nc((2,), (1,), ((1, 2),))).sum())(zero_len)
     assert g.shape == zero_len.shape
 
 
 def test_bad_arguments():
     x = np.ones((1, 1, 4), np.float32)
     with pytest.raises(ValueError, match="one entry per axis"):
-        onnx_rule(x, (1, 2), (1, 1), ((0, 0), (0, 0)))
+        propagating(x, (1, 2), (1, 1), ((0, 0), (0, 0)))
     with pytest.raises(ValueError, match=">= 1"):
-        onnx_rule(x, (1, 1, 0), (1, 1, 1), ((0, 0),) * 3)
+        propagating(x, (1, 1, 0), (1, 1, 1), ((0, 0),) * 3)
     with pytest.raises(ValueError, match=">= 1"):
-        onnx_rule(x, (1, 1, 2), (1, 1, 0), ((0, 0),) * 3)
+        propagating(x, (1, 1, 2), (1, 1, 0), ((0, 0),) * 3)
 
 
 # ----------------------------------------------------------------------------- gradients
 
-GRAD_CASES = {
-    "stem_k3_s2_p1": ((2, 2, 8, 9),) + _nc((3, 3), (2, 2), ((1, 1), (1, 1))),
-    "k2_s2": ((1, 2, 6, 6),) + _nc((2, 2), (2, 2), ((0, 0), (0, 0))),
-    "k3_s1_p1": ((1, 2, 5, 6),) + _nc((3, 3), (1, 1), ((1, 1), (1, 1))),
-    "stride_gt_kernel_odd": ((1, 1, 10, 7),) + _nc((2, 3), (3, 4), ((1, 0), (2, 2))),
-    "pads_ge_kernel_ceil": ((1, 2, 5, 4),) + _nc((2, 3), (2, 1), ((3, 4), (3, 5))),
-    "rank3": ((2, 2, 11),) + _nc((4,), (3,), ((2, 3),)),
-    "rank5": ((1, 2, 5, 6, 7),) + _nc((3, 2, 3), (2, 1, 3), ((1, 1), (0, 1), (2, 3))),
-    "negative_pads": ((1, 1, 8, 7),) + _nc((2, 3), (2, 1), ((-1, 0), (1, -2))),
-}
+#: The value cases' geometries on smaller inputs, keyed by their own names (each seeds its data).
+GRAD_CASES = {name: (shape,) + VALUE_CASES[geometry][1:] for name, geometry, shape in [
+    ("stem_k3_s2_p1", "stem_k3_s2_p1", (2, 2, 8, 9)), ("k2_s2", "k2_s2_p0", (1, 2, 6, 6)),
+    ("k3_s1_p1", "k3_s1_p1", (1, 2, 5, 6)), ("rank3", "rank3", (2, 2, 11)),
+    ("rank5", "rank5", (1, 2, 5, 6, 7)), ("negative_pads", "negative_pads", (1, 1, 8, 7))]}
+# and two geometries of their own: an odd size under a stride above the kernel, pads above it
+GRAD_CASES["stride_gt_kernel_odd"] = ((1, 1, 10, 7),) + _nc((2, 3), (3, 4), ((1, 0), (2, 2)))
+GRAD_CASES["pads_ge_kernel_ceil"] = ((1, 2, 5, 4),) + _nc((2, 3), (2, 1), ((3, 4), (3, 5)))
 
 
 def _grads(pool, x, ct, window, strides, padding):
@@ -364,7 +363,7 @@ def test_grad_first_maximal_and_padding_rules():
     x = np.array([[[-np.inf, -np.inf, 1.0, 1.0, -np.inf]]], np.float32)
     window, strides, padding = _nc((2,), (1,), ((2, 1),))
     ones = np.ones((1, 1, 7), np.float32)
-    want = {"onnx_rule": [[[2.0, 0.0, 2.0, 1.0, 1.0]]],
+    want = {"propagating": [[[2.0, 0.0, 2.0, 1.0, 1.0]]],
             "reduce_window": [[[1.0, 0.0, 2.0, 1.0, 1.0]]]}
     for pool_name, g in _all_grads([x], ones, window, strides, padding).items():
         np.testing.assert_array_equal(g[0], want[pool_name], err_msg=pool_name)
@@ -393,7 +392,7 @@ def test_grad_low_precision_floats():
         x = rng.integers(-3, 3, shape).astype(dt)
         ct = rng.integers(-3, 4, _out_shape(shape, window, strides, padding)).astype(dt)
         want = _grads(_reduce_window, x, ct, window, strides, padding)
-        got = _grads(onnx_rule, x, ct, window, strides, padding)
+        got = _grads(propagating, x, ct, window, strides, padding)
         _assert_equal(got, want)
 
 
@@ -404,7 +403,7 @@ def test_check_grads_fwd_and_rev_on_unique_values(name, order):
     with jax.enable_x64(True):
         rng = np.random.default_rng(5)
         x = rng.permutation(np.prod(shape)).reshape(shape).astype(np.float64) / 7.0
-        f = jax.jit(lambda v: onnx_rule(v, window, strides, padding))
+        f = jax.jit(lambda v: propagating(v, window, strides, padding))
         check_grads(f, (x,), order=order, modes=("fwd", "rev"))
 
 
@@ -414,7 +413,7 @@ def test_jvp_gathers_the_selected_tangent():
     x = rng.integers(-1, 2, shape).astype(np.float32)  # heavy ties
     t = rng.integers(-50, 50, shape).astype(np.float32)
     def f(v):
-        return onnx_rule(v, window, strides, padding)
+        return propagating(v, window, strides, padding)
 
     y, ty = jax.jit(lambda v, dv: jax.jvp(f, (v,), (dv,)))(x, t)
     np.testing.assert_array_equal(y, np_max_pool(x, window, strides, padding))
@@ -428,7 +427,7 @@ def test_jvp_gathers_the_selected_tangent():
     small = GRAD_CASES["stem_k3_s2_p1"]
     xs = rng.integers(-1, 2, small[0]).astype(np.float32)
     def g(v):
-        return onnx_rule(v, *small[1:])
+        return propagating(v, *small[1:])
 
     jac_fwd, jac_rev = jax.jit(lambda v: (jax.jacfwd(g)(v), jax.jacrev(g)(v)))(xs)
     np.testing.assert_array_equal(jac_fwd, jac_rev)
@@ -441,7 +440,7 @@ def test_jit_equals_eager_and_vmap_equals_loop():
     window, strides, padding = _nc((3, 2), (2, 2), ((1, 1), (0, 1)))
     x = rng.integers(-3, 3, (3, 2, 2, 7, 6)).astype(np.float32)  # leading axis: vmapped
     def f(v):
-        return onnx_rule(v, window, strides, padding)
+        return propagating(v, window, strides, padding)
 
     loop = np.stack([np_max_pool(v, window, strides, padding) for v in x])
     np.testing.assert_array_equal(f(x[0]), loop[0])  # eager
@@ -469,9 +468,9 @@ def test_jit_equals_eager_and_vmap_equals_loop():
 def test_traced_under_outer_jit_with_static_geometry():
     window, strides, padding = _nc((3, 3), (2, 2), ((1, 1), (1, 1)))
     x = np.random.default_rng(2).standard_normal((2, 3, 8, 8)).astype(np.float32)
-    f = jax.jit(lambda v: onnx_rule(v * 2.0, window, strides, padding) + 1.0)
+    f = jax.jit(lambda v: propagating(v * 2.0, window, strides, padding) + 1.0)
     np.testing.assert_array_equal(f(x), np_max_pool(x * 2.0, window, strides, padding) + 1.0)
-    jaxpr = str(jax.make_jaxpr(lambda v: onnx_rule(v, window, strides, padding))(x))
+    jaxpr = str(jax.make_jaxpr(lambda v: propagating(v, window, strides, padding))(x))
     # the phase-sliced scan (compare and select per tap), not reduce_window
     assert "reduce_window" not in jaxpr and "select_n" in jaxpr
 
@@ -486,7 +485,7 @@ def test_sharded_input_gives_the_unsharded_answer():
     x = rng.integers(-3, 3, (4, 2, 16, 12)).astype(np.float32)
     ct = rng.integers(-3, 4, _out_shape(x.shape, window, strides, padding)).astype(np.float32)
     xs = jax.device_put(x, NamedSharding(mesh, P("n", None, "h", None)))  # batch and a
-    f = jax.jit(lambda v: onnx_rule(v, window, strides, padding))  # spatial axis
+    f = jax.jit(lambda v: propagating(v, window, strides, padding))  # spatial axis
     np.testing.assert_array_equal(f(xs), np_max_pool(x, window, strides, padding))
-    grad = jax.jit(jax.grad(lambda v: jnp.vdot(onnx_rule(v, window, strides, padding), ct)))
+    grad = jax.jit(jax.grad(lambda v: jnp.vdot(propagating(v, window, strides, padding), ct)))
     np.testing.assert_array_equal(grad(xs), np_grad(x, ct, window, strides, padding))

@@ -1,5 +1,5 @@
-"""AdaptiveMaxPool-8 and ONNX MaxUnpool under jax transformations: jit equals eager, vmap equals
-a loop, gradients (check_grads on tie-free data; the exact routing on ties, duplicates and
+"""OpenVINO AdaptiveMaxPool-8 under jax transformations: jit equals eager, vmap equals a loop,
+gradients (check_grads on tie-free data; the exact routing on ties, repeated elements and
 overlapping windows, against NumPy), and sharded inputs on 8 CPU devices (Explicit and Auto
 meshes) give the unsharded answer exactly."""
 
@@ -9,30 +9,16 @@ import jax
 import numpy as np
 import pytest
 from adaptive_unpool_oracle import adaptive_max_pool as adaptive_oracle
-from adaptive_unpool_oracle import max_unpool as unpool_oracle
-from adaptive_unpool_oracle import max_unpool_grad
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 from jax.test_util import check_grads
+from transform_helpers import assert_exact
 
-from jaxmax import onnx
 from jaxmax import openvino as ov
-
-
-def assert_exact(actual, expected, context=""):
-    actual, expected = np.asarray(actual), np.asarray(expected)
-    assert actual.dtype == expected.dtype and actual.shape == expected.shape, context
-    np.testing.assert_array_equal(actual, expected, err_msg=context)
-    if actual.dtype.kind == "f":
-        np.testing.assert_array_equal(np.signbit(actual), np.signbit(expected), err_msg=context)
 
 
 def pool(x, out=(5, 3)):
     return ov.adaptive_max_pool(x, out, index_element_type="i32")
-
-
-def unpool(x, i, out=None):
-    return onnx.max_unpool(x, i, out, kernel_shape=[2, 2], strides=[2, 2])
 
 
 def tricky(rng, shape):
@@ -40,20 +26,6 @@ def tricky(rng, shape):
     x[rng.random(shape) < 0.15] = -0.0
     x[rng.random(shape) < 0.05] = np.nan
     return x
-
-
-def maxpool_indices(rng, shape):
-    """Values and plane-offset MaxPool indices of a 2x2/2 pool over random data (NumPy)."""
-    n, c, h, w = shape
-    src = rng.standard_normal((n, c, 2 * h, 2 * w)).astype(np.float32)
-    win = src.reshape(n, c, h, 2, w, 2).transpose(0, 1, 2, 4, 3, 5).reshape(n, c, h, w, 4)
-    arg = win.argmax(-1)
-    rows = np.arange(h)[:, None] * 2 + arg // 2
-    cols = np.arange(w)[None, :] * 2 + arg % 2
-    plane = (np.arange(n)[:, None] * c + np.arange(c)[None, :])[:, :, None, None]
-    flat = plane * (4 * h * w) + rows * (2 * w) + cols
-    values = np.take_along_axis(win, arg[..., None], -1)[..., 0]
-    return values, flat.astype(np.int32)
 
 
 def test_jit_equals_eager():
@@ -64,10 +36,6 @@ def test_jit_equals_eager():
         jitted = jax.jit(lambda v, out=out: pool(v, out))(x)
         for a, b in zip(eager, jitted, strict=True):
             assert_exact(a, b, str(out))
-    values, flat = maxpool_indices(rng, (2, 3, 4, 5))
-    dup = rng.integers(0, 2 * 3 * 8 * 10, size=values.shape).astype(np.int32)
-    for idx in (flat, dup):
-        assert_exact(jax.jit(unpool)(values, idx), unpool(values, idx))
 
 
 def test_vmap_equals_loop():
@@ -81,7 +49,7 @@ def test_vmap_equals_loop():
             assert_exact(v[k], want[0])
             assert_exact(i[k], want[1])
     # windows that tile the input, one batch element without NaN (large inputs fold these axis
-    # by axis: tests/test_adaptive_max_pool.py::test_windows_that_tile_a_large_input)
+    # by axis: tests/test_adaptive_max_pool_values.py::test_windows_that_tile_a_large_input)
     tiles = tricky(rng, (3, 2, 2, 8, 6))
     tiles[1] = np.where(np.isnan(tiles[1]), np.float32(2.5), tiles[1])
     v, i = jax.vmap(lambda t: ov.adaptive_max_pool(t, (4, 3), index_element_type="i32"))(tiles)
@@ -89,15 +57,6 @@ def test_vmap_equals_loop():
         want = adaptive_oracle(tiles[k], (4, 3), np.int32)
         assert_exact(v[k], want[0])
         assert_exact(i[k], want[1])
-    values = np.stack([maxpool_indices(rng, (2, 2, 3, 3))[0] for _ in range(3)])
-    idx = np.stack([rng.integers(0, 2 * 2 * 36, size=(2, 2, 3, 3)).astype(np.int32)
-                    for _ in range(3)])
-    idx[1] = maxpool_indices(np.random.default_rng(9), (2, 2, 3, 3))[1]
-    for axis in (0, 1):
-        y = jax.vmap(unpool, in_axes=(axis, axis))(np.moveaxis(values, 0, axis),
-                                                    np.moveaxis(idx, 0, axis))
-        for k in range(3):
-            assert_exact(y[k], unpool_oracle(values[k], idx[k], (2, 2, 6, 6)))
 
 
 def test_check_grads_tie_free():
@@ -107,14 +66,9 @@ def test_check_grads_tie_free():
         for out in [(3, 2), (7, 5), (1, 5)]:  # overlapping windows; windows that tile the input
             check_grads(lambda v, out=out: ov.adaptive_max_pool(v, out)[0], (x,), order=1,
                         modes=("fwd", "rev"))
-        values, flat = maxpool_indices(rng, (2, 2, 3, 4))
-        dup = rng.integers(0, 2 * 2 * 6 * 8, size=values.shape)
-        for idx in (dup,):
-            check_grads(lambda v, idx=idx: unpool(v, idx), (values.astype(np.float64),),
-                        order=1, modes=("fwd", "rev"))
 
 
-def test_adaptive_grad_routes_to_index_and_accumulates():
+def test_grad_routes_to_index_and_accumulates():
     """Overlapping windows that pick the same element add up their cotangents there; ties go
     to the first element, NaN as a window's first element takes the cotangent."""
     x = np.array([[[1.0, 5.0, 2.0]]], np.float32)  # windows [0, 2) and [1, 3) both pick 5
@@ -135,27 +89,6 @@ def test_adaptive_grad_routes_to_index_and_accumulates():
         assert np.all((np.asarray(g) != 0) <= (want.reshape(shape) != 0))
 
 
-def test_unpool_grad_gathers_at_last_writer():
-    rng = np.random.default_rng(4)
-    values = rng.standard_normal((2, 2, 3, 3)).astype(np.float32)
-    idx = rng.integers(0, 2 * 2 * 36 // 3, size=values.shape).astype(np.int32)  # many repeats
-    cot = rng.standard_normal((2, 2, 6, 6)).astype(np.float32)
-    for fn in (unpool, jax.jit(unpool)):
-        g = jax.grad(lambda v, fn=fn: (fn(v, idx) * cot).sum())(values)
-        assert_exact(g, max_unpool_grad(idx, cot))
-    _, flat = maxpool_indices(rng, (2, 2, 3, 3))
-    g = jax.grad(lambda v: (unpool(v, flat) * cot).sum())(values)
-    assert_exact(g, max_unpool_grad(flat, cot))
-    # a traced out-of-range index is dropped: its element gets no cotangent
-    bad = flat.copy()
-    bad[0, 0, 0, 0] = -1
-    bad[1, 1, 2, 2] = 10**6
-    g = jax.jit(jax.grad(lambda v, i: (unpool(v, i) * cot).sum()))(values, bad)
-    want = max_unpool_grad(flat, cot)
-    want[0, 0, 0, 0] = want[1, 1, 2, 2] = 0
-    assert_exact(g, want)
-
-
 # --------------------------------------------------------------------------------------------
 # Sharding: 8 CPU devices (tests/conftest.py)
 # --------------------------------------------------------------------------------------------
@@ -167,7 +100,7 @@ def mesh(request):
 
 # The second spec shards both spatial axes, which the windows' slices cross.
 @pytest.mark.parametrize("spec", [P("b", None, "a"), P(None, None, "b", "a")], ids=str)
-def test_sharded_adaptive_exact(mesh, spec):
+def test_sharded_exact(mesh, spec):
     rng = np.random.default_rng(5)
     x = tricky(rng, (4, 8, 8, 6))
     for out in [(3, 4), (4, 3)]:  # windows that overlap, windows that tile
@@ -179,22 +112,3 @@ def test_sharded_adaptive_exact(mesh, spec):
             assert_exact(i, want[1], f"{spec} {out}")
         if mesh.axis_types[0] == AxisType.Explicit:
             assert v.sharding.spec[:2] == tuple(spec)[:2]
-
-
-@pytest.mark.parametrize("spec", [P("a", "b")], ids=str)
-def test_sharded_unpool_exact(mesh, spec):
-    rng = np.random.default_rng(6)
-    values, flat = maxpool_indices(rng, (4, 8, 4, 4))
-    values[values < 0] = -0.0
-    dup = rng.integers(0, 4 * 8 * 64, size=values.shape).astype(np.int32)
-    xs = jax.device_put(values, NamedSharding(mesh, spec))
-    for idx in (flat, dup):
-        want = unpool_oracle(values, idx, (4, 8, 8, 8))
-        ids = jax.device_put(idx, NamedSharding(mesh, spec))
-        for fn in (unpool, jax.jit(unpool)):
-            assert_exact(fn(xs, ids), want, str(spec))
-        cot = jax.device_put(rng.standard_normal((4, 8, 8, 8)).astype(np.float32),
-                             NamedSharding(mesh, P()))
-        with jax.set_mesh(mesh):  # the loss is a scalar on the mesh
-            g = jax.grad(lambda v, ids=ids, cot=cot: (unpool(v, ids) * cot).sum())(xs)
-        assert_exact(g, max_unpool_grad(idx, np.asarray(cot)))

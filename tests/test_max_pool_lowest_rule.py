@@ -1,5 +1,5 @@
-"""pool_phase.max_pool_at_least_lowest: OpenVINO's MaxPool rule, values and derivative (and the
-ONNX rule's derivative on a window of 132 taps).
+"""pool_tangents.pooled(..., "skip"): OpenVINO's MaxPool rule (NaN skipped, at least lowest(T)),
+values and derivative (and the derivative of the rule "propagate" on a window of 132 taps).
 
 Oracles, all independent of the code under test:
 
@@ -29,7 +29,15 @@ import pytest
 from helpers import lowest as _lowest
 from jax import lax
 
-from jaxmax._src.lowering import pool_phase
+from jaxmax._src.lowering import pool_geometry, pool_tangents
+
+
+def at_least_lowest(x, window, strides, padding):
+    """The code under test, with reduce_window's arguments."""
+    x = jnp.asarray(x)
+    return pool_tangents.pooled(x, pool_geometry.geometry(x.shape, window, strides, padding),
+                                "skip")
+
 
 CASES = {
     "stem_k3_s2_p1": ((2, 3, 9, 10), (1, 1, 3, 3), (1, 1, 2, 2),
@@ -153,7 +161,7 @@ def test_values_and_vjp(name, kind, dtype):
     @jax.jit
     def run(x, ct):
         out, pullback = jax.vjp(
-            lambda v: pool_phase.max_pool_at_least_lowest(v, window, strides, padding), x)
+            lambda v: at_least_lowest(v, window, strides, padding), x)
         return out, pullback(ct)[0]
 
     out, grad = run(x, ct)
@@ -170,7 +178,7 @@ def test_vmap_and_forward_mode(name):
     xs = np.stack([_data(rng, shape, np.float32, kind)
                    for kind in ("clean", "special", "raised")])
     want = np.stack([np_lowest_rule(x, window, strides, padding) for x in xs])
-    pool = jax.vmap(partial(pool_phase.max_pool_at_least_lowest, window=window,
+    pool = jax.vmap(partial(at_least_lowest, window=window,
                             strides=strides, padding=padding))
     np.testing.assert_array_equal(jax.jit(pool)(xs), want)
     # forward mode: the tangent is the oracle's Jacobian (rows from reduce_window's pullback,
@@ -178,7 +186,7 @@ def test_vmap_and_forward_mode(name):
     for x in xs:
         t = rng.integers(-3, 4, x.shape).astype(np.float32)
         _, tangent = jax.jvp(
-            lambda v: pool_phase.max_pool_at_least_lowest(v, window, strides, padding),
+            lambda v: at_least_lowest(v, window, strides, padding),
             (x,), (t,))
         pullback = _oracle_pullback(x, window, strides, padding)
         basis = np.eye(want[0].size, dtype=np.float32).reshape((-1,) + want.shape[1:])
@@ -191,12 +199,12 @@ def test_integers_are_the_plain_pooling():
     shape, window, strides, padding = CASES["stem_k3_s2_p1"]
     x = np.random.default_rng(3).integers(-128, 128, shape).astype(np.int8)
     x.reshape(-1)[::7] = -128
-    got = pool_phase.max_pool_at_least_lowest(x, window, strides, padding)
+    got = at_least_lowest(x, window, strides, padding)
     np.testing.assert_array_equal(got, np_lowest_rule(x, window, strides, padding))
 
 
 @pytest.mark.parametrize("kind", ["clean", "special"])
-def test_onnx_rule_gradient_with_132_taps(kind):
+def test_propagate_rule_gradient_with_132_taps(kind):
     # the ONNX rule's derivative in one stage, with more taps than int8 indices can name:
     # reduce_window's on clean data, and the first NaN / first maximal element otherwise
     shape, window, strides, padding = CASES["132_taps"]
@@ -205,7 +213,8 @@ def test_onnx_rule_gradient_with_132_taps(kind):
     ct = rng.integers(1, 5, (1, 2, 3, 3)).astype(np.float32)
 
     def ours(v):
-        return pool_phase.onnx_rule(v, pool_phase.geometry(v.shape, window, strides, padding))
+        g = pool_geometry.geometry(v.shape, window, strides, padding)
+        return pool_tangents.pooled(v, g, "propagate")
 
     got = jax.jit(lambda x, ct: jax.vjp(ours, x)[1](ct)[0])(x, ct)
     if kind == "clean":

@@ -1,0 +1,74 @@
+"""Pooled values: the first maximal tap of each window, under a values rule.
+
+Stage three of the pooling pipeline (:mod:`jaxmax._src.lowering.pool`). The value is a scan of
+the ``k1 * k2 * ...`` taps (:mod:`jaxmax._src.lowering.pool_taps`) in row-major window order
+that keeps the first maximum (``pool_scan.first_max``: a compare and select per tap, the
+runtimes' loop, signed zeros included). The rule `nan` (docs/semantics.md §5):
+
+* ``"skip"``: the scan starts from lowest(T), padding reads lowest(T), and NaN is never greater:
+  each value is ``max(lowest(T), non-NaN window elements)`` with no check of the data;
+* ``"propagate"``: padding reads the identity (``-inf``, ``iinfo.min``) and a window holding a
+  NaN gives NaN; a window with no input element gives the identity.
+
+Padded taps cost a bounds check per element and tap, and the scan reads each tap twice (a
+padded tap read twice is written to memory), so the outputs whose window lies inside the input
+are computed from plain slices and the few border boxes (``Geometry.boxes``) apart, written
+into the result in place. 3-D strided windows on large inputs take their value from two stages
+over cache-sized chunks (:mod:`jaxmax._src.lowering.pool_stages`), or from this scan when a
+window's maximal elements are zeros of both signs.
+
+The values only: their derivative is :mod:`jaxmax._src.lowering.pool_tangents`'.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxmax._src import dtypes
+from jaxmax._src.lowering import pool_scan, pool_stages, pool_taps, rules
+from jaxmax._src.lowering.pool_geometry import Geometry
+
+__all__ = ["fill", "pooled"]
+
+
+def fill(dtype, nan: str) -> np.ndarray:
+    """What padding reads as under the rule `nan`: lowest(T) (``"skip"``) or the identity."""
+    return dtypes.lowest(dtype) if nan == "skip" else dtypes.max_identity(dtype)
+
+
+def pooled(x: jax.Array, g: Geometry, nan: str) -> jax.Array:
+    """The first maximal tap of each window of `x` under the rule `nan` (see the module)."""
+    pad = np.asarray(fill(x.dtype, nan), x.dtype)
+    if 0 in g.out_shape:
+        return jnp.full(g.out_shape, pad)
+    if pool_stages.applies(g, x.dtype.itemsize):  # 3-D strided windows: two stages, chunked
+        staged, tie = pool_stages.pooled(x, g, pad, nan)
+        if not dtypes.is_floating(x.dtype):  # equal integers are equal bits: no tie to redo
+            return staged
+        return rules.redo_if(tie, staged, lambda: _scanned(x, g, pad, nan))
+    return _scanned(x, g, pad, nan)
+
+
+def _scanned(x: jax.Array, g: Geometry, pad: np.ndarray, nan: str) -> jax.Array:
+    """`pooled` as one scan of every tap (interior and border boxes apart)."""
+    if x.dtype == jnp.bfloat16:
+        # XLA's CPU compiler widens bfloat16 compares to float32 around the taps' pads and
+        # slices, and its algebraic simplifier then cycles (an error-level log line); widening
+        # here first is exact both ways (float32 holds every bfloat16 value, zero signs and NaN)
+        wide = _scanned(x.astype(np.float32), g, pad.astype(np.float32), nan)
+        return wide.astype(x.dtype)
+    boxes = g.boxes
+    if boxes is None:
+        return pool_scan.first_max(pool_taps.taps(x, g, pad), pad, nan)[0]
+    inner = boxes.interior
+    out = pool_scan.first_max(pool_taps.taps(x, inner, pad), pad, nan)[0]
+    out = lax.pad(out, pad, [(first, a.out - first - n, 0)
+                             for a, first, n in zip(g.axes, boxes.at, inner.out_shape,
+                                                    strict=True)])
+    for at, box in boxes.borders:
+        part = pool_scan.first_max(pool_taps.taps(x, box, pad), pad, nan)[0]
+        out = lax.dynamic_update_slice(out, part, list(at))
+    return out

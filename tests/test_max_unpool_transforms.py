@@ -1,0 +1,114 @@
+"""ONNX MaxUnpool under jax transformations: jit equals eager, vmap equals a loop, gradients
+(check_grads; the exact routing on duplicate and out-of-range indices, against NumPy), and
+sharded inputs on 8 CPU devices (Explicit and Auto meshes) give the unsharded answer exactly."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+from adaptive_unpool_oracle import max_unpool as unpool_oracle
+from adaptive_unpool_oracle import max_unpool_grad
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+from jax.test_util import check_grads
+from transform_helpers import assert_exact
+
+from jaxmax import onnx
+
+
+def unpool(x, i, out=None):
+    return onnx.max_unpool(x, i, out, kernel_shape=[2, 2], strides=[2, 2])
+
+
+def maxpool_indices(rng, shape):
+    """Values and plane-offset MaxPool indices of a 2x2/2 pool over random data (NumPy)."""
+    n, c, h, w = shape
+    src = rng.standard_normal((n, c, 2 * h, 2 * w)).astype(np.float32)
+    win = src.reshape(n, c, h, 2, w, 2).transpose(0, 1, 2, 4, 3, 5).reshape(n, c, h, w, 4)
+    arg = win.argmax(-1)
+    rows = np.arange(h)[:, None] * 2 + arg // 2
+    cols = np.arange(w)[None, :] * 2 + arg % 2
+    plane = (np.arange(n)[:, None] * c + np.arange(c)[None, :])[:, :, None, None]
+    flat = plane * (4 * h * w) + rows * (2 * w) + cols
+    values = np.take_along_axis(win, arg[..., None], -1)[..., 0]
+    return values, flat.astype(np.int32)
+
+
+def test_jit_equals_eager():
+    rng = np.random.default_rng(0)
+    values, flat = maxpool_indices(rng, (2, 3, 4, 5))
+    dup = rng.integers(0, 2 * 3 * 8 * 10, size=values.shape).astype(np.int32)
+    for idx in (flat, dup):
+        assert_exact(jax.jit(unpool)(values, idx), unpool(values, idx))
+
+
+def test_vmap_equals_loop():
+    rng = np.random.default_rng(1)
+    values = np.stack([maxpool_indices(rng, (2, 2, 3, 3))[0] for _ in range(3)])
+    idx = np.stack([rng.integers(0, 2 * 2 * 36, size=(2, 2, 3, 3)).astype(np.int32)
+                    for _ in range(3)])
+    idx[1] = maxpool_indices(np.random.default_rng(9), (2, 2, 3, 3))[1]
+    for axis in (0, 1):
+        y = jax.vmap(unpool, in_axes=(axis, axis))(np.moveaxis(values, 0, axis),
+                                                    np.moveaxis(idx, 0, axis))
+        for k in range(3):
+            assert_exact(y[k], unpool_oracle(values[k], idx[k], (2, 2, 6, 6)))
+
+
+def test_check_grads_with_duplicate_indices():
+    rng = np.random.default_rng(2)
+    values, _ = maxpool_indices(rng, (2, 2, 3, 4))
+    dup = rng.integers(0, 2 * 2 * 6 * 8, size=values.shape)
+    with jax.enable_x64(True):
+        check_grads(lambda v: unpool(v, dup), (values.astype(np.float64),), order=1,
+                    modes=("fwd", "rev"))
+
+
+def test_grad_gathers_at_last_writer():
+    rng = np.random.default_rng(4)
+    values = rng.standard_normal((2, 2, 3, 3)).astype(np.float32)
+    idx = rng.integers(0, 2 * 2 * 36 // 3, size=values.shape).astype(np.int32)  # many repeats
+    cot = rng.standard_normal((2, 2, 6, 6)).astype(np.float32)
+    for fn in (unpool, jax.jit(unpool)):
+        g = jax.grad(lambda v, fn=fn: (fn(v, idx) * cot).sum())(values)
+        assert_exact(g, max_unpool_grad(idx, cot))
+    _, flat = maxpool_indices(rng, (2, 2, 3, 3))
+    g = jax.grad(lambda v: (unpool(v, flat) * cot).sum())(values)
+    assert_exact(g, max_unpool_grad(flat, cot))
+    # a traced out-of-range index is dropped: its element gets no cotangent
+    bad = flat.copy()
+    bad[0, 0, 0, 0] = -1
+    bad[1, 1, 2, 2] = 10**6
+    g = jax.jit(jax.grad(lambda v, i: (unpool(v, i) * cot).sum()))(values, bad)
+    want = max_unpool_grad(flat, cot)
+    want[0, 0, 0, 0] = want[1, 1, 2, 2] = 0
+    assert_exact(g, want)
+
+
+# --------------------------------------------------------------------------------------------
+# Sharding: 8 CPU devices (tests/conftest.py)
+# --------------------------------------------------------------------------------------------
+
+@pytest.fixture(params=[AxisType.Explicit, AxisType.Auto], ids=["explicit", "auto"])
+def mesh(request):
+    return jax.make_mesh((2, 4), ("a", "b"), axis_types=(request.param,) * 2)
+
+
+@pytest.mark.parametrize("spec", [P("a", "b")], ids=str)
+def test_sharded_exact(mesh, spec):
+    rng = np.random.default_rng(6)
+    values, flat = maxpool_indices(rng, (4, 8, 4, 4))
+    values[values < 0] = -0.0
+    dup = rng.integers(0, 4 * 8 * 64, size=values.shape).astype(np.int32)
+    xs = jax.device_put(values, NamedSharding(mesh, spec))
+    for idx in (flat, dup):
+        want = unpool_oracle(values, idx, (4, 8, 8, 8))
+        ids = jax.device_put(idx, NamedSharding(mesh, spec))
+        for fn in (unpool, jax.jit(unpool)):
+            assert_exact(fn(xs, ids), want, str(spec))
+        cot = jax.device_put(rng.standard_normal((4, 8, 8, 8)).astype(np.float32),
+                             NamedSharding(mesh, P()))
+        with jax.set_mesh(mesh):  # the loss is a scalar on the mesh
+            g = jax.grad(lambda v, ids=ids, cot=cot: (unpool(v, ids) * cot).sum())(xs)
+        assert_exact(g, max_unpool_grad(idx, np.asarray(cot)))
