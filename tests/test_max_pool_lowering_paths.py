@@ -275,14 +275,3 @@ def test_two_stages_keep_the_first_zero_in_row_major_order(face, chunked):
     assert np.signbit(np.asarray(got)[..., 0, 0, 1]).all()
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
-
-def test_onnx_indices_take_one_pass_whatever_the_data():
-    """ONNX Y and Indices find each window's winner (the first NaN of a NaN window, else the
-    first element equal to Y) in one pass over the data, so NaN data costs what clean data
-    costs: the program has no loop (the former search ran again, in a zero-or-one-trip
-    ``while_loop``, when some Y was not finite). Its results on NaN data: the tests above."""
-    spec = jax.ShapeDtypeStruct((2, 8, 40, 40), np.float32)  # over the compact form's 64 KiB
-    text = jax.jit(lambda v: jonnx.max_pool(v, kernel_shape=[3, 3], strides=[2, 2],
-                                            pads=[1, 1, 1, 1], return_indices=True)
-                   ).lower(spec).as_text()
-    assert "stablehlo.while" not in text
