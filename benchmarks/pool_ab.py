@@ -9,6 +9,7 @@ setting).
     python benchmarks/pool_ab.py --only top_k --hugetlb off --reps 15
     python benchmarks/pool_ab.py --only adaptive --hugetlb off --reps 15
     python benchmarks/pool_ab.py --base 9c643d8 --only segment_shapes --hugetlb off
+    python benchmarks/pool_ab.py --base 0daa59f --only pool_shapes --hugetlb off
 
 Each row prints the medians (wall ms) of the base and the new code, the median of the paired
 ratios new / base (each pair timed back to back, after 30 ms of untimed calls of its own), and
@@ -92,6 +93,24 @@ def _rows(only: set[str]):
                 x, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
                 return_indices=True), "pool2d", None),
         ]
+    if "pool_shapes" in only:  # the data-shape axis of benchmarks/jaxmax_bench/cases.py
+        from jaxmax_bench.cases import DATA_SHAPES
+
+        def onnx_stem(m):
+            return lambda x: m.onnx.max_pool(x, kernel_shape=[3, 3], strides=[2, 2],
+                                             pads=[1, 1, 1, 1], return_indices=True)
+
+        def onnx_stem_grad(m):
+            return jax.grad(lambda x: m.onnx.max_pool(x, kernel_shape=[3, 3], strides=[2, 2],
+                                                      pads=[1, 1, 1, 1]).sum())
+
+        rows += [(group, f"{label}, {shape}", make, f"pool2d@{shape}", None)
+                 for shape in DATA_SHAPES if shape != "empty"
+                 for group, label, make in (
+                     ("pool", "ONNX stem Y + Indices", onnx_stem),
+                     ("pool", "MaxPool-14 stem + i32 indices",
+                      pool(2, 3, 2, 1, opset=14, index_element_type="i32")),
+                     ("grad", "ONNX stem gradient", onnx_stem_grad))]
     if "grad" in only:
         rows += [
             ("grad", "stem gradient", grad(pool(2, 3, 2, 1)), "pool2d", None),
@@ -167,8 +186,13 @@ def _inputs(key: str):
     import numpy as np
 
     rng = np.random.default_rng(0)
-    if key == "pool2d":
-        return (jax.device_put(rng.standard_normal((32, 64, 112, 112), dtype=np.float32)),)
+    if key == "pool2d" or key.startswith("pool2d@"):
+        x = rng.standard_normal((32, 64, 112, 112), dtype=np.float32)
+        if "@" in key:
+            from jaxmax_bench.cases import with_data_shape
+
+            x = with_data_shape({"x": x}, key.split("@")[1], rng)["x"]
+        return (jax.device_put(x),)
     if key == "pool3d":
         return (jax.device_put(rng.standard_normal((8, 32, 32, 64, 64), dtype=np.float32)),)
     if key == "seg" or key.startswith("seg@"):
@@ -253,7 +277,9 @@ def main() -> None:
     parser.add_argument("--base", default="main", help="git commit of the base code")
     parser.add_argument("--only", default="pool,grad,segment,eager,top_k",
                         help="comma-separated groups: pool, grad, segment, eager, top_k, "
-                             "adaptive, segment_shapes (SegmentMax on each data shape)")
+                             "adaptive, segment_shapes (SegmentMax on each data shape), "
+                             "pool_shapes (ONNX and MaxPool-14 stem with indices, ONNX stem "
+                             "gradient, on each data shape)")
     parser.add_argument("--reps", type=int, default=9)
     parser.add_argument("--hugetlb", choices=("both", "on", "off"), default="both")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)

@@ -7,7 +7,7 @@
   sizes that are and are not multiples of the stride, pads on one or both sides;
 * windows of more than 16 taps (3-D k3: 27): the value in one scan, or, strided and on an
   input of more than `pool_stages.CHUNK_BYTES`, in two stages over chunks of planes (D and H,
-  then W; the one-stage scan again when a window's maximal zeros differ in sign); the
+  then W; when a window's maximal zeros differ in sign, W first, which is exact); the
   derivative through two stages (the inner axes first), whose composition must give the
   one-stage winners;
 * MaxPool-8 indices and ONNX Indices on those paths.
@@ -272,7 +272,7 @@ def test_two_stages_keep_the_first_zero_in_row_major_order(face, chunked):
     """A window whose maximum is zero: +0.0 in its first W column (a later D row) and -0.0 in
     its second column (its first D row). The first element in row-major window order is the -0.0;
     W's stage alone would keep the first column's +0.0, so the tie is found and the window
-    recomputed by the one-stage scan. A small input takes the one-stage scan directly."""
+    recomputed by the two stages W first. A small input takes the one-stage scan directly."""
     shape = CHUNKED[0] if chunked else (1, 2, 4, 4, 4)
     x = np.full(shape, -5.0, np.float32)
     # output (.., 0, 0, 1) reads D and H rows -1..1 and W rows 1..3 (pads of 1, stride 2): +0
@@ -284,3 +284,4 @@ def test_two_stages_keep_the_first_zero_in_row_major_order(face, chunked):
     assert_same(got, want)
     assert np.signbit(np.asarray(got)[..., 0, 0, 1]).all()
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+

@@ -384,6 +384,19 @@ def compact_applies(spatial: tuple[int, ...], output_shape: tuple[int, ...],
     return nbytes <= pool_compact.SMALL_BYTES or axis_taps > MAX_UNROLLED_AXIS_TAPS
 
 
+def _gather_along(v: jax.Array, positions: np.ndarray, axis: int) -> jax.Array:
+    """``jnp.take(v, positions, axis)`` for static in-bounds `positions`, as one gather (no
+    bounds handling: a small input's module holds a fraction of the operations, which JAX keeps
+    for every new shape)."""
+    numbers = lax.GatherDimensionNumbers(
+        offset_dims=tuple(range(axis)) + tuple(range(axis + positions.ndim, v.ndim
+                                                     + positions.ndim - 1)),
+        collapsed_slice_dims=(axis,), start_index_map=(axis,))
+    sizes = tuple(1 if i == axis else n for i, n in enumerate(v.shape))
+    return lax.gather(v, positions[..., None], numbers, sizes,
+                      mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+
+
 def _compact(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dtype):
     """The seeded fold with code that does not grow with the windows: per spatial axis (the
     last first), the taps of every window gathered into an axis of their own (``min(start + t,
@@ -397,9 +410,9 @@ def _compact(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dty
     """
     spatial = tuple(x.shape[2:])
     key = order.key(x, descending=True, nan_order="last")
-    index = jnp.zeros(x.shape, np.int32)
-    step = 1
-    for d in reversed(range(len(spatial))):
+    index = lax.broadcasted_iota(np.int32, x.shape, x.ndim - 1)
+    step = spatial[-1]
+    for d in reversed(range(len(spatial) - 1)):
         index = index + lax.broadcasted_iota(np.int32, x.shape, 2 + d) * np.int32(step)
         step *= spatial[d]
     low_key = np.array(np.iinfo(key.dtype).min, key.dtype)
@@ -414,23 +427,24 @@ def _compact(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dty
         wins = windows(spatial[d], output_shape[d])
         kmax = max(e - s for s, e in wins)
         taps = np.array([[min(s + t, e - 1) for t in range(kmax)] for s, e in wins], np.int32)
-        operands = tuple(jnp.take(v, taps, axis=axis) for v in operands)  # (.., O, kmax, ..)
+        operands = tuple(_gather_along(v, taps, axis) for v in operands)  # (.., O, kmax, ..)
         operands = lax.reduce(operands, (low_key, fill, np.int32(pool_compact.NONE)),
                               pool_compact.select, (axis + 1,))
-        first = jnp.take(first, taps[:, 0], axis=axis)
+        first = _gather_along(first, taps[:, 0], axis)
     _, value, index = operands
     value = order.from_bits(value, x.dtype)
     first = order.from_bits(first, x.dtype)
     if dtypes.is_floating(x.dtype):
-        starts = jnp.zeros(value.shape, np.int32)
+        starts = np.zeros((1, 1) + output_shape, np.int32)
         step = 1
         for d in reversed(range(len(spatial))):
             begin = np.array([s for s, _ in windows(spatial[d], output_shape[d])], np.int32)
             shape = [1] * value.ndim
             shape[2 + d] = output_shape[d]
-            starts = starts + jnp.asarray(begin.reshape(shape) * np.int32(step))
+            starts = starts + begin.reshape(shape) * np.int32(step)
             step *= spatial[d]
-        nan = jnp.isnan(first)
-        value = jnp.where(nan, first, value)
-        index = jnp.where(nan, starts, index)
+        nan = first != first
+        value = lax.select(nan, first, value)
+        index = lax.select(nan, lax.broadcast_in_dim(starts, index.shape, tuple(range(index.ndim))),
+                           index)
     return value, index.astype(index_dtype)

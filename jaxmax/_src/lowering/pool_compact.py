@@ -77,17 +77,20 @@ def select(a, b):
     ka, va, ia = a
     kb, vb, ib = b
     take = (kb > ka) | ((kb == ka) & (ib < ia))
-    return jnp.where(take, kb, ka), jnp.where(take, vb, va), jnp.where(take, ib, ia)
+    # lax.select, not jnp.where (a jitted wrapper): every new shape keeps its lowered module,
+    # so each wrapper costs memory per shape (benchmarks/RESULTS.md, "many shapes")
+    return lax.select(take, kb, ka), lax.select(take, vb, va), lax.select(take, ib, ia)
 
 
 def _plane_index(g: Geometry) -> jax.Array:
     """The flat index of each element within its plane (row-major over the axes from `lead`)."""
-    index = jnp.zeros(g.in_shape, np.int32)
+    index = None
     step = 1
     for axis in reversed(range(g.lead, len(g.in_shape))):
-        index = index + lax.broadcasted_iota(np.int32, g.in_shape, axis) * np.int32(step)
+        term = lax.broadcasted_iota(np.int32, g.in_shape, axis)
+        index = term if index is None else index + term * np.int32(step)
         step *= g.in_shape[axis]
-    return index
+    return lax.full(g.in_shape, 0, np.int32) if index is None else index
 
 
 def _key(x: jax.Array, nan: str) -> jax.Array:
@@ -107,9 +110,10 @@ def winners(x: jax.Array, g: Geometry, nan: str) -> tuple[jax.Array, jax.Array, 
 def _value(x: jax.Array, key: jax.Array, value: jax.Array, nan: str) -> jax.Array:
     if nan == "skip":  # max(lowest(T), winner): compared on keys, exact for every number
         low = dtypes.lowest(x.dtype)
-        return jnp.where(key > _key(jnp.asarray(low), nan), value, low)
+        return lax.select(key > _key(jnp.asarray(low), nan), value,
+                          lax.full(value.shape, low, value.dtype))
     if dtypes.is_floating(x.dtype):  # one NaN, as every other pooling path gives
-        return jnp.where(jnp.isnan(value), np.array(np.nan, value.dtype), value)
+        return lax.select(value != value, lax.full(value.shape, np.nan, value.dtype), value)
     return value
 
 
@@ -172,8 +176,8 @@ def _coords(index: jax.Array, g: Geometry, dtype) -> list[jax.Array]:
     rest = index.astype(dtype)
     for axis in reversed(range(g.lead, len(g.in_shape))):
         n = dtype(g.in_shape[axis])
-        coords.append(rest % n)
-        rest = rest // n
+        coords.append(lax.rem(rest, n))  # plane indices are >= 0: no floor correction
+        rest = lax.div(rest, n)
     return coords[::-1]
 
 
@@ -200,4 +204,4 @@ def indices(x: jax.Array, out: jax.Array, g: Geometry, nan: str, layout: IndexLa
         has = lax.stop_gradient(out) > dtypes.lowest(x.dtype)
     else:
         has = index != NONE
-    return jnp.where(has, flat, none)
+    return lax.select(has, flat, jnp.broadcast_to(none, flat.shape))

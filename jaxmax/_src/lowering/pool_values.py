@@ -14,8 +14,8 @@ Padded taps cost a bounds check per element and tap, and the scan reads each tap
 padded tap read twice is written to memory), so the outputs whose window lies inside the input
 are computed from plain slices and the few border boxes (``Geometry.boxes``) apart, written
 into the result in place. 3-D strided windows on large inputs take their value from two stages
-over cache-sized chunks (:mod:`jaxmax._src.lowering.pool_stages`), or from this scan when a
-window's maximal elements are zeros of both signs.
+over cache-sized chunks (:mod:`jaxmax._src.lowering.pool_stages`; when a window's maximal
+elements are zeros of both signs, from its exact order of the two stages).
 
 The values only: their derivative is :mod:`jaxmax._src.lowering.pool_tangents`'.
 """
@@ -48,7 +48,7 @@ def pooled(x: jax.Array, g: Geometry, nan: str) -> jax.Array:
         staged, tie = pool_stages.pooled(x, g, pad, nan)
         if not dtypes.is_floating(x.dtype):  # equal integers are equal bits: no tie to redo
             return staged
-        return rules.redo_if(tie, staged, lambda: _scanned(x, g, pad, nan))
+        return rules.redo_if(tie, staged, lambda: pool_stages.pooled_exact(x, g, pad, nan))
     return _scanned(x, g, pad, nan)
 
 

@@ -35,7 +35,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes
-from jaxmax._src.lowering import order, pool_taps, rules
+from jaxmax._src.lowering import pool_taps, rules
 from jaxmax._src.lowering.pool_geometry import Geometry
 
 __all__ = ["NO_WINNER", "IndexLayout", "first_equal", "index_dtype", "indices", "winner"]
@@ -124,27 +124,101 @@ def _winner_at_least_lowest(x: jax.Array, g: Geometry, out: jax.Array) -> jax.Ar
     return _apart(jnp.min(out) > low, lambda: first_equal(x, g, out, pad, none=None), raised)
 
 
-def _equal_key(v: jax.Array) -> jax.Array:
-    """An integer key of `v`: equal keys are equal values (``-0`` and ``+0`` too) or both NaN."""
-    return order.key(v, descending=True, nan_order="first")
+def _padded(g: Geometry, t) -> bool:
+    """Whether tap `t` of `g` reads padding for some output."""
+    return any(o or a.out - o - n for a, o, n in zip(g.axes, t.first_out, t.counts, strict=True))
 
 
-def _first_nan_or_equal(x: jax.Array, g: Geometry, out: jax.Array, **labels) -> jax.Array:
-    """Per output of the rule ``"propagate"`` (`out`), `first_equal` for the first input element
-    that is NaN when `out` is, else equal to it; `none` for a window with no input element.
+def _nan_or_equal_taps(x: jax.Array, g: Geometry, out: jax.Array, offsets: list[int],
+                       dtype, covered: bool) -> jax.Array:
+    """Per output of `g`, ``offsets[j]`` of its first tap ``j`` that is NaN or equal to `out`,
+    -1 where none is (`offsets` are >= 0). With `covered` (every window of `g` holds an input
+    element), some tap always is, so the last tap is taken without a compare.
 
-    When every output is finite, padding (read as NaN) equals none, and plain equality finds
-    the element; otherwise the search runs again (a ``while_loop`` of zero or one trip, as for
-    the values, which runs on every thread where a ``lax.cond`` would not) on `_equal_key`s,
-    NaN equal to NaN, padding at a key no element has.
+    One compare per tap and its NaN test, so NaN data costs what clean data costs: a NaN tap
+    makes its window's value NaN, so in a window whose value is not NaN no tap is NaN, and the
+    NaN test only matches in a NaN window (where equality never does). A tap wholly in the
+    padding never matches and is skipped; a partly padded one reads its NaN test through a tap
+    of its own whose padding is False (its padding, read as NaN, must not match).
     """
+    phases = x.reshape(g.phase_shape)
+    last = len(g.taps) - 1 if covered else len(g.taps)
+    index = jnp.full(out.shape, dtype(offsets[last] if covered else -1))
+    for j in range(last - 1, -1, -1):
+        t = g.taps[j]
+        if 0 in t.counts:
+            continue
+        value = pool_taps.tap(phases, g, t, np.nan)
+        if _padded(g, t):
+            nan = pool_taps.tap(phases, g, t, False, read=lambda v: v != v)
+        else:
+            nan = value != value
+        index = jnp.where((value == out) | nan, dtype(offsets[j]), index)
+    return index
+
+
+def _first_nan_or_equal(x: jax.Array, g: Geometry, out: jax.Array, *,
+                        dims: list[int] | None = None, no_winner: str = "minus_one",
+                        dtype=None) -> jax.Array:
+    """Per output of the rule ``"propagate"`` (`out`), the winner: the first input element that
+    is NaN when `out` is, else equal to it; a window without input elements has none. As its
+    flat index over `dims` (`_origin_and_offsets`; no winner: `no_winner`, see `NO_WINNER`), or
+    with `dims` None as its tap number in `dtype` (default `index_dtype`; -1 without one).
+
+    When every value is finite, `first_equal`'s one pass. Otherwise one pass of
+    `_nan_or_equal_taps` over the interior outputs (every tap a plain slice, every window
+    covered) and one per border box (``Geometry.boxes``), written into the result in place, as
+    the values are; its labels are per-tap constant offsets, the window origin's flat index
+    added once. Either result is an array in memory (a ``while_loop``'s carry), which a caller
+    reading it once per tap needs.
+    """
+    if dtype is None:
+        dtype = index_dtype(len(g.taps))
     if not dtypes.is_floating(x.dtype):
-        return first_equal(x, g, out, dtypes.max_identity(x.dtype), inside=True, **labels)
-    # padding key: `_equal_key` gives NaN the largest key and numbers keys above the smallest
-    pad_key = np.iinfo(order.signed_bits_dtype(x.dtype)).min
-    fast = first_equal(x, g, out, np.nan, **labels)
-    return rules.redo_if(~rules.finite_sum(out), fast,
-                         lambda: first_equal(x, g, out, pad_key, read=_equal_key, **labels))
+        label, plane = (None, None) if dims is None else _flat_labels(g, dims, dtype)
+        none = plane if no_winner == "plane_start" else -1
+        return first_equal(x, g, out, dtypes.max_identity(x.dtype), inside=True, label=label,
+                           none=none, dtype=dtype)
+
+    def search(gb: Geometry, view: jax.Array) -> jax.Array:
+        covered = not any(0 in t.counts or _padded(gb, t) for t in gb.taps)
+        if dims is None:
+            return _nan_or_equal_taps(x, gb, view, list(range(len(gb.taps))), dtype, covered)
+        origin, offsets = _origin_and_offsets(gb, dims, dtype)
+        index = _nan_or_equal_taps(x, gb, view, offsets, dtype, covered)
+        flat = origin(dims) + index
+        if covered:
+            return flat
+        none = (origin([d for d in dims if d < 2]) if no_winner == "plane_start"
+                else dtype(-1))
+        return jnp.where(index < 0, none, flat)
+
+    def compute() -> jax.Array:
+        boxes = g.boxes
+        if boxes is None:
+            return search(g, out)
+        inner = boxes.interior
+        index = search(inner, lax.slice(out, boxes.at, [a + n for a, n in
+                                                         zip(boxes.at, inner.out_shape,
+                                                             strict=True)]))
+        # every other output is in a border box, written below
+        index = lax.pad(index, dtype(0), [(at, n - at - m, 0) for at, n, m
+                                          in zip(boxes.at, g.out_shape, inner.out_shape,
+                                                 strict=True)])
+        for at, box in boxes.borders:
+            view = lax.slice(out, at, [a + n for a, n in zip(at, box.out_shape, strict=True)])
+            index = lax.dynamic_update_slice(index, search(box, view), list(at))
+        return index
+
+    # Where every value is finite no tap is NaN, and plain equality (padding read as NaN) finds
+    # the winner: one compare per tap, the pass clean data pays; otherwise `compute` runs
+    # instead, a compare and a NaN test per tap (measured 8-24% slower on clean data: see
+    # benchmarks/RESULTS.md, "Round 3"), in a while_loop of zero or one trip whose result XLA
+    # keeps in memory
+    label, plane = (None, None) if dims is None else _flat_labels(g, dims, dtype)
+    none = plane if no_winner == "plane_start" else dtype(-1)
+    fast = first_equal(x, g, out, np.nan, label=label, none=none, dtype=dtype)
+    return rules.redo_if(~rules.finite_sum(out), fast, compute)
 
 
 def winner(x: jax.Array, g: Geometry, out: jax.Array, nan: str) -> jax.Array:
@@ -155,22 +229,22 @@ def winner(x: jax.Array, g: Geometry, out: jax.Array, nan: str) -> jax.Array:
     return _first_nan_or_equal(x, g, out)
 
 
-def _flat_labels(g: Geometry, dims: list[int], dtype):
-    """The flat index of tap ``j``'s element for every output, as ``label(j)``, and that of the
-    ``(n, c)`` plane start.
+def _origin_and_offsets(g: Geometry, dims: list[int], dtype):
+    """The flat index of each output's window origin, as ``origin(dims)`` (over a subset of
+    `dims`), and the constant offset of each tap's element from it.
 
     The flat index is ``sum(coord[d] * stride[d])`` over `dims` (a row-major layout of those
     dims in the given order, the first the slowest), linear in the coordinates: the window
-    origin's part (from the output position) plus a constant offset per tap.
+    origin's part (from the output position) plus a constant offset per tap (>= 0).
     """
     strides, step = {}, 1
     for d in reversed(dims):
         strides[d] = step
         step *= g.in_shape[d]
 
-    def origin(dims):
+    def origin(subset):
         flat = jnp.zeros(g.out_shape, dtype)
-        for d in dims:
+        for d in subset:
             a = g.axes[d]
             coord = lax.broadcasted_iota(dtype, g.out_shape, d) * dtype(a.s) - dtype(a.lo)
             flat = flat + coord * dtype(strides[d])
@@ -181,6 +255,13 @@ def _flat_labels(g: Geometry, dims: list[int], dtype):
     for j in range(len(g.taps)):
         taps_of_axes = np.unravel_index(j, counts)
         offsets.append(sum(int(taps_of_axes[d]) * g.axes[d].d * strides[d] for d in dims))
+    return origin, offsets
+
+
+def _flat_labels(g: Geometry, dims: list[int], dtype):
+    """The flat index of tap ``j``'s element for every output, as ``label(j)``, and that of the
+    ``(n, c)`` plane start (see `_origin_and_offsets`)."""
+    origin, offsets = _origin_and_offsets(g, dims, dtype)
     # built where it is used (XLA merges the copies within a computation), never passed into a
     # while_loop as an array in memory
     return (lambda j: origin(dims) + dtype(offsets[j])), origin([d for d in dims if d < 2])
@@ -194,10 +275,11 @@ def indices(x: jax.Array, g: Geometry, out: jax.Array, nan: str, layout: IndexLa
     Under ``"skip"`` padding reads ``-inf`` (lowest(T) for integers), which never equals a
     value above lowest(T), and a window whose value is lowest(T) has no winner.
     """
-    label, plane = _flat_labels(g, layout.dims(x.ndim), dtype)
-    none = plane if layout.no_winner == "plane_start" else dtype(-1)
     if nan == "skip":
+        label, plane = _flat_labels(g, layout.dims(x.ndim), dtype)
+        none = plane if layout.no_winner == "plane_start" else dtype(-1)
         first = first_equal(x, g, out, dtypes.max_identity(x.dtype), label=label, none=0,
                             dtype=dtype)
         return jnp.where(out > dtypes.lowest(x.dtype), first, none)
-    return _first_nan_or_equal(x, g, out, label=label, none=none, dtype=dtype)
+    return _first_nan_or_equal(x, g, out, dims=layout.dims(x.ndim), no_winner=layout.no_winner,
+                               dtype=dtype)
