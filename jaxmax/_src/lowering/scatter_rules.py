@@ -135,9 +135,11 @@ def _forward(rule, geom, use_init, data, index, u):
     # result to zero, and it is every fold on NaN-free sequences but for the sign of a zero tie;
     # so a result without a zero (and, for the folds, without a NaN) is exact as it stands
     fast = geom.scatter("max", init, index, u)
-    # a float min over |fast| (NaN propagates; a flushed subnormal compares as zero): it reads
-    # the output once and compiles as fast as a plain reduction, unlike a bit-test reduction
-    suspect = ~(jnp.min(jnp.abs(fast)) > 0)
+    # one float sum over the output: the count of zeros (a flushed subnormal compares as zero)
+    # plus ``fast * 0``, NaN at a NaN or an infinity; a sum keeps a NaN in every order, where
+    # XLA's vectorised CPU min drops it, and a float reduction compiles fast, unlike a bit test
+    zeros = jnp.where(fast == 0, np.float32(1), np.float32(0))
+    suspect = ~(jnp.sum(zeros + (fast * 0).astype(np.float32)) == 0)
     keyed = dataclasses.replace(geom, keys=True)
 
     def recheck(init, u):
