@@ -1,16 +1,24 @@
 """Max-scatter on the GNN anchor (docs/semantics.md §8.7), side by side in one process.
 
-data (1e5, 64) f32, updates (1e6, 64) f32, unsorted row ids, axis 0. Forms, each timed in
-interleaved rounds (median reported) and its jax compile time (caches cleared, lower + compile):
+data (1e5, 64) f32, updates (1e6, 64) f32, unsorted row ids, axis 0. Every form is timed in
+interleaved rounds; the table gives the median wall time, the median CPU time of the process
+(all threads: XLA's and torch's thread pools included), the ratio to torch ``scatter_reduce`` and
+to the read floor, and, for the jax forms, the median of three compile times (caches cleared,
+``jit(f).lower(...).compile()``).
 
-* jaxmax ONNX ScatterElements, row path, indices built by ``broadcast_to`` inside the jit;
-* the same with the (1e6, 64) index array handed in (run-time row check);
-* the general per-element path (indices that vary along the feature axis);
-* jaxmax OpenVINO ScatterElementsUpdate-12 and ScatterNDUpdate-15 (k = 1 row form), NaN-free;
-* torch ``scatter_reduce(amax)`` with the expanded index; JAX ``maximum(d, segment_max(u, ids))``
-  and ``d.at[ids].max(u)``; onnxruntime ScatterElements-18; OpenVINO CPU ScatterElementsUpdate-12.
+The read floor is ``jnp.max(u)``: one pass reading `updates` (256 MB), the one input every form
+must read whole, with the cheapest combine there is and a scalar output, so that nothing but the
+read is timed. ``u.sum(0)`` is shown beside it. For the materialised index array the floor is
+``jnp.max(u), jnp.max(idx)`` in one jit: a faithful scatter must read the (1e6, 64) indices too.
 
-Run: ``PYTHONPATH=$PWD .venv/bin/python benchmarks/scatter_bench.py [--rounds N] [--rows R]``.
+Forms: jaxmax ONNX ScatterElements (row path with the index built by ``broadcast_to`` in the jit,
+and handed in materialised; the general per-element path), ScatterND's row form (k = 1), the
+OpenVINO faces on NaN-free input and on the NaN / -0 input that takes their exact forms; JAX
+``maximum(d, segment_max(u, ids))`` and ``d.at[ids].max(u)``; torch ``scatter_reduce(amax)`` with
+the expanded index; onnxruntime ScatterElements-18; the OpenVINO CPU plugin's
+ScatterElementsUpdate-12.
+
+Run: ``PYTHONPATH=$PWD .venv/bin/python benchmarks/scatter_bench.py [--rounds N]``.
 """
 
 from __future__ import annotations
@@ -27,19 +35,62 @@ from jaxmax import onnx
 from jaxmax import openvino as ov
 
 
-def _timed(fn):
-    start = time.perf_counter()
+def _timed(fn) -> tuple[float, float]:
+    wall, cpu = time.perf_counter(), time.process_time()
     out = fn()
-    if isinstance(out, jax.Array):
-        jax.block_until_ready(out)
-    return time.perf_counter() - start
+    jax.block_until_ready(out)
+    return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def _compile_time(fn, *args):
-    jax.clear_caches()
-    start = time.perf_counter()
-    jax.jit(fn).lower(*args).compile()
-    return time.perf_counter() - start
+def _compile_time(fn, args, repeats: int = 3) -> float:
+    times = []
+    for _ in range(repeats):
+        jax.clear_caches()
+        start = time.perf_counter()
+        jax.jit(fn).lower(*args).compile()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _se(d, idx, u):
+    return onnx.scatter_elements(d, idx, u, reduction="max")
+
+
+def _se_built(d, ids, u):
+    return _se(d, jnp.broadcast_to(ids[:, None], u.shape), u)
+
+
+def _seu_built(d, ids, u):
+    return ov.scatter_elements_update(d, jnp.broadcast_to(ids[:, None], u.shape), u, 0,
+                                      reduction="max")
+
+
+def _snd(d, ids, u):
+    return onnx.scatter_nd(d, ids[:, None], u, reduction="max")
+
+
+def _sndu(d, ids, u):
+    return ov.scatter_nd_update(d, ids[:, None], u, reduction="max")
+
+
+def _segment(d, ids, u):
+    return jnp.maximum(d, jax.ops.segment_max(u, ids, num_segments=d.shape[0]))
+
+
+def _at_max(d, ids, u):
+    return d.at[ids].max(u)
+
+
+def _floor(u):
+    return jnp.max(u)
+
+
+def _floor_sum(u):
+    return u.sum(0)
+
+
+def _floor_with_index(u, idx):
+    return jnp.max(u), jnp.max(idx)
 
 
 def main() -> None:
@@ -57,45 +108,46 @@ def main() -> None:
     ids = rng.integers(0, n, m).astype(np.int32)
     full = np.broadcast_to(ids[:, None], (m, f)).copy()
     coord = (full + rng.integers(0, 2, (m, f)).astype(np.int32)) % n  # not row-constant
-    d, u, i1, i2, ic = (jax.device_put(a) for a in (data, upd, ids, full, coord))
-
-    def se_rows_built(d, ids, u):
-        return onnx.scatter_elements(d, jnp.broadcast_to(ids[:, None], u.shape), u,
-                                     reduction="max")
-
-    def se_rows_given(d, idx, u):
-        return onnx.scatter_elements(d, idx, u, reduction="max")
-
-    def seu_rows_built(d, ids, u):
-        return ov.scatter_elements_update(d, jnp.broadcast_to(ids[:, None], u.shape), u, 0,
-                                          reduction="max")
-
-    def sndu_rows(d, ids, u):
-        return ov.scatter_nd_update(d, ids[:, None], u, reduction="max")
-
-    def segment(d, ids, u):
-        return jnp.maximum(d, jax.ops.segment_max(u, ids, num_segments=d.shape[0]))
-
-    def at_max(d, ids, u):
-        return d.at[ids].max(u)
+    # inputs that take the exact forms: a NaN in 1 update row in 1000, -0 in as many, and
+    # ReLU-like data (a quarter of it +0) for the ONNX face's zero re-check
+    nan_upd, negz_upd = upd.copy(), upd.copy()
+    nan_upd[::1000, 3] = np.nan
+    negz_upd[::1000, 5] = -0.0
+    relu_data = np.maximum(data, 0) * (rng.random((n, f)) < 0.5)
+    d, u, i1, i2, ic, un, uz, dz = (jax.device_put(a) for a in (
+        data, upd, ids, full, coord, nan_upd, negz_upd, relu_data.astype(np.float32)))
 
     jax_forms = {
-        "jaxmax SE rows (broadcast_to in jit)": (se_rows_built, (d, i1, u)),
-        "jaxmax SE rows (materialised index)": (se_rows_given, (d, i2, u)),
-        "jaxmax SE general (per element)": (se_rows_given, (d, ic, u)),
-        "jaxmax SEU-12 rows (broadcast_to)": (seu_rows_built, (d, i1, u)),
-        "jaxmax SNDU-15 row form (k=1)": (sndu_rows, (d, i1, u)),
-        "JAX maximum(d, segment_max)": (segment, (d, i1, u)),
-        "JAX d.at[ids].max(u)": (at_max, (d, i1, u)),
+        "read floor jnp.max(u)": (_floor, (u,)),
+        "u.sum(0)": (_floor_sum, (u,)),
+        "read floor with index: max(u), max(idx)": (_floor_with_index, (u, i2)),
+        "JAX maximum(d, segment_max(u, ids))": (_segment, (d, i1, u)),
+        "JAX d.at[ids].max(u)": (_at_max, (d, i1, u)),
+        "SE rows, broadcast_to in jit": (_se_built, (d, i1, u)),
+        "SE rows, materialised index": (_se, (d, i2, u)),
+        "SE general (per element)": (_se, (d, ic, u)),
+        "SND row form (k=1)": (_snd, (d, i1, u)),
+        "SEU-12 rows, broadcast_to, NaN-free": (_seu_built, (d, i1, u)),
+        "SEU-12 rows, materialised, NaN-free": (
+            lambda d, i, u: ov.scatter_elements_update(d, i, u, 0, reduction="max"),
+            (d, i2, u)),
+        "SNDU-15 row form (k=1), NaN-free": (_sndu, (d, i1, u)),
+        "SE rows, ReLU data (zeros: re-check)": (_se_built, (dz, i1, u)),
+        "SEU-12 rows, NaN updates (fold form)": (_seu_built, (d, i1, un)),
+        "SEU-12 rows, -0 updates (fold form)": (_seu_built, (d, i1, uz)),
+        "SNDU-15 rows, NaN updates (fold form)": (_sndu, (d, i1, un)),
     }
-    compile_s = {name: _compile_time(fn, *a) for name, (fn, a) in jax_forms.items()}
-    jitted = {name: (jax.jit(fn), a) for name, (fn, a) in jax_forms.items()}
-    runners = {name: (lambda fn=fn, a=a: fn(*a)) for name, (fn, a) in jitted.items()}
+    compile_s = {name: _compile_time(fn, a) for name, (fn, a) in jax_forms.items()}
+    runners = {}
+    for name, (fn, a) in jax_forms.items():
+        jitted = jax.jit(fn)
+        runners[name] = lambda jitted=jitted, a=a: jitted(*a)
 
     import torch
-    td, tu, ti = torch.from_numpy(data), torch.from_numpy(upd), torch.from_numpy(full.astype(
-        np.int64))
-    runners["torch scatter_reduce(amax)"] = lambda: td.scatter_reduce(0, ti, tu, "amax")
+    full64 = full.astype(np.int64)
+    td, tu, ti = torch.from_numpy(data), torch.from_numpy(upd), torch.from_numpy(full64)
+    runners["torch scatter_reduce(amax), expanded index"] = (
+        lambda: td.scatter_reduce(0, ti, tu, "amax"))
 
     if not args.no_runtimes:
         import onnxruntime as ort
@@ -110,8 +162,8 @@ def main() -> None:
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
         sess = ort.InferenceSession(model.SerializeToString(),
                                     providers=["CPUExecutionProvider"])
-        feeds = {"d": data, "i": full.astype(np.int64), "u": upd}
-        runners["onnxruntime ScatterElements-18"] = lambda: sess.run(None, feeds)
+        feeds = {"d": data, "i": full64, "u": upd}
+        runners["onnxruntime ScatterElements-18 (int64 index)"] = lambda: sess.run(None, feeds)
 
         import openvino as ovr
         import openvino.opset12 as ops
@@ -123,22 +175,29 @@ def main() -> None:
         compiled = ovr.Core().compile_model(ovr.Model([seu], [pd, pi, pu]), "CPU",
                                             {"INFERENCE_PRECISION_HINT": "f32"})
         request = compiled.create_infer_request()
-        runners["OpenVINO CPU SEU-12"] = lambda: request.infer([data, full, upd])
+        runners["OpenVINO CPU ScatterElementsUpdate-12"] = (
+            lambda: request.infer([data, full, upd]))
 
     for fn in runners.values():  # warm-up
         _timed(fn)
-    times: dict[str, list[float]] = {name: [] for name in runners}
+    wall: dict[str, list[float]] = {name: [] for name in runners}
+    cpu: dict[str, list[float]] = {name: [] for name in runners}
     for _ in range(args.rounds):
         for name, fn in runners.items():
-            times[name].append(_timed(fn))
-    base = statistics.median(times["torch scatter_reduce(amax)"])
+            w, c = _timed(fn)
+            wall[name].append(w)
+            cpu[name].append(c)
+    torch_ms = statistics.median(wall["torch scatter_reduce(amax), expanded index"])
+    floor_ms = statistics.median(wall["read floor jnp.max(u)"])
     print(f"GNN anchor: data ({n}, {f}) f32, updates ({m}, {f}), unsorted ids, axis 0; "
           f"{args.rounds} interleaved rounds, medians")
-    print(f"{'form':42s} {'median ms':>10s} {'x torch':>8s} {'compile s':>10s}")
-    for name, ts in times.items():
-        med = statistics.median(ts)
-        comp = f"{compile_s[name]:10.2f}" if name in compile_s else f"{'':>10s}"
-        print(f"{name:42s} {1e3 * med:10.1f} {med / base:8.2f} {comp}")
+    print("| form | wall ms | CPU ms | x torch | x floor | compile s |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name in runners:
+        med = statistics.median(wall[name])
+        comp = f"{compile_s[name]:.2f}" if name in compile_s else ""
+        print(f"| {name} | {1e3 * med:.1f} | {1e3 * statistics.median(cpu[name]):.1f} | "
+              f"{med / torch_ms:.2f} | {med / floor_ms:.2f} | {comp} |")
 
 
 if __name__ == "__main__":

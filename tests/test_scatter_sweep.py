@@ -185,3 +185,22 @@ def test_oracle_steps_are_the_face_folds():
     assert not np.signbit(scatter_oracle.step_ieee(np.float32(-0.0), np.float32(0.0)))
     assert np.signbit(scatter_oracle.step_acc_gt(np.float32(0.0), np.float32(-0.0)))
     assert np.signbit(scatter_oracle.step_acc_lt(np.float32(-0.0), np.float32(0.0)))
+
+
+@pytest.mark.parametrize("face", ["se", "seu", "snd", "sndu"])
+@pytest.mark.parametrize("odd", ["nan", "neg_zero", "subnormal"])
+def test_odd_values_found_in_a_large_output(face, odd):
+    # the check that lets XLA's float scatter-max stand must see one odd value among thousands
+    # of outputs: XLA's vectorised CPU min, for one, drops a NaN from arrays this long
+    rng = np.random.default_rng(17)
+    data = (rng.standard_normal((100, 64)) + 5).astype(np.float32)
+    updates = (rng.standard_normal((1000, 64)) + 5).astype(np.float32)
+    updates[::7, 1] = {"nan": np.nan, "neg_zero": -0.0, "subnormal": 1e-40}[odd]
+    if odd != "nan":
+        data[:, 1] = -1.0  # so that the odd update is the result
+    ids = rng.integers(0, 100, 1000)
+    if face in ("se", "seu"):
+        indices = np.broadcast_to(ids[:, None], updates.shape).astype(np.int32)
+    else:
+        indices = ids[:, None].astype(np.int32)
+    matches_oracle(face, data, indices, updates, {}, f"{odd} in updates")

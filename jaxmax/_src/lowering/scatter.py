@@ -31,6 +31,7 @@ from jaxmax._src import explicit_axes
 from jaxmax._src.lowering import scatter_rules
 from jaxmax._src.lowering.scatter_geometry import (
     Geometry,
+    any_true,
     element_offsets,
     normalised,
     signed_index_dtype,
@@ -108,7 +109,7 @@ def _along_axis(data, indices, updates, *, axis, rule, use_init, layout):
             return elements(data, indices, updates)
         first = indices[tuple(slice(None) if d == axis else slice(0, 1)
                               for d in range(indices.ndim))]
-        return lax.cond(jnp.all(indices == first), rows, elements, data, indices, updates)
+        return lax.cond(~any_true(indices != first), rows, elements, data, indices, updates)
 
     return _sharded(compute, data, indices, updates)
 

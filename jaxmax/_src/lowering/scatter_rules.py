@@ -15,10 +15,15 @@ Targets no update reaches keep the operand bit for bit. The rules:
   skipped, and the earliest of equal elements wins (``e0`` first).
 
 Integers and bool have no NaN and no signed zero, so every rule is one scatter-max (on bool
-that is logical OR). For floats, ``acc_gt`` and ``acc_lt`` take that scatter-max too when a
-run-time check finds no NaN and no ``-0`` that could make them differ (``lax.cond``); otherwise
-a few extra scatters of positions select the fold's element. Zero and sign tests read the bits,
-because XLA's CPU float compare flushes subnormals to zero.
+that is logical OR). Floats off a mesh start with XLA's float scatter-max: it is the IEEE
+``maximum`` except that it flushes a subnormal result to zero, and on sequences without NaN it
+is every fold but for the sign of a zero tie. So when its result holds no zero and no NaN it
+is exact for every rule (one float reduction decides, ``lax.cond``). Otherwise: ``"maximum"``
+redoes the scatter on ordered integer keys when a subnormal is present, and the folds take the
+integer-key scatter-max when a run-time check finds no NaN and no ``-0`` that could make them
+differ, else a few extra scatters of positions select the fold's element. On a mesh every float
+max runs on the keys (XLA's cross-device max is not exact). Zero and sign tests and selects
+next to them read the bits, because XLA's CPU float compare flushes subnormals to zero.
 
 Gradients (`custom_vjp`; the index has none): ``"maximum"`` shares a target's cotangent evenly
 among the sequence's elements equal to the result (``-0 == +0``; the NaN elements when it is
@@ -41,7 +46,7 @@ from jax import lax
 
 from jaxmax._src import dtypes
 from jaxmax._src.lowering import order
-from jaxmax._src.lowering.scatter_geometry import Geometry, signed_index_dtype
+from jaxmax._src.lowering.scatter_geometry import Geometry, any_true, signed_index_dtype
 
 RULES = ("maximum", "acc_gt", "acc_lt")
 
@@ -56,10 +61,14 @@ def apply(rule: str, geom: Geometry, use_init: bool, data: jax.Array, index: jax
 
 
 def _any_subnormal(x):
-    """Whether `x` holds a subnormal number, read from the bits (a float compare flushes them)."""
-    smallest_normal = order.bits(jnp.array(jnp.finfo(x.dtype).tiny, x.dtype))
-    magnitude = _magnitude_bits(x)
-    return jnp.any((magnitude > 0) & (magnitude < smallest_normal))
+    """Whether `x` holds a subnormal number, read from the bits (a float compare flushes them):
+    the magnitude bits converted to a float, whose min over the nonzero ones is a float
+    reduction (fast to compile); the conversion is exact below the smallest normal's bits."""
+    wide = np.float64 if np.dtype(x.dtype).itemsize == 8 else np.float32
+    smallest_normal = order.bits(jnp.array(jnp.finfo(x.dtype).tiny, x.dtype)).astype(wide)
+    magnitude = _magnitude_bits(x).astype(wide)
+    return jnp.min(jnp.where(magnitude > 0, magnitude, wide(np.inf)),
+                   initial=wide(np.inf)) < smallest_normal
 
 
 def _start(geom: Geometry, use_init: bool, data, index):
@@ -126,26 +135,27 @@ def _forward(rule, geom, use_init, data, index, u):
     # result to zero, and it is every fold on NaN-free sequences but for the sign of a zero tie;
     # so a result without a zero (and, for the folds, without a NaN) is exact as it stands
     fast = geom.scatter("max", init, index, u)
-    suspect = _is_zero(fast) if rule == "maximum" else _is_zero(fast) | jnp.isnan(fast)
+    # the odd elements marked before the reduction: XLA's vectorised CPU min or max drops a NaN
+    # it reduces, and a float sum is not vectorised (5x slower); a flushed subnormal is == 0
+    odd = fast == 0 if rule == "maximum" else (fast == 0) | jnp.isnan(fast)
+    suspect = any_true(odd)
     keyed = dataclasses.replace(geom, keys=True)
 
     def recheck(init, u):
+        if rule != "maximum":  # one copy of the fold's closed form (on keys) keeps compiles short
+            return _exact(rule, keyed, index, init, u)
         subnormal = _any_subnormal(data) | _any_subnormal(u)
-        if rule == "maximum":
-            return lax.cond(subnormal, partial(_exact, rule, keyed, index),
-                            lambda init, u: fast, init, u)
         return lax.cond(subnormal, partial(_exact, rule, keyed, index),
-                        partial(_exact, rule, geom, index, plain=fast), init, u)
+                        lambda init, u: fast, init, u)
 
-    return lax.cond(jnp.any(suspect), recheck, lambda init, u: fast, init, u)
+    return lax.cond(suspect, recheck, lambda init, u: fast, init, u)
 
 
-def _exact(rule, geom, index, init, u, plain=None):
+def _exact(rule, geom, index, init, u):
     """The rule's result on every input: one scatter-max when the sequences hold no NaN or -0
-    that could make the fold differ from it (`plain`, when already computed), else the closed
-    form of the fold."""
+    that could make the fold differ from it, else the closed form of the fold."""
     def plain_max(init, u):
-        return geom.scatter("max", init, index, u) if plain is None else plain
+        return geom.scatter("max", init, index, u)
 
     if rule == "maximum":
         return plain_max(init, u)
@@ -180,8 +190,8 @@ def _exact(rule, geom, index, init, u, plain=None):
         return _select(zero_top & _is_zero(init), init, out)
 
     slow = acc_gt if rule == "acc_gt" else acc_lt
-    odd_u = jnp.any(jnp.isnan(u) | _is_neg_zero(u))
-    odd_init = jnp.any(_is_neg_zero(init) | (jnp.isnan(init) if rule == "acc_gt" else False))
+    odd_u = any_true(jnp.isnan(u) | _is_neg_zero(u))
+    odd_init = any_true(_is_neg_zero(init) | (jnp.isnan(init) if rule == "acc_gt" else False))
     return lax.cond(odd_u | odd_init, slow, plain_max, init, u)
 
 
