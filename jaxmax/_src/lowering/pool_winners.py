@@ -212,9 +212,9 @@ def _first_nan_or_equal(x: jax.Array, g: Geometry, out: jax.Array, *,
 
     # Where every value is finite no tap is NaN, and plain equality (padding read as NaN) finds
     # the winner: one compare per tap, the pass clean data pays; otherwise `compute` runs
-    # instead, a compare and a NaN test per tap (measured 8-24% slower on clean data: see
-    # benchmarks/RESULTS.md, "Round 3"), in a while_loop of zero or one trip whose result XLA
-    # keeps in memory
+    # instead, a compare and a NaN test per tap (8-24% slower on clean data: benchmarks/
+    # RESULTS.md, "NaN winners, compile time and new shapes after the pipeline layout"), in a
+    # while_loop of zero or one trip whose result XLA keeps in memory
     label, plane = (None, None) if dims is None else _flat_labels(g, dims, dtype)
     none = plane if no_winner == "plane_start" else dtype(-1)
     fast = first_equal(x, g, out, np.nan, label=label, none=none, dtype=dtype)
