@@ -7,6 +7,10 @@ comparison, the x64 switch and the special-float data generators.
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
+import sys
+import textwrap
 
 import jax
 import jax.numpy as jnp
@@ -69,3 +73,11 @@ def unique_values(rng, shape, scale=0.1):
     """Distinct, well separated float64 values (gaps of `scale`, >> a finite-difference step)."""
     n = int(np.prod(shape))
     return ((rng.permutation(n) - n / 2) * scale).reshape(shape)
+
+
+def run_python(code: str, env_x64: bool = False) -> subprocess.CompletedProcess:
+    """`code` in a fresh interpreter (one CPU device; 64-bit mode if asked)."""
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "1" if env_x64 else "0"}
+    env.pop("XLA_FLAGS", None)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=300, env=env)

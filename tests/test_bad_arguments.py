@@ -6,9 +6,9 @@
 * Without ``jax_enable_x64``, concrete 64-bit input that JAX would store changed (integers out of
   the 32-bit range, finite floats that overflow float32) raises `ValueError`; with it, the same
   calls are exact (checked in a subprocess that enables x64).
-* Sizes that no array can have raise `ValueError` before anything is built, and a merely huge
-  output fails with a Python exception. These run in a subprocess, so that a regression to a
-  process abort fails the test instead of killing pytest.
+* Sizes that no array can have: tests/test_sizes_never_abort.py. AdaptiveMaxPool's and
+  MaxUnpool's own argument errors: tests/test_adaptive_max_pool_errors.py and
+  test_max_unpool_errors.py.
 """
 
 from __future__ import annotations
@@ -16,15 +16,12 @@ from __future__ import annotations
 import inspect
 import json
 import os
-import subprocess
-import sys
-import textwrap
 from functools import partial
 
 import jax
 import numpy as np
 import pytest
-from helpers import assert_same
+from helpers import assert_same, run_python
 from pool_oracle import max_pool_1, max_pool_1_grad
 
 from jaxmax import onnx
@@ -251,7 +248,7 @@ def fuzz_results():
     order = [case[0] for case in _FUZZ]
     rows, start = {}, 0
     for _ in range(12):  # at most 20 process deaths are reported one by one
-        result = _run_python(f"""
+        result = run_python(f"""
             import runpy, sys
             sys.path.insert(0, {os.path.dirname(__file__)!r})  # helpers, pool_oracle (as pytest)
             fuzz = runpy.run_path({__file__!r}, run_name="jaxmax_bad_argument_fuzz")
@@ -394,16 +391,8 @@ def test_64_bit_values_that_would_change_raise(call, argument):
         call()
 
 
-def _run_python(code: str, env_x64: bool = False) -> subprocess.CompletedProcess:
-    """`code` in a fresh interpreter (one CPU device; 64-bit mode if asked)."""
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "1" if env_x64 else "0"}
-    env.pop("XLA_FLAGS", None)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=300, env=env)
-
-
 def test_64_bit_values_are_exact_with_x64():
-    result = _run_python("""
+    result = run_python("""
         import json
         import numpy as np
         import jax
@@ -429,108 +418,6 @@ def test_64_bit_values_are_exact_with_x64():
     out = json.loads(result.stdout.strip().splitlines()[-1])
     assert out == {"int": 2**40 + 5, "f64": 1e300, "onnx": -1e300, "seg": [1.0, 3.0, 4.0, 0.0],
                    "pool": -2**40, "traced": [1.0, 3.0, 0.0, 0.0]}
-
-
-# --------------------------------------------------------------------------------------------
-# Sizes: impossible ones raise ValueError, huge ones a Python exception, never an abort
-# --------------------------------------------------------------------------------------------
-
-SIZE_SCRIPT = """
-    import json, sys
-    import numpy as np
-    import jax
-    from jaxmax import openvino as ov
-    x = np.ones((1, 1, 4, 4), np.float32)
-    d = np.ones((3,), np.float32)
-    cases = {
-        "pads_begin 2**40": lambda: ov.max_pool(x, kernel=2, strides=1, pads_begin=2**40),
-        "pads_end 2**62": lambda: ov.max_pool(x, kernel=2, strides=2**62, pads_end=2**62),
-        "pads 2**30 3-D": lambda: ov.max_pool(np.ones((1, 1, 2, 2, 2), np.int8), kernel=1,
-                                             strides=1, pads_begin=2**20, pads_end=2**20),
-        "num_segments 2**62": lambda: ov.segment_max(d, [0, 0, 1], 2**62, fill_mode="ZERO"),
-        # int8 output of 2**62 bytes exists on paper, its int32 member count (2**64 bytes) not
-        "num_segments 2**62 int8": lambda: ov.segment_max(d.astype(np.int8), [0, 0, 1], 2**62,
-                                                          fill_mode="ZERO"),
-        # (2**62, 0): XLA multiplies extents one by one, so the trailing 0 does not save it
-        "num_segments 2**62 empty rows": lambda: ov.segment_max(
-            np.ones((3, 0), np.float32), [0, 0, 1], 2**62, fill_mode="LOWEST"),
-        "num_segments 2**62 LOWEST": lambda: ov.segment_max(d, [0, 0, 1], 2**62,
-                                                            fill_mode="LOWEST"),
-        "ids 2**62": lambda: ov.segment_max(d, np.array([0, 0, 2**62]), fill_mode="ZERO"),
-        "pads_end 10**6 read": lambda: np.asarray(
-            ov.max_pool(x, kernel=2, strides=1, pads_end=10**6)),
-        "pads_end 10**6 ceil read": lambda: np.asarray(
-            ov.max_pool(x, kernel=3, strides=2, pads_end=10**6, rounding_type="ceil")),
-        # huge strides: the same windows as a small one, forward and backward
-        "strides 2**40 grad": lambda: jax.grad(
-            lambda v: ov.max_pool(v, kernel=2, strides=2**40).sum())(x).sum().item(),
-        "strides 2**61 ceil": lambda: np.asarray(ov.max_pool(
-            np.arange(4.0, dtype=np.float32).reshape(1, 1, 4), kernel=2, strides=2**61,
-            rounding_type="ceil")).tolist(),
-        "strides 2**63-1 ceil grad": lambda: jax.grad(lambda v: ov.max_pool(
-            v, kernel=3, strides=2**63 - 1, pads_end=2, rounding_type="CEIL").sum())(x).tolist(),
-    }
-    if jax.config.jax_enable_x64:
-        cases["num_segments 2**40 read"] = lambda: np.asarray(
-            ov.segment_max(d, [0, 0, 1], 2**40, fill_mode="ZERO"))
-    for name, call in cases.items():
-        print(json.dumps([name, "start", ""]), flush=True)
-        try:
-            value = call()
-            print(json.dumps([name, "no error", value if isinstance(value, (float, list)) else ""]),
-                  flush=True)
-        except Exception as err:
-            print(json.dumps([name, type(err).__name__, str(err)[:400]]), flush=True)
-"""
-
-
-def _size_rows(x64: bool) -> dict:
-    result = _run_python(SIZE_SCRIPT, env_x64=x64)
-    rows = {}
-    for line in result.stdout.strip().splitlines():
-        name, kind, message = json.loads(line)
-        rows[name] = (kind, message)
-    assert result.returncode == 0, (rows, result.stderr[-2000:])  # a process abort
-    return rows
-
-
-@pytest.mark.parametrize("x64", [False, True], ids=["x32", "x64"])
-def test_sizes_never_abort_the_process(x64):
-    rows = _size_rows(x64)
-    impossible = ["pads_begin 2**40", "pads_end 2**62", "pads 2**30 3-D", "num_segments 2**62",
-                  "num_segments 2**62 int8", "num_segments 2**62 empty rows",
-                  "num_segments 2**62 LOWEST"]
-    # without x64 the id 2**62 is refused before its size is: it would wrap in 32 bits
-    impossible += ["ids 2**62"] if x64 else []
-    for name in impossible:
-        kind, message = rows[name]
-        assert kind == "ValueError" and "no array can be that large" in message, (name, rows[name])
-        assert message.startswith(("MaxPool-1:", "SegmentMax-16:"))
-        if name.startswith("num_segments"):  # the argument that made the size absurd
-            assert message.startswith("SegmentMax-16: `num_segments` = 4611686018427387904 "), \
-                (name, message)
-    if not x64:
-        kind, message = rows["ids 2**62"]
-        assert kind == "ValueError" and message.startswith("SegmentMax-16: `segment_ids`")
-        assert "jax_enable_x64" in message
-    huge = ["pads_end 10**6 read", "pads_end 10**6 ceil read"]
-    huge += ["num_segments 2**40 read"] if x64 else []
-    for name in huge:
-        kind, message = rows[name]
-        assert kind == "JaxRuntimeError" and "RESOURCE_EXHAUSTED" in message, (name, rows[name])
-    assert rows["strides 2**40 grad"] == ("no error", 1.0)  # one window, one cotangent
-    assert rows["strides 2**61 ceil"] == ("no error", [[[1.0, float(np.finfo(np.float32).min)]]])
-    grad = np.zeros((1, 1, 4, 4))
-    grad[0, 0, 0, 0] = 1  # the first window's first maximum; the second window sees padding
-    assert rows["strides 2**63-1 ceil grad"] == ("no error", grad.tolist())
-
-
-def test_more_than_2_31_segments_without_x64():
-    if jax.config.jax_enable_x64:
-        pytest.skip("x64 mode is on")
-    # (n, 0) rows: no memory is needed, only the segment count exceeds int32
-    out = ov.segment_max(np.ones((3, 0), np.float32), [0, 0, 1], 2**31 + 5, fill_mode="ZERO")
-    assert out.shape == (2**31 + 5, 0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -653,90 +540,3 @@ def test_arg_max_top_k_odd_but_valid_spellings():
     v, i = ov.top_k(F32_2D, np.array(2), axis=0, mode="MIN", sort="Index",
                     index_element_type=np.int32, stable=1)
     assert v.shape == (2, 3) and i.dtype == np.int32
-
-
-# --------------------------------------------------------------------------------------------
-# AdaptiveMaxPool-8 and ONNX MaxUnpool
-# --------------------------------------------------------------------------------------------
-
-_AMP = "^AdaptiveMaxPool-8: "
-_UNPOOL = "^ONNX MaxUnpool: "
-_X4 = np.zeros((1, 2, 4, 4), np.float32)
-_X2 = np.ones((1, 2, 2, 2), np.float32)
-_I2 = np.array([[[[0, 1], [2, 3]], [[16, 17], [18, 19]]]])
-
-
-@pytest.mark.parametrize("call,error,words", [
-    (lambda: ov.adaptive_max_pool(_X4, [2, 2], opset=7), ValueError, "opset"),
-    (lambda: ov.adaptive_max_pool(np.zeros((2, 4), np.float32), [2]), ValueError, "`data`"),
-    (lambda: ov.adaptive_max_pool(np.zeros((1,) * 6, np.float32), [1] * 4), ValueError,
-     "`data`"),
-    (lambda: ov.adaptive_max_pool(_X4, [2, 2, 2]), ValueError, "`output_shape`"),
-    (lambda: ov.adaptive_max_pool(_X4, [2, -1]), ValueError, "`output_shape`"),
-    (lambda: ov.adaptive_max_pool(_X4, [2.0, 2.0]), TypeError, "`output_shape`"),
-    (lambda: ov.adaptive_max_pool(_X4, [[2, 2]]), ValueError, "`output_shape`"),
-    (lambda: ov.adaptive_max_pool(_X4, [2, 2], index_element_type="i16"), ValueError,
-     "`index_element_type`"),
-    (lambda: ov.adaptive_max_pool(_X4, [2, 2], index_element_type=3), TypeError,
-     "`index_element_type`"),
-    (lambda: ov.adaptive_max_pool(_X4 > 0, [2, 2]), TypeError, "bool"),
-    (lambda: ov.adaptive_max_pool(_X4.astype(np.complex64), [2, 2]), TypeError, "`data`"),
-    (lambda: ov.adaptive_max_pool(np.zeros((1, 1, 0, 3), np.float32), [2, 1]), ValueError,
-     "length 0"),
-    (lambda: ov.adaptive_max_pool(_X4, [2**62, 2**3]), ValueError, "2\\*\\*60"),
-    (lambda: jax.jit(lambda o: ov.adaptive_max_pool(_X4, o))(np.array([2, 2])), TypeError,
-     "static"),
-])
-def test_adaptive_max_pool_bad_arguments(call, error, words):
-    with pytest.raises(error, match=_AMP + ".*" + words):
-        call()
-
-
-@pytest.mark.parametrize("call,error,words", [
-    (lambda: onnx.max_unpool(_X2, _I2, kernel_shape=[2, 2], strides=[2, 2], opset=8),
-     ValueError, "opset"),
-    (lambda: onnx.max_unpool(_X2[0, 0], _I2[0, 0], kernel_shape=[2], strides=[2]), ValueError,
-     "rank"),
-    (lambda: onnx.max_unpool(_X2, _I2, kernel_shape=[2], strides=[2, 2]), ValueError,
-     "`kernel_shape`"),
-    (lambda: onnx.max_unpool(_X2, _I2, kernel_shape=[0, 2], strides=[2, 2]), ValueError,
-     "`kernel_shape`"),
-    (lambda: onnx.max_unpool(_X2, _I2, kernel_shape=[2, 2], strides=[0, 2]), ValueError,
-     "`strides`"),
-    (lambda: onnx.max_unpool(_X2, _I2, kernel_shape=[2, 2], pads=[-1, 0, 0, 0]), ValueError,
-     "`pads`"),
-    (lambda: onnx.max_unpool(_X2, _I2, kernel_shape=[2, 2], pads=[9, 0, 9, 0]), ValueError,
-     "`pads`"),
-    (lambda: onnx.max_unpool(_X2, _I2, [1, 2, 4], kernel_shape=[2, 2], strides=[2, 2]),
-     ValueError, "`output_shape`"),
-    (lambda: onnx.max_unpool(_X2, _I2, [1, 2, 4, -4], kernel_shape=[2, 2], strides=[2, 2]),
-     ValueError, "`output_shape`"),
-    (lambda: onnx.max_unpool(_X2, _I2, [2, 2, 4, 4], kernel_shape=[2, 2], strides=[2, 2]),
-     ValueError, "batch and channel"),
-    (lambda: onnx.max_unpool(_X2, _I2, [1, 3, 4, 4], kernel_shape=[2, 2], strides=[2, 2]),
-     ValueError, "batch and channel"),
-    (lambda: onnx.max_unpool(_X2, _I2, [1, 2, 3, 3], kernel_shape=[2, 2], strides=[2, 2]),
-     ValueError, "fewer elements"),
-    (lambda: onnx.max_unpool(_X2, _I2 + 30, kernel_shape=[2, 2], strides=[2, 2]), ValueError,
-     "`I`.*outside"),
-    (lambda: onnx.max_unpool(_X2, -_I2 - 1, kernel_shape=[2, 2], strides=[2, 2]), ValueError,
-     "`I`.*outside"),
-    (lambda: onnx.max_unpool(_X2, _I2.astype(np.float32), kernel_shape=[2, 2], strides=[2, 2]),
-     TypeError, "`I`"),
-    (lambda: onnx.max_unpool(_X2, _I2[..., :1], kernel_shape=[2, 2], strides=[2, 2]),
-     ValueError, "`I`"),
-    (lambda: onnx.max_unpool(_X2.astype(np.int32), _I2, kernel_shape=[2, 2], strides=[2, 2]),
-     TypeError, "`X` dtype"),
-    (lambda: onnx.max_unpool(_X2 > 0, _I2, kernel_shape=[2, 2], strides=[2, 2]), TypeError,
-     "`X` dtype"),
-    (lambda: onnx.max_unpool(_X2.astype(jax.numpy.bfloat16), _I2, kernel_shape=[2, 2],
-                             strides=[2, 2], opset=11), TypeError, "`X` dtype"),
-    (lambda: onnx.max_unpool(_X2, _I2, [1, 2, 2**40, 2**40], kernel_shape=[2, 2],
-                             strides=[2, 2]), ValueError, "`I` can name|2\\*\\*60"),
-    (lambda: jax.jit(lambda s: onnx.max_unpool(_X2, _I2, s, kernel_shape=[2, 2],
-                                               strides=[2, 2]))(np.array([1, 2, 4, 4])),
-     TypeError, "static"),
-])
-def test_max_unpool_bad_arguments(call, error, words):
-    with pytest.raises(error, match=_UNPOOL + ".*" + words):
-        call()
