@@ -174,9 +174,8 @@ def _first_nan_or_equal(x: jax.Array, g: Geometry, out: jax.Array, *,
     """
     if dtype is None:
         dtype = index_dtype(len(g.taps))
+    label, none = _labels(g, dims, no_winner, dtype)
     if not dtypes.is_floating(x.dtype):
-        label, plane = (None, None) if dims is None else _flat_labels(g, dims, dtype)
-        none = plane if no_winner == "plane_start" else -1
         return first_equal(x, g, out, dtypes.max_identity(x.dtype), inside=True, label=label,
                            none=none, dtype=dtype)
 
@@ -189,9 +188,7 @@ def _first_nan_or_equal(x: jax.Array, g: Geometry, out: jax.Array, *,
         flat = origin(dims) + index
         if covered:
             return flat
-        none = (origin([d for d in dims if d < 2]) if no_winner == "plane_start"
-                else dtype(-1))
-        return jnp.where(index < 0, none, flat)
+        return jnp.where(index < 0, _no_winner(origin, dims, no_winner, dtype), flat)
 
     def compute() -> jax.Array:
         boxes = g.boxes
@@ -215,8 +212,6 @@ def _first_nan_or_equal(x: jax.Array, g: Geometry, out: jax.Array, *,
     # instead, a compare and a NaN test per tap (8-24% slower on clean data: benchmarks/
     # RESULTS.md, "NaN winners, compile time and new shapes after the pipeline layout"), in a
     # while_loop of zero or one trip whose result XLA keeps in memory
-    label, plane = (None, None) if dims is None else _flat_labels(g, dims, dtype)
-    none = plane if no_winner == "plane_start" else dtype(-1)
     fast = first_equal(x, g, out, np.nan, label=label, none=none, dtype=dtype)
     return rules.redo_if(~rules.finite_sum(out), fast, compute)
 
@@ -258,13 +253,24 @@ def _origin_and_offsets(g: Geometry, dims: list[int], dtype):
     return origin, offsets
 
 
-def _flat_labels(g: Geometry, dims: list[int], dtype):
-    """The flat index of tap ``j``'s element for every output, as ``label(j)``, and that of the
-    ``(n, c)`` plane start (see `_origin_and_offsets`)."""
+def _no_winner(origin, dims: list[int], no_winner: str, dtype):
+    """The index of a window without a winner: its ``(n, c)`` plane start, or -1."""
+    if no_winner == "plane_start":
+        return origin([d for d in dims if d < 2])
+    return dtype(-1)
+
+
+def _labels(g: Geometry, dims: list[int] | None, no_winner: str, dtype):
+    """``(label, none)`` for `first_equal`: the flat index over `dims` of tap ``j``'s element
+    for every output as ``label(j)`` (see `_origin_and_offsets`), and the index of a window
+    without a winner; with `dims` None, tap numbers (``label`` None) and -1."""
+    if dims is None:
+        return None, dtype(-1)
     origin, offsets = _origin_and_offsets(g, dims, dtype)
     # built where it is used (XLA merges the copies within a computation), never passed into a
     # while_loop as an array in memory
-    return (lambda j: origin(dims) + dtype(offsets[j])), origin([d for d in dims if d < 2])
+    return ((lambda j: origin(dims) + dtype(offsets[j])),
+            _no_winner(origin, dims, no_winner, dtype))
 
 
 def indices(x: jax.Array, g: Geometry, out: jax.Array, nan: str, layout: IndexLayout,
@@ -276,8 +282,7 @@ def indices(x: jax.Array, g: Geometry, out: jax.Array, nan: str, layout: IndexLa
     value above lowest(T), and a window whose value is lowest(T) has no winner.
     """
     if nan == "skip":
-        label, plane = _flat_labels(g, layout.dims(x.ndim), dtype)
-        none = plane if layout.no_winner == "plane_start" else dtype(-1)
+        label, none = _labels(g, layout.dims(x.ndim), layout.no_winner, dtype)
         first = first_equal(x, g, out, dtypes.max_identity(x.dtype), label=label, none=0,
                             dtype=dtype)
         return jnp.where(out > dtypes.lowest(x.dtype), first, none)
