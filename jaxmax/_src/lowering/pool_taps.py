@@ -24,7 +24,7 @@ from jax import lax
 
 from jaxmax._src.lowering.pool_geometry import Geometry, Tap
 
-__all__ = ["phase_pieces", "piece_tap", "strided_taps", "tap", "taps"]
+__all__ = ["by_boxes", "phase_pieces", "piece_tap", "strided_taps", "tap", "taps"]
 
 
 def _read_slice(g: Geometry, t: Tap):
@@ -134,3 +134,20 @@ def piece_tap(pieces: dict[tuple[int, ...], jax.Array], g: Geometry, t: Tap) -> 
     limit = [r + n for r, n in zip(start, t.counts, strict=True)]
     inside = lax.slice(pieces[phase], start, limit)
     return lax.pad(inside, np.zeros((), inside.dtype), _pads(g, t))
+
+
+def by_boxes(g: Geometry, part, fill) -> jax.Array:
+    """``part(box, at)`` (the result over the outputs of the sub-geometry `box`, whose first
+    output is `g`'s output `at`) for the interior and each border box of `g` (``Geometry.boxes``;
+    the whole of `g` when it has none), written into one array of `g`'s output shape: the
+    interior padded out with `fill`, each border box then written in place."""
+    boxes = g.boxes
+    if boxes is None:
+        return part(g, (0,) * len(g.out_shape))
+    inner = boxes.interior
+    out = lax.pad(part(inner, boxes.at), fill,
+                  [(at, n - at - m, 0)
+                   for at, n, m in zip(boxes.at, g.out_shape, inner.out_shape, strict=True)])
+    for at, box in boxes.borders:
+        out = lax.dynamic_update_slice(out, part(box, at), list(at))
+    return out

@@ -25,7 +25,6 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from jaxmax._src import dtypes
 from jaxmax._src.lowering import pool_scan, pool_stages, pool_taps, rules
@@ -60,15 +59,5 @@ def _scanned(x: jax.Array, g: Geometry, pad: np.ndarray, nan: str) -> jax.Array:
         # here first is exact both ways (float32 holds every bfloat16 value, zero signs and NaN)
         wide = _scanned(x.astype(np.float32), g, pad.astype(np.float32), nan)
         return wide.astype(x.dtype)
-    boxes = g.boxes
-    if boxes is None:
-        return pool_scan.first_max(pool_taps.taps(x, g, pad), pad, nan)[0]
-    inner = boxes.interior
-    out = pool_scan.first_max(pool_taps.taps(x, inner, pad), pad, nan)[0]
-    out = lax.pad(out, pad, [(first, a.out - first - n, 0)
-                             for a, first, n in zip(g.axes, boxes.at, inner.out_shape,
-                                                    strict=True)])
-    for at, box in boxes.borders:
-        part = pool_scan.first_max(pool_taps.taps(x, box, pad), pad, nan)[0]
-        out = lax.dynamic_update_slice(out, part, list(at))
-    return out
+    return pool_taps.by_boxes(
+        g, lambda box, at: pool_scan.first_max(pool_taps.taps(x, box, pad), pad, nan)[0], pad)

@@ -191,21 +191,13 @@ def _first_nan_or_equal(x: jax.Array, g: Geometry, out: jax.Array, *,
         return jnp.where(index < 0, _no_winner(origin, dims, no_winner, dtype), flat)
 
     def compute() -> jax.Array:
-        boxes = g.boxes
-        if boxes is None:
-            return search(g, out)
-        inner = boxes.interior
-        index = search(inner, lax.slice(out, boxes.at, [a + n for a, n in
-                                                         zip(boxes.at, inner.out_shape,
-                                                             strict=True)]))
-        # every other output is in a border box, written below
-        index = lax.pad(index, dtype(0), [(at, n - at - m, 0) for at, n, m
-                                          in zip(boxes.at, g.out_shape, inner.out_shape,
-                                                 strict=True)])
-        for at, box in boxes.borders:
-            view = lax.slice(out, at, [a + n for a, n in zip(at, box.out_shape, strict=True)])
-            index = lax.dynamic_update_slice(index, search(box, view), list(at))
-        return index
+        def part(box: Geometry, at) -> jax.Array:
+            if box is g:
+                return search(g, out)
+            return search(box, lax.slice(out, at, [a + n for a, n in
+                                                   zip(at, box.out_shape, strict=True)]))
+
+        return pool_taps.by_boxes(g, part, dtype(0))  # every output is in one box
 
     # Where every value is finite no tap is NaN, and plain equality (padding read as NaN) finds
     # the winner: one compare per tap, the pass clean data pays; otherwise `compute` runs
