@@ -300,7 +300,7 @@ def test_sharded_chunked_and_lane_arg_max(length, axis_type):
     """The float32 arg max over a last axis of 68 (chunks of 34) and of 64 (8 runs of 8 lanes)
     with that axis sharded: normals, a NaN after the maximum, an all -0.0/+0.0 row (the key's
     path)."""
-    assert lowering._chunk(68) == 34 and not lowering._lanes_fit(68) and lowering._lanes_fit(64)
+    assert lowering._chunk(68) == 34 and not lowering.lanes(68) and lowering.lanes(64) == 8
     mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(axis_type,) * 2)
     x = np.random.default_rng(14).standard_normal((8, 4, length)).astype(np.float32)
     _check_sharded("onnx_arg_max_last_axis", P(None, "a", "b"), mesh, x, axis_type)

@@ -315,7 +315,7 @@ def test_arg_max_float32_chunked_path_and_its_exits():
     x[6, 80] = np.nan
     for last in (0, 1):
         for data in (x, x[:, :100], x[:, :34]):  # chunks of 75, 50, 17
-            assert lowering._chunk(data.shape[1]) and not lowering._lanes_fit(data.shape[1])
+            assert lowering._chunk(data.shape[1]) and not lowering.lanes(data.shape[1])
             got = onnx.arg_max(data, axis=1, keepdims=0, select_last_index=last)
             want = onnx_arg_max(data, 1, False, bool(last)).astype(np.int32)
             assert_bits(got, want, f"{data.shape} last {last}")
@@ -326,13 +326,14 @@ def test_arg_max_float32_chunked_path_and_its_exits():
 
 
 def test_arg_max_float32_lane_fold_and_its_exits():
-    """float32 over a last axis of 8 * c elements, 2 <= c <= 128, folds runs of 8 lanes: ties
-    within a lane, across lanes and across runs, -inf rows, a NaN (either sign) before or after
-    the maximum, a zero or subnormal slice maximum (the key's path), -0.0/+0.0 ties; first and
-    last index."""
+    """float32 over a last axis of 8 * c elements, 2 <= c <= 128, folds at most 32 runs of
+    8 * m lanes: ties within a lane, across lanes and across runs, -inf rows, a NaN (either
+    sign) before or after the maximum, a zero or subnormal slice maximum (the key's path),
+    -0.0/+0.0 ties; first and last index."""
     rng = np.random.default_rng(15)
-    x = rng.integers(-3, 4, (12, 1000)).astype(np.float32)  # runs of 8, 125 of them
-    x[0, 9], x[0, 17], x[0, 998] = 9.0, 9.0, 9.0  # one lane, two runs, the last lane
+    assert lowering.lanes(1000) == 40 and lowering.lanes(16) == 8 and lowering.lanes(960) == 32
+    x = rng.integers(-3, 4, (12, 1000)).astype(np.float32)  # 25 runs of 40 lanes
+    x[0, 9], x[0, 49], x[0, 17], x[0, 998] = 9.0, 9.0, 9.0, 9.0  # one lane, two runs, two lanes
     x[1, :] = -np.inf
     x[2, 700] = 50.0
     x[3, :] = -1.0
@@ -341,8 +342,8 @@ def test_arg_max_float32_lane_fold_and_its_exits():
     x[5, :] = -5.0
     x[5, 16], x[5, 8] = np.float32(-1e-40), np.float32(-2e-40)  # subnormals, negative
     for last in (0, 1):
-        for data in (x, x[:, :16], x[:, :1024 - 24], x[2:3, :]):
-            assert lowering._lanes_fit(data.shape[1])
+        for data in (x, x[:, :16], x[:, :960], x[2:3, :]):  # 40, 8 and 32 lanes
+            assert lowering.lanes(data.shape[1])
             got = onnx.arg_max(data, axis=1, keepdims=0, select_last_index=last)
             assert_bits(got, onnx_arg_max(data, 1, False, bool(last)).astype(np.int32),
                         f"{data.shape} last {last}")

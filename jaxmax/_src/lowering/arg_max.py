@@ -6,8 +6,9 @@ among the selected elements), which only decides the key's NaN placement.
 The index of the first (or last) element whose key is the largest. On an axis before the last of
 at most ``FOLD_LIMIT`` elements, one fused pass over the slices keeps the running best key and its
 index (a segmentation head's ``(N, classes, H, W)`` over the classes). float32 over a last axis of
-``8 * c`` elements, ``2 <= c <= 128`` (a classifier's logits), folds runs of 8 lanes in one pass
-(``_lane_arg_max``), exact unless the data has a NaN or a slice's maximum is zero or subnormal.
+``8 * c`` elements, ``2 <= c <= 128`` (a classifier's logits), folds at most 32 runs of ``8 * m``
+lanes in one pass (``_lane_arg_max``), exact unless the data has a NaN or a slice's maximum is
+zero or subnormal.
 Other float32 over a last axis with a divisor in ``[16, 256]``, NaN first, takes per-chunk float
 maxima and sums in one pass and searches one chunk per slice (``_chunked_arg_max``), exact unless
 a slice's maximum is zero or subnormal. Otherwise (and where those are not exact) two integer
@@ -59,8 +60,8 @@ def _arg_max_jit(x, *, axis, keepdims, last, nan_order, index_dtype):
         last_axis = x.dtype == np.float32 and axis == x.ndim - 1
         if axis != x.ndim - 1 and x.shape[axis] <= FOLD_LIMIT:
             out = _fold_arg_max(x, key, axis, last, index_dtype)
-        elif last_axis and _lanes_fit(x.shape[axis]):
-            index, ok = _lane_arg_max(x, last)
+        elif last_axis and lanes(x.shape[axis]):
+            index, ok = _lane_arg_max(x, lanes(x.shape[axis]), last)
             out = lax.cond(ok, lambda: index, exact).astype(index_dtype)
         elif last_axis and nan_order == "first" and _chunk(x.shape[axis]):
             index, ok = _chunked_arg_max(x, _chunk(x.shape[axis]), last)
@@ -111,20 +112,31 @@ def _float_arg_max(x, top, axis, last):
     return first_index(hit, axis, last, np.dtype(np.float32)).astype(np.int32)
 
 
-#: `_lane_arg_max` folds a last axis of ``LANES * c`` elements, ``2 <= c <= LANE_FOLD_LIMIT``.
-LANES = 8
+#: `_lane_arg_max` folds a last axis of ``8 * c`` elements, ``2 <= c <= LANE_FOLD_LIMIT``, in
+#: runs of ``8 * m`` lanes, at most `MAX_RUNS` runs: the fold is unrolled over the runs, so its
+#: compiled code grows with their number (125 runs of 8 lanes compiled in 0.39 s of CPU time, 25
+#: runs of 40 in 0.17 s, at the same run time: benchmarks/RESULTS.md, "TopK and ArgMax").
 LANE_FOLD_LIMIT = 128
+MAX_RUNS = 32
+_MAX_LANES = 128
 
 
-def _lanes_fit(n: int) -> bool:
-    return n % LANES == 0 and 2 <= n // LANES <= LANE_FOLD_LIMIT
+def lanes(n: int) -> int:
+    """The lanes of `_lane_arg_max` over a last axis of `n` elements: the fewest, a multiple of
+    8 dividing `n`, that leave at most `MAX_RUNS` runs and at least two; or 0 (not used)."""
+    if n % 8 or not 2 <= n // 8 <= LANE_FOLD_LIMIT:
+        return 0
+    for width in range(8, min(_MAX_LANES, n // 2) + 1, 8):
+        if n % width == 0 and n // width <= MAX_RUNS:
+            return width
+    return 0
 
 
-def _lane_arg_max(x, last):
+def _lane_arg_max(x, width, last):
     """Arg max over the last axis of float32 `x` (a classifier's logits) in one fused pass, and
     whether it is exact.
 
-    The axis is cut into `c` runs of ``LANES`` elements; a fold over the runs keeps, for each lane,
+    The axis is cut into runs of `width` elements; a fold over the runs keeps, for each lane,
     the running float maximum and the run it came from (replaced only by a strictly greater
     element; `last`: greater or equal), so each lane holds its first (last) maximum, and an
     "any NaN" flag. On the small lane arrays, the lanes holding the slice maximum give the index.
@@ -134,18 +146,18 @@ def _lane_arg_max(x, last):
     normal number, and ``-0.0``/``+0.0`` ties cannot arise.
     """
     n = x.shape[-1]
-    runs = x.reshape(x.shape[:-1] + (n // LANES, LANES))
+    runs = x.reshape(x.shape[:-1] + (n // width, width))
     best = runs[..., 0, :]
     run = jnp.zeros(best.shape, np.int32)
     nan = best != best
-    for j in range(1, n // LANES):
+    for j in range(1, n // width):
         current = runs[..., j, :]
         better = current >= best if last else current > best
         best = jnp.where(better, current, best)
         run = jnp.where(better, np.int32(j), run)
         nan = nan | (current != current)
     top = lax.reduce_max(best, (best.ndim - 1,))
-    index = run * np.int32(LANES) + lax.broadcasted_iota(np.int32, best.shape, best.ndim - 1)
+    index = run * np.int32(width) + lax.broadcasted_iota(np.int32, best.shape, best.ndim - 1)
     index = first_index(best == top[..., None], best.ndim - 1, last, np.dtype(np.int32), index, n)
     return index, ~jnp.any(nan) & jnp.all(jnp.abs(top) >= _F32_TINY)
 
