@@ -222,6 +222,7 @@ def test_the_reference_pool_length_agrees_with_the_closed_form():
     for size, k, s, d, lo, hi in itertools.product(range(1, 10), range(1, 5), range(1, 5),
                                                     range(1, 4), range(4), range(4)):
         if (k - 1) * d + 1 <= size + lo + hi:
+            # the oracle reads OpenVINO's ceil_torch and ONNX's ceil_mode each as written
             for rounding in ("floor", "ceil", "ceil_torch", "onnx_ceil"):
                 got = tour_references._pool_length(size, k, s, d, lo, hi, rounding)
                 assert got == output_length(size, k, s, d, lo, hi, rounding), (

@@ -61,8 +61,9 @@ def pooled_length(size: int, kernel: int, stride: int, dilation: int, lo: int, h
     ``"floor"``: ``ext // s + 1`` with ``ext = D + lo + hi - dk``; ``"ceil"`` (OpenVINO):
     ``ceil(ext / s) + 1``, a last window may start in or past the end padding;
     ``"ceil_torch"`` (MaxPool-14): ``c = ceil(ext / s)``, plus one window when ``c * s`` starts
-    before the end padding (``<= D + lo - 1``); ``"onnx_ceil"``: ``ceil(ext / s) + 1``, less
-    one when the last window would start in the end padding (``(n - 1) * s >= D + lo``).
+    before the end padding (``<= D + lo - 1``). ONNX's ``ceil_mode`` is that last rule too: its
+    ``ceil(ext / s) + 1`` less one when the last window would start in the end padding is the
+    same count.
     """
     ext = size + lo + hi - dilated(kernel, dilation)
     if rounding == "floor":
@@ -70,10 +71,7 @@ def pooled_length(size: int, kernel: int, stride: int, dilation: int, lo: int, h
     up = -(-ext // stride)
     if rounding == "ceil":
         return up + 1
-    if rounding == "ceil_torch":
-        return up + (1 if up * stride <= size + lo - 1 else 0)
-    n = up + 1  # onnx_ceil
-    return n - 1 if (n - 1) * stride >= size + lo else n
+    return up + (1 if up * stride <= size + lo - 1 else 0)  # "ceil_torch"
 
 
 def sweep_padding(size: int, kernel: int, stride: int, dilation: int, lo: int,

@@ -139,7 +139,7 @@ def max_pool(X: Data, *, kernel_shape: Ints, auto_pad: str = "NOTSET", ceil_mode
                          strides_, dilations_,
                          tuple(zip(pads_[:n_spatial], pads_[n_spatial:], strict=True)),
                          "explicit" if mode == "notset" else mode,
-                         "onnx_ceil" if ceil else "floor")
+                         "ceil_torch" if ceil else "floor")
     index_dtype = None
     if want_indices:
         index_dtype = validation.index_dtype(op, "Indices", np.int64, math.prod(X.shape))

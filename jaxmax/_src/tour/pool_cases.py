@@ -181,5 +181,5 @@ def _onnx_pool_geometry(attrs: dict) -> dict:
     pads = attrs.get("pads", [0] * 2 * rank)
     return dict(kernel=attrs["kernel_shape"], strides=attrs.get("strides", [1] * rank),
                 dilations=attrs.get("dilations"), pads_begin=pads[:rank], pads_end=pads[rank:],
-                rounding="onnx_ceil" if attrs.get("ceil_mode") else "floor",
+                rounding="ceil_torch" if attrs.get("ceil_mode") else "floor",
                 auto_pad=attrs.get("auto_pad", "NOTSET"))

@@ -209,8 +209,8 @@ def _pool_pads(spatial, kernel, strides, dilations, pads_begin, pads_end, auto_p
 def _pool_length(size: int, k: int, s: int, d: int, lo: int, hi: int, rounding: str) -> int:
     """Output length along one axis, by counting the windows that start at 0, s, 2s, ... of the
     padded axis: ``floor`` keeps those inside it; ``ceil`` (OpenVINO) one more where the last
-    leaves a tail; ``ceil_torch`` (OpenVINO 14) and ``onnx_ceil`` then drop a last window that
-    starts in the end padding."""
+    leaves a tail; ``ceil_torch`` (OpenVINO 14, and ONNX's ``ceil_mode``) then drops a last
+    window that starts in the end padding."""
     # counted, not the closed form, so that it shares no arithmetic with the library's
     # (jaxmax/_src/shapes.py pooled_length), which the tour checks against it
     padded, extent = size + lo + hi, (k - 1) * d + 1
