@@ -354,3 +354,29 @@ def test_arg_max_float32_lane_fold_and_its_exits():
             with_nan)
         assert_bits(got, onnx_arg_max(with_nan, 1, True, bool(last)).astype(np.int32),
                     f"NaN, jit, last {last}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("nan_order", ["first", "last"])
+def test_compare_key_orders_like_the_rule(dtype, nan_order):
+    """`order.compare_key` (the lane fold's key) against a NumPy reading of the rule on every
+    pair of special values: NaN of either sign above (`first`) or below (`last`) every number,
+    -0.0 equal to +0.0, subnormals and infinities in numeric order."""
+    from jaxmax._src.lowering import order
+
+    info = ml_dtypes.finfo(dtype)
+    tiny = float(info.smallest_subnormal)
+    values = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, tiny, -tiny, 2 * tiny,
+                       float(info.tiny), -float(info.tiny), 1.0, -1.0, float(info.max),
+                       -float(info.max)], dtype)
+    got = np.asarray(jax.jit(lambda v: order.compare_key(v, nan_order=nan_order))(values))
+    as_float = values.astype(np.float64)
+
+    def rank(v):  # NaN first: above +inf; last: below -inf; -0.0 == +0.0 as floats compare
+        return (np.inf, 1) if np.isnan(v) and nan_order == "first" else (
+            (-np.inf, -1) if np.isnan(v) else (v, 0))
+
+    for i, a in enumerate(as_float):
+        for j, b in enumerate(as_float):
+            want = int(rank(a) > rank(b)) - int(rank(a) < rank(b))
+            assert np.sign(int(got[i]) - int(got[j])) == want, (values[i], values[j])

@@ -6,9 +6,8 @@ among the selected elements), which only decides the key's NaN placement.
 The index of the first (or last) element whose key is the largest. On an axis before the last of
 at most ``FOLD_LIMIT`` elements, one fused pass over the slices keeps the running best key and its
 index (a segmentation head's ``(N, classes, H, W)`` over the classes). float32 over a last axis of
-``8 * c`` elements, ``2 <= c <= 128`` (a classifier's logits), folds at most 32 runs of ``8 * m``
-lanes in one pass (``_lane_arg_max``), exact unless the data has a NaN or a slice's maximum is
-zero or subnormal.
+``8 * c`` elements, ``2 <= c <= 512`` (a classifier's logits), folds the keys of at most 32 runs
+of ``8 * m`` lanes in one pass (``_lane_arg_max``), exact on any data.
 Other float32 over a last axis with a divisor in ``[16, 256]``, NaN first, takes per-chunk float
 maxima and sums in one pass and searches one chunk per slice (``_chunked_arg_max``), exact unless
 a slice's maximum is zero or subnormal. Otherwise (and where those are not exact) two integer
@@ -61,8 +60,8 @@ def _arg_max_jit(x, *, axis, keepdims, last, nan_order, index_dtype):
         if axis != x.ndim - 1 and x.shape[axis] <= FOLD_LIMIT:
             out = _fold_arg_max(x, key, axis, last, index_dtype)
         elif last_axis and lanes(x.shape[axis]):
-            index, ok = _lane_arg_max(x, lanes(x.shape[axis]), last)
-            out = lax.cond(ok, lambda: index, exact).astype(index_dtype)
+            out = _lane_arg_max(x, partial(order.compare_key, nan_order=nan_order),
+                                lanes(x.shape[axis]), last).astype(index_dtype)
         elif last_axis and nan_order == "first" and _chunk(x.shape[axis]):
             index, ok = _chunked_arg_max(x, _chunk(x.shape[axis]), last)
             out = lax.cond(ok, lambda: index, exact).astype(index_dtype)
@@ -116,7 +115,7 @@ def _float_arg_max(x, top, axis, last):
 #: runs of ``8 * m`` lanes, at most `MAX_RUNS` runs: the fold is unrolled over the runs, so its
 #: compiled code grows with their number (125 runs of 8 lanes compiled in 0.39 s of CPU time, 25
 #: runs of 40 in 0.17 s, at the same run time: benchmarks/RESULTS.md, "TopK and ArgMax").
-LANE_FOLD_LIMIT = 128
+LANE_FOLD_LIMIT = 512
 MAX_RUNS = 32
 _MAX_LANES = 128
 
@@ -132,34 +131,28 @@ def lanes(n: int) -> int:
     return 0
 
 
-def _lane_arg_max(x, width, last):
-    """Arg max over the last axis of float32 `x` (a classifier's logits) in one fused pass, and
-    whether it is exact.
+def _lane_arg_max(x, key, width, last):
+    """Arg max over the last axis of `x` (a classifier's logits) in one fused pass, by `key`.
 
     The axis is cut into runs of `width` elements; a fold over the runs keeps, for each lane,
-    the running float maximum and the run it came from (replaced only by a strictly greater
-    element; `last`: greater or equal), so each lane holds its first (last) maximum, and an
-    "any NaN" flag. On the small lane arrays, the lanes holding the slice maximum give the index.
-    Exact when the data has no NaN (a NaN never wins a float compare; then the caller's key path
-    decides, under either ordering rule) and every slice maximum is a normal number or infinity:
-    XLA's CPU float compare treats subnormals as zero, which cannot change a comparison with a
-    normal number, and ``-0.0``/``+0.0`` ties cannot arise.
+    the running best key and the run it came from (replaced only by a strictly greater key;
+    `last`: greater or equal), so each lane holds its first (last) best element. On the small
+    lane arrays, the lanes holding the slice's best key give the index. The key decides NaN,
+    ``-0.0``/``+0.0`` and subnormals exactly, so the time does not depend on the data (a float
+    fold with a fallback to the key cost 2.5-9x on NaN or zero maxima).
     """
     n = x.shape[-1]
     runs = x.reshape(x.shape[:-1] + (n // width, width))
-    best = runs[..., 0, :]
+    best = key(runs[..., 0, :])
     run = jnp.zeros(best.shape, np.int32)
-    nan = best != best
     for j in range(1, n // width):
-        current = runs[..., j, :]
+        current = key(runs[..., j, :])
         better = current >= best if last else current > best
         best = jnp.where(better, current, best)
         run = jnp.where(better, np.int32(j), run)
-        nan = nan | (current != current)
     top = lax.reduce_max(best, (best.ndim - 1,))
     index = run * np.int32(width) + lax.broadcasted_iota(np.int32, best.shape, best.ndim - 1)
-    index = first_index(best == top[..., None], best.ndim - 1, last, np.dtype(np.int32), index, n)
-    return index, ~jnp.any(nan) & jnp.all(jnp.abs(top) >= _F32_TINY)
+    return first_index(best == top[..., None], best.ndim - 1, last, np.dtype(np.int32), index, n)
 
 
 def _chunk(n: int) -> int:

@@ -98,6 +98,25 @@ def key(x: jax.Array, *, descending: bool, nan_order: str) -> jax.Array:
     raise TypeError(f"no ordering key for dtype {x.dtype}")
 
 
+def compare_key(x: jax.Array, *, nan_order: str) -> jax.Array:
+    """A key in the order of ``key(x, descending=True, nan_order=nan_order)``, cheaper to
+    compute, for comparisons only: its values differ (a negative number's key is one larger, so
+    that ``-0.0`` meets ``+0.0`` at 0), so it is never mapped back (:func:`ranked`).
+
+    The ``-0.0`` fix is one subtraction (``m - (m >> (width - 1))`` raises every negative
+    monotone key by one), and NaN is found by ``x != x``, so a fold that computes the key of
+    every element it reads spends five integer operations and a compare on it instead of eight.
+    """
+    if nan_order not in NAN_ORDERS:
+        raise ValueError(f"nan_order must be one of {NAN_ORDERS}, got {nan_order!r}")
+    if not dtypes.is_floating(x.dtype):
+        return key(x, descending=True, nan_order=nan_order)
+    m = monotone_bits(x)
+    m = m - (m >> (8 * m.dtype.itemsize - 1))
+    info = np.iinfo(m.dtype)
+    return jnp.where(x != x, np.array(info.max if nan_order == "first" else info.min, m.dtype), m)
+
+
 def top_k_key(x: jax.Array, *, descending: bool, nan_order: str) -> jax.Array:
     """The key for ``lax.top_k``: as :func:`key`, but a float32 array ordered by IEEE total
     order wherever float32 holds every value of `x` exactly (float16, bfloat16, float32,
