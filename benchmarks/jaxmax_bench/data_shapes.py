@@ -60,4 +60,11 @@ def cases(sz: Sizes) -> list[Case]:
         _case(f"data shapes: ONNX TopK k=5 axis 1 {red}", "f32",
               lambda: lambda x: jonnx().top_k(x, 5, axis=1),
               ("x",), dense, "ONNX TopK (jit)"),
+        # a classifier's logits: the last axis takes other paths than axis 1 above
+        _case("data shapes: ONNX ArgMax last axis 256x1000", "shape:256x1000",
+              lambda: lambda x: jonnx().arg_max(x, axis=1, keepdims=0),
+              ("x",), dense, "ONNX ArgMax, logits (jit)"),
+        _case("data shapes: ONNX TopK k=5 last axis 256x1000", "shape:256x1000",
+              lambda: lambda x: jonnx().top_k(x, 5, axis=1),
+              ("x",), dense, "ONNX TopK, logits (jit)"),
     ]
