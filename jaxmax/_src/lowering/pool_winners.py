@@ -165,11 +165,11 @@ def _first_nan_or_equal(x: jax.Array, g: Geometry, out: jax.Array, *,
     flat index over `dims` (`_origin_and_offsets`; no winner: `no_winner`, see `NO_WINNER`), or
     with `dims` None as its tap number in `dtype` (default `index_dtype`; -1 without one).
 
-    When every value is finite, `first_equal`'s one pass. Otherwise one pass of
+    When every value is finite, `first_equal`'s one pass; otherwise, instead, one pass of
     `_nan_or_equal_taps` over the interior outputs (every tap a plain slice, every window
     covered) and one per border box (``Geometry.boxes``), written into the result in place, as
     the values are; its labels are per-tap constant offsets, the window origin's flat index
-    added once. Either result is an array in memory (a ``while_loop``'s carry), which a caller
+    added once. Either result is an array in memory (a ``lax.cond``'s result), which a caller
     reading it once per tap needs.
     """
     if dtype is None:
@@ -199,13 +199,16 @@ def _first_nan_or_equal(x: jax.Array, g: Geometry, out: jax.Array, *,
 
         return pool_taps.by_boxes(g, part, dtype(0))  # every output is in one box
 
+    def fast() -> jax.Array:
+        return first_equal(x, g, out, np.nan, label=label, none=none, dtype=dtype)
+
     # Where every value is finite no tap is NaN, and plain equality (padding read as NaN) finds
-    # the winner: one compare per tap, the pass clean data pays; otherwise `compute` runs
-    # instead, a compare and a NaN test per tap (8-24% slower on clean data: benchmarks/
-    # RESULTS.md, "NaN winners, compile time and new shapes after the pipeline layout"), in a
-    # while_loop of zero or one trip whose result XLA keeps in memory
-    fast = first_equal(x, g, out, np.nan, label=label, none=none, dtype=dtype)
-    return rules.redo_if(~rules.finite_sum(out), fast, compute)
+    # the winner: one compare per tap, the pass clean data pays; otherwise `compute`, a compare
+    # and a NaN test per tap (8-24% slower on clean data). A lax.cond runs one of the two, and
+    # its operand `out` is in memory, so neither search recomputes the values; a while_loop
+    # redo ran the one-compare pass on NaN data as well (benchmarks/RESULTS.md, "Pooling: forms
+    # measured and not kept")
+    return lax.cond(rules.finite_sum(out), fast, compute)
 
 
 def winner(x: jax.Array, g: Geometry, out: jax.Array, nan: str) -> jax.Array:
