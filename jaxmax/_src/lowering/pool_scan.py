@@ -15,7 +15,18 @@ from jax import lax
 from jaxmax._src import dtypes
 from jaxmax._src.lowering import order
 
-__all__ = ["first_max"]
+__all__ = ["first_max", "select"]
+
+
+def select(pred: jax.Array, on_true, on_false) -> jax.Array:
+    """``where(pred, on_true, on_false)`` as one ``lax.select``, a scalar broadcast to `pred`'s
+    shape (in the other operand's dtype when only one is an array): ``jnp.where`` lowers each
+    call to a call of a jitted wrapper with its own broadcasts and converts, code that every
+    tap of a pooling repeats and XLA then compiles."""
+    t, f = jnp.asarray(on_true), jnp.asarray(on_false)
+    dtype = f.dtype if t.ndim == 0 and f.ndim else t.dtype
+    t, f = (lax.broadcast(v.astype(dtype), pred.shape) if v.ndim == 0 else v for v in (t, f))
+    return lax.select(pred, t, f)
 
 
 def first_max(taps: list[jax.Array], fill, nan: str, *,
@@ -45,9 +56,9 @@ def first_max(taps: list[jax.Array], fill, nan: str, *,
             other = (tap == acc) & (lax.bitcast_convert_type(tap, bits)
                                     != lax.bitcast_convert_type(acc, bits))
             tie = other if tie is None else tie | other
-        acc = jnp.where(tap > acc, tap, acc)
+        acc = select(tap > acc, tap, acc)
         if nan == "propagate" and floating:
             flag = (tap != tap) if flag is None else flag | (tap != tap)
     if flag is not None:  # some tap is NaN: the value is NaN
-        acc = jnp.where(flag, np.array(np.nan, acc.dtype), acc)
+        acc = select(flag, np.array(np.nan, acc.dtype), acc)
     return acc, tie

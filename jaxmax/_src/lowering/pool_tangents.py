@@ -29,6 +29,7 @@ from jax import lax
 from jaxmax._src import dtypes
 from jaxmax._src.lowering import pool_taps, pool_values, pool_winners, rules
 from jaxmax._src.lowering.pool_geometry import Geometry
+from jaxmax._src.lowering.pool_scan import select
 
 __all__ = ["gather_tangent", "pooled"]
 
@@ -53,9 +54,9 @@ def gather_tangent(t: jax.Array, winner: jax.Array, g: Geometry) -> jax.Array:
             continue
         value = pool_taps.piece_tap(pieces, g, tap)
         if chain:
-            out = jnp.where(winner == j, value, out)
+            out = select(winner == j, value, out)
         else:
-            out = out + jnp.where(winner == j, value, zero)
+            out = out + select(winner == j, value, zero)
     return out
 
 

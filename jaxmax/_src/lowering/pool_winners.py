@@ -37,6 +37,7 @@ from jax import lax
 from jaxmax._src import dtypes
 from jaxmax._src.lowering import pool_taps, rules
 from jaxmax._src.lowering.pool_geometry import Geometry
+from jaxmax._src.lowering.pool_scan import select
 
 __all__ = ["NO_WINNER", "IndexLayout", "first_equal", "index_dtype", "indices", "winner"]
 
@@ -91,7 +92,7 @@ def first_equal(x: jax.Array, g: Geometry, out: jax.Array, fill, *, read=None,
         hit = taps[j] == target
         if masks is not None:
             hit = hit & masks[j]
-        index = jnp.where(hit, label(j), index)
+        index = select(hit, label(j), index)
     return index
 
 
@@ -118,8 +119,8 @@ def _winner_at_least_lowest(x: jax.Array, g: Geometry, out: jax.Array) -> jax.Ar
         # whether tap 0 reads an input element >= lowest(T) (False in the padding)
         tap0 = pool_taps.tap(x.reshape(g.phase_shape), g, g.taps[0], False,
                              read=lambda v: v >= low)
-        fallback = jnp.where(tap0, index.dtype.type(0), index.dtype.type(-1))
-        return jnp.where(out > low, index, fallback)
+        fallback = select(tap0, index.dtype.type(0), index.dtype.type(-1))
+        return select(out > low, index, fallback)
 
     return _apart(jnp.min(out) > low, lambda: first_equal(x, g, out, pad, none=None), raised)
 
@@ -153,7 +154,7 @@ def _nan_or_equal_taps(x: jax.Array, g: Geometry, out: jax.Array, offsets: list[
             nan = pool_taps.tap(phases, g, t, False, read=lambda v: v != v)
         else:
             nan = value != value
-        index = jnp.where((value == out) | nan, dtype(offsets[j]), index)
+        index = select((value == out) | nan, dtype(offsets[j]), index)
     return index
 
 
@@ -165,17 +166,17 @@ def _first_nan_or_equal(x: jax.Array, g: Geometry, out: jax.Array, *,
     flat index over `dims` (`_origin_and_offsets`; no winner: `no_winner`, see `NO_WINNER`), or
     with `dims` None as its tap number in `dtype` (default `index_dtype`; -1 without one).
 
-    When every value is finite, `first_equal`'s one pass. Otherwise one pass of
+    When every value is finite, `first_equal`'s one pass; otherwise, instead, one pass of
     `_nan_or_equal_taps` over the interior outputs (every tap a plain slice, every window
     covered) and one per border box (``Geometry.boxes``), written into the result in place, as
     the values are; its labels are per-tap constant offsets, the window origin's flat index
-    added once. Either result is an array in memory (a ``while_loop``'s carry), which a caller
+    added once. Either result is an array in memory (a ``lax.cond``'s result), which a caller
     reading it once per tap needs.
     """
     if dtype is None:
         dtype = index_dtype(len(g.taps))
-    label, none = _labels(g, dims, no_winner, dtype)
     if not dtypes.is_floating(x.dtype):
+        label, none = _labels(g, dims, no_winner, dtype)
         return first_equal(x, g, out, dtypes.max_identity(x.dtype), inside=True, label=label,
                            none=none, dtype=dtype)
 
@@ -188,7 +189,7 @@ def _first_nan_or_equal(x: jax.Array, g: Geometry, out: jax.Array, *,
         flat = origin(dims) + index
         if covered:
             return flat
-        return jnp.where(index < 0, _no_winner(origin, dims, no_winner, dtype), flat)
+        return select(index < 0, _no_winner(origin, dims, no_winner, dtype), flat)
 
     def compute() -> jax.Array:
         def part(box: Geometry, at) -> jax.Array:
@@ -199,13 +200,17 @@ def _first_nan_or_equal(x: jax.Array, g: Geometry, out: jax.Array, *,
 
         return pool_taps.by_boxes(g, part, dtype(0))  # every output is in one box
 
+    def fast() -> jax.Array:
+        label, none = _labels(g, dims, no_winner, dtype)  # built in the branch that uses it
+        return first_equal(x, g, out, np.nan, label=label, none=none, dtype=dtype)
+
     # Where every value is finite no tap is NaN, and plain equality (padding read as NaN) finds
-    # the winner: one compare per tap, the pass clean data pays; otherwise `compute` runs
-    # instead, a compare and a NaN test per tap (8-24% slower on clean data: benchmarks/
-    # RESULTS.md, "NaN winners, compile time and new shapes after the pipeline layout"), in a
-    # while_loop of zero or one trip whose result XLA keeps in memory
-    fast = first_equal(x, g, out, np.nan, label=label, none=none, dtype=dtype)
-    return rules.redo_if(~rules.finite_sum(out), fast, compute)
+    # the winner: one compare per tap, the pass clean data pays; otherwise `compute`, a compare
+    # and a NaN test per tap (8-24% slower on clean data). A lax.cond runs one of the two, and
+    # its operand `out` is in memory, so neither search recomputes the values; a while_loop
+    # redo ran the one-compare pass on NaN data as well (benchmarks/RESULTS.md, "Pooling: forms
+    # measured and not kept")
+    return lax.cond(rules.finite_sum(out), fast, compute)
 
 
 def winner(x: jax.Array, g: Geometry, out: jax.Array, nan: str) -> jax.Array:
@@ -259,10 +264,16 @@ def _labels(g: Geometry, dims: list[int] | None, no_winner: str, dtype):
     if dims is None:
         return None, dtype(-1)
     origin, offsets = _origin_and_offsets(g, dims, dtype)
-    # built where it is used (XLA merges the copies within a computation), never passed into a
-    # while_loop as an array in memory
-    return ((lambda j: origin(dims) + dtype(offsets[j])),
-            _no_winner(origin, dims, no_winner, dtype))
+    first: list[jax.Array] = []
+
+    def label(j: int) -> jax.Array:
+        # the origin built once, at the first label, in the computation that uses it (never
+        # passed into a lax.cond or while_loop as an array in memory)
+        if not first:
+            first.append(origin(dims))
+        return first[0] + dtype(offsets[j])
+
+    return label, _no_winner(origin, dims, no_winner, dtype)
 
 
 def indices(x: jax.Array, g: Geometry, out: jax.Array, nan: str, layout: IndexLayout,
@@ -277,6 +288,6 @@ def indices(x: jax.Array, g: Geometry, out: jax.Array, nan: str, layout: IndexLa
         label, none = _labels(g, layout.dims(x.ndim), layout.no_winner, dtype)
         first = first_equal(x, g, out, dtypes.max_identity(x.dtype), label=label, none=0,
                             dtype=dtype)
-        return jnp.where(out > dtypes.lowest(x.dtype), first, none)
+        return select(out > dtypes.lowest(x.dtype), first, none)
     return _first_nan_or_equal(x, g, out, dims=layout.dims(x.ndim), no_winner=layout.no_winner,
                                dtype=dtype)
