@@ -235,6 +235,35 @@ def test_against_torch(rank):
         np.testing.assert_array_equal(np.asarray(indices), ti.numpy(), f"{shape}->{out}")
 
 
+@pytest.mark.parametrize("gather_all", [True, False])
+def test_compact_forms_against_oracle(monkeypatch, gather_all):
+    """Both compact forms, forced on every input: every window's taps in one gather
+    (`_gathered`, which puts a NaN first element above every number and later NaN below) and
+    one gather per axis (`_gathered_by_axis`). Random ranks, lengths and dtypes with NaN, ±inf,
+    ±0 and ties, windows that start with NaN, and the lowest integer everywhere."""
+    from jaxmax._src.lowering import adaptive_pool, pool_compact
+
+    monkeypatch.setattr(pool_compact, "FORCE", True)
+    monkeypatch.setattr(adaptive_pool, "FORCE_GATHER_ALL", gather_all)
+    jax.clear_caches()  # the form is chosen while tracing
+    rng = np.random.default_rng(23)
+    cases = [random_config(rng) for _ in range(24)]
+    cases += [((1, 2, 3, 3), (5, 7)), ((2, 1, 14, 14), (5, 3)), ((1, 1, 4, 5, 6), (2, 3, 4))]
+    for trial, (shape, out) in enumerate(cases):
+        dtype = DTYPES[trial % len(DTYPES)]
+        x = tricky(rng, shape, dtype)
+        if trial % 3 == 0 and np.dtype(dtype).kind == "f":
+            x.reshape(-1)[::2] = np.nan  # many windows start with NaN
+        if trial % 3 == 1 and np.dtype(dtype).kind in "iu":
+            x = np.full(shape, np.iinfo(dtype).min, dtype)  # ties with the reduction's init
+        values, indices = ov.adaptive_max_pool(x, out, index_element_type="i32")
+        want_v, want_i = oracle(x, out, np.int32)
+        context = f"{shape}->{out} {np.dtype(dtype)} gather_all={gather_all}"
+        assert_exact(values, want_v, context)
+        assert_exact(indices, want_i, context + " indices")
+    jax.clear_caches()
+
+
 def test_windows_that_tile_a_large_input():
     """Inputs of `TILED_MIN_BYTES` or more whose windows tile them are folded axis by axis:
     against the oracle with ties, ±0, ±inf and NaN (the check sends such data to the unrolled
