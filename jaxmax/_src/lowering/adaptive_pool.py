@@ -20,6 +20,11 @@ head's (14, 14) to (7, 7)), the fold runs one axis at a time instead (`_tiled`: 
 seeded fold unless the data holds a NaN; then the unrolled fold is taken (`_tiled_or_fold`),
 whose derivative is also the one taken in every case.
 
+Otherwise the fold over every tap where each tap is one strided slice per axis (`_regular`
+windows, at most 64 taps); else each window folded on its own (`_per_window`) up to
+`WINDOW_READS` element reads per plane; beyond, the tap fold up to `RUNS_FOLD_TAPS` taps, and the
+compact form above it: the per-window form is the fastest but its compile grows with the reads.
+
 Inputs of at most ``pool_compact.SMALL_BYTES``, and windows whose largest lengths sum over the
 axes to more than `MAX_UNROLLED_AXIS_TAPS`, take the compact form (`_compact`: one gather of
 every window's taps and one variadic reduce, or one of each per axis), whose compiled code does
@@ -95,11 +100,28 @@ def tap_positions(length: int, outputs: int) -> list[list[int]]:
 #: second pass cost more than they save on a small input).
 TILED_MIN_BYTES = 2 << 20
 # Up to this many taps (the product over the axes of the largest window) the fold is unrolled
-# over every tap combination in one fusion; beyond it, one axis at a time (see `_staged`).
+# over every tap combination in one fusion where each tap is one strided slice per axis
+# (`_regular`); beyond it, one axis at a time (see `_staged`).
 _UNROLLED_TAPS = 64
-# Up to this many element reads per (n, c) plane, windows that do not tile the input are each
-# folded from single-element slices (see `_per_window`).
-_WINDOW_READS = 1024
+#: Up to this many element reads per (n, c) plane, windows that are not regular are each folded
+#: from single-element slices (`_per_window`: the fastest form, whose compile grows with the
+#: reads, about 2.2-2.8 ms of CPU per read: 0.32 s at 144 reads, 0.68-0.83 s at 288-324, 1.8 s
+#: at 676, 3.0 s at 960, on a loaded machine). 300 keeps the (14, 14) -> (5, 3) head (288 reads,
+#: 1.9 ms against 8-26 ms for the forms below) and sends every larger count to them.
+WINDOW_READS = 300
+#: Beyond `WINDOW_READS`, up to this many taps the tap fold (`_fold`, taps of concatenated
+#: runs: compile about 0.3 s CPU at 16 taps, 0.6 s at 64) and beyond it the compact form
+#: (0.06-0.13 s whatever the windows). Measured in benchmarks/RESULTS.md, "AdaptiveMaxPool
+#: compile time by window reads".
+RUNS_FOLD_TAPS = 32
+
+
+def _regular(spatial: tuple[int, ...], output_shape: tuple[int, ...]) -> bool:
+    """Whether every tap of every axis reads one strided slice: the windows are a regular pool's
+    (start ``s * i - p``, kernel ``k``) clamped to the input, as (21, 21) -> (5, 4) are."""
+    return all(len(runs) == 1 and runs[0][2] > 0
+               for n, o in zip(spatial, output_shape, strict=True)
+               for runs in (_runs(positions) for positions in tap_positions(n, o)))
 
 
 def _window_reads(spatial: tuple[int, ...], output_shape: tuple[int, ...]) -> int:
@@ -131,12 +153,14 @@ def _adaptive_jit(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.d
             if dtypes.is_floating(x.dtype):
                 return _tiled_or_fold(x, output_shape, index_dtype)
             return _tiled(x, output_shape, index_dtype)  # integers: no NaN, the seeded fold
-        if divisible and tap_count(spatial, output_shape) <= _UNROLLED_TAPS:
+        taps = tap_count(spatial, output_shape)
+        if taps <= _UNROLLED_TAPS and (divisible or _regular(spatial, output_shape)):
             return _fold(x, output_shape, index_dtype)
-        if _window_reads(spatial, output_shape) <= _WINDOW_READS:
-            return _routed(partial(_per_window, output_shape=output_shape,
-                                   index_dtype=index_dtype), x)
-        return _unrolled_or_staged(x, output_shape, index_dtype)
+        if _window_reads(spatial, output_shape) <= WINDOW_READS:
+            form: Any = _per_window
+        else:
+            form = _runs_fold if taps <= RUNS_FOLD_TAPS else _compact
+        return _routed(partial(form, output_shape=output_shape, index_dtype=index_dtype), x)
 
     def out_spec(mesh):
         return explicit_axes.divisible(mesh, explicit_axes.spec_of(x), out_shape)
@@ -182,6 +206,12 @@ def _fold(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
         acc = jnp.where(take, tap, acc)
         index = jnp.where(take, step, index)
     return acc, jnp.broadcast_to(index + jnp.asarray(first.astype(index_dtype)), acc.shape)
+
+
+def _runs_fold(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dtype):
+    """`_fold` with `_routed`'s keywords (its taps of concatenated runs: differentiated through
+    the indices, whose compile does not grow with the taps)."""
+    return _fold(x, output_shape, index_dtype)
 
 
 def _tiled(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
