@@ -235,6 +235,84 @@ def test_against_torch(rank):
         np.testing.assert_array_equal(np.asarray(indices), ti.numpy(), f"{shape}->{out}")
 
 
+@pytest.mark.parametrize("gather_all", [True, False])
+def test_compact_forms_against_oracle(monkeypatch, gather_all):
+    """Both compact forms, forced on every input: every window's taps in one gather
+    (`_gathered`, which puts a NaN first element above every number and later NaN below) and
+    one gather per axis (`_gathered_by_axis`). Random ranks, lengths and dtypes with NaN, ±inf,
+    ±0 and ties, windows that start with NaN, and the lowest integer everywhere."""
+    from jaxmax._src.lowering import adaptive_pool, pool_compact
+
+    monkeypatch.setattr(pool_compact, "FORCE", True)
+    monkeypatch.setattr(adaptive_pool, "FORCE_GATHER_ALL", gather_all)
+    jax.clear_caches()  # the form is chosen while tracing
+    rng = np.random.default_rng(23)
+    cases = [random_config(rng) for _ in range(24)]
+    cases += [((1, 2, 3, 3), (5, 7)), ((2, 1, 14, 14), (5, 3)), ((1, 1, 4, 5, 6), (2, 3, 4))]
+    for trial, (shape, out) in enumerate(cases):
+        dtype = DTYPES[trial % len(DTYPES)]
+        x = tricky(rng, shape, dtype)
+        if trial % 3 == 0 and np.dtype(dtype).kind == "f":
+            x.reshape(-1)[::2] = np.nan  # many windows start with NaN
+        if trial % 3 == 1 and np.dtype(dtype).kind in "iu":
+            x = np.full(shape, np.iinfo(dtype).min, dtype)  # ties with the reduction's init
+        values, indices = ov.adaptive_max_pool(x, out, index_element_type="i32")
+        want_v, want_i = oracle(x, out, np.int32)
+        context = f"{shape}->{out} {np.dtype(dtype)} gather_all={gather_all}"
+        assert_exact(values, want_v, context)
+        assert_exact(indices, want_i, context + " indices")
+    jax.clear_caches()
+
+
+def test_forms_by_window_reads(monkeypatch):
+    """Inputs over 64 KiB whose windows take each form: regular windows (each tap one strided
+    slice) the tap fold, the per-window fold up to `WINDOW_READS` reads per plane, the tap fold
+    of concatenated runs beyond it, the compact form beyond `RUNS_FOLD_TAPS` taps. Each against
+    the oracle (NaN, ±inf, ±0, ties), with its gradient's cotangents summed at the indices; and
+    the programs of larger inputs beyond `WINDOW_READS` stay small (the per-window fold's
+    program grows with the reads: (16, 128, 28, 28) -> (5, 3) compiled for 3 s)."""
+    from jaxmax._src.lowering import adaptive_pool
+
+    taken: list[str] = []
+
+    def spying(name, form):
+        def spy(*args, **kwargs):
+            taken.append(name)
+            return form(*args, **kwargs)
+        return spy
+
+    for name in ("_fold", "_per_window", "_runs_fold", "_compact"):
+        monkeypatch.setattr(adaptive_pool, name, spying(name, getattr(adaptive_pool, name)))
+    jax.clear_caches()
+    rng = np.random.default_rng(29)
+    cases = [((2, 32, 21, 21), (5, 4), "_fold"), ((2, 64, 14, 14), (5, 3), "_per_window"),
+             ((2, 64, 14, 14), (5, 5), "_runs_fold"), ((1, 8, 56, 56), (5, 3), "_compact")]
+    for shape, out, form in cases:
+        x = tricky(rng, shape, np.float32)
+        taken.clear()
+        values, indices = ov.adaptive_max_pool(x, out, index_element_type="i32")
+        assert taken[:1] == [form], (shape, out, taken)
+        want_v, want_i = oracle(x, out, np.int32)
+        assert_exact(values, want_v, f"{shape}->{out} {form}")
+        assert_exact(indices, want_i, f"{shape}->{out} {form} indices")
+        cot = rng.standard_normal(want_v.shape).astype(np.float32)
+        grad = jax.grad(lambda v, out=out, cot=cot: (ov.adaptive_max_pool(v, out)[0] * cot).sum())(
+            np.where(np.isnan(x), np.float32(0), x))
+        want = np.zeros((shape[0] * shape[1], int(np.prod(shape[2:]))), np.float32)
+        _, clean_i = oracle(np.where(np.isnan(x), np.float32(0), x), out, np.int32)
+        for plane, (ids, c) in enumerate(zip(clean_i.reshape(len(want), -1),
+                                             cot.reshape(len(want), -1), strict=True)):
+            np.add.at(want[plane], ids, c)
+        np.testing.assert_allclose(np.asarray(grad).reshape(want.shape), want, rtol=1e-6,
+                                   err_msg=f"{shape}->{out} {form} gradient")
+    jax.clear_caches()
+    for shape, out in [((16, 128, 28, 28), (5, 3)), ((32, 256, 20, 20), (7, 7))]:
+        assert adaptive_pool._window_reads(shape[2:], out) > adaptive_pool.WINDOW_READS
+        lowered = jax.jit(lambda v, out=out: ov.adaptive_max_pool(v, out)).lower(
+            jax.ShapeDtypeStruct(shape, np.float32))
+        assert len(lowered.as_text().splitlines()) < 600, (shape, out)
+
+
 def test_windows_that_tile_a_large_input():
     """Inputs of `TILED_MIN_BYTES` or more whose windows tile them are folded axis by axis:
     against the oracle with ties, ±0, ±inf and NaN (the check sends such data to the unrolled

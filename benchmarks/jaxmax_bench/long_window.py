@@ -89,4 +89,11 @@ def cases(sz: Sizes) -> list[Case]:
         _case("AdaptiveMaxPool-8 to (5, 3)", (8, 64, 224, 224),
               lambda: lambda x: jov().adaptive_max_pool(x, (5, 3)),
               "jaxmax.openvino.adaptive_max_pool (jit)", _adaptive_plain((5, 3)), adaptive),
+        # windows of many reads that are not a regular pool's: 960 and 3480 reads per plane
+        _case("AdaptiveMaxPool-8 to (5, 3)", (16, 128, 28, 28),
+              lambda: lambda x: jov().adaptive_max_pool(x, (5, 3)),
+              "jaxmax.openvino.adaptive_max_pool (jit)", _adaptive_plain((5, 3)), adaptive),
+        _case("AdaptiveMaxPool-8 to (5, 3)", (8, 64, 56, 56),
+              lambda: lambda x: jov().adaptive_max_pool(x, (5, 3)),
+              "jaxmax.openvino.adaptive_max_pool (jit)", _adaptive_plain((5, 3)), adaptive),
     ]

@@ -20,9 +20,15 @@ head's (14, 14) to (7, 7)), the fold runs one axis at a time instead (`_tiled`: 
 seeded fold unless the data holds a NaN; then the unrolled fold is taken (`_tiled_or_fold`),
 whose derivative is also the one taken in every case.
 
+Otherwise the fold over every tap where each tap is one strided slice per axis (`_regular`
+windows, at most 64 taps); else each window folded on its own (`_per_window`) up to
+`WINDOW_READS` element reads per plane; beyond, the tap fold up to `RUNS_FOLD_TAPS` taps, and the
+compact form above it: the per-window form is the fastest but its compile grows with the reads.
+
 Inputs of at most ``pool_compact.SMALL_BYTES``, and windows whose largest lengths sum over the
-axes to more than `MAX_UNROLLED_AXIS_TAPS`, take the compact form (`_compact`: per axis one
-gather of the taps and one variadic reduce), whose compiled code does not grow with the windows.
+axes to more than `MAX_UNROLLED_AXIS_TAPS`, take the compact form (`_compact`: one gather of
+every window's taps and one variadic reduce, or one of each per axis), whose compiled code does
+not grow with the windows.
 """
 
 from __future__ import annotations
@@ -94,11 +100,28 @@ def tap_positions(length: int, outputs: int) -> list[list[int]]:
 #: second pass cost more than they save on a small input).
 TILED_MIN_BYTES = 2 << 20
 # Up to this many taps (the product over the axes of the largest window) the fold is unrolled
-# over every tap combination in one fusion; beyond it, one axis at a time (see `_staged`).
+# over every tap combination in one fusion where each tap is one strided slice per axis
+# (`_regular`); beyond it, one axis at a time (see `_staged`).
 _UNROLLED_TAPS = 64
-# Up to this many element reads per (n, c) plane, windows that do not tile the input are each
-# folded from single-element slices (see `_per_window`).
-_WINDOW_READS = 1024
+#: Up to this many element reads per (n, c) plane, windows that are not regular are each folded
+#: from single-element slices (`_per_window`: the fastest form, whose compile grows with the
+#: reads, about 2.2-2.8 ms of CPU per read: 0.32 s at 144 reads, 0.68-0.83 s at 288-324, 1.8 s
+#: at 676, 3.0 s at 960, on a loaded machine). 300 keeps the (14, 14) -> (5, 3) head (288 reads,
+#: 1.9 ms against 8-26 ms for the forms below) and sends every larger count to them.
+WINDOW_READS = 300
+#: Beyond `WINDOW_READS`, up to this many taps the tap fold (`_fold`, taps of concatenated
+#: runs: compile about 0.3 s CPU at 16 taps, 0.6 s at 64) and beyond it the compact form
+#: (0.06-0.13 s whatever the windows). Measured in benchmarks/RESULTS.md, "AdaptiveMaxPool
+#: compile time by window reads".
+RUNS_FOLD_TAPS = 32
+
+
+def _regular(spatial: tuple[int, ...], output_shape: tuple[int, ...]) -> bool:
+    """Whether every tap of every axis reads one strided slice: the windows are a regular pool's
+    (start ``s * i - p``, kernel ``k``) clamped to the input, as (21, 21) -> (5, 4) are."""
+    return all(len(runs) == 1 and runs[0][2] > 0
+               for n, o in zip(spatial, output_shape, strict=True)
+               for runs in (_runs(positions) for positions in tap_positions(n, o)))
 
 
 def _window_reads(spatial: tuple[int, ...], output_shape: tuple[int, ...]) -> int:
@@ -130,12 +153,14 @@ def _adaptive_jit(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.d
             if dtypes.is_floating(x.dtype):
                 return _tiled_or_fold(x, output_shape, index_dtype)
             return _tiled(x, output_shape, index_dtype)  # integers: no NaN, the seeded fold
-        if divisible and tap_count(spatial, output_shape) <= _UNROLLED_TAPS:
+        taps = tap_count(spatial, output_shape)
+        if taps <= _UNROLLED_TAPS and (divisible or _regular(spatial, output_shape)):
             return _fold(x, output_shape, index_dtype)
-        if _window_reads(spatial, output_shape) <= _WINDOW_READS:
-            return _routed(partial(_per_window, output_shape=output_shape,
-                                   index_dtype=index_dtype), x)
-        return _unrolled_or_staged(x, output_shape, index_dtype)
+        if _window_reads(spatial, output_shape) <= WINDOW_READS:
+            form: Any = _per_window
+        else:
+            form = _runs_fold if taps <= RUNS_FOLD_TAPS else _compact
+        return _routed(partial(form, output_shape=output_shape, index_dtype=index_dtype), x)
 
     def out_spec(mesh):
         return explicit_axes.divisible(mesh, explicit_axes.spec_of(x), out_shape)
@@ -181,6 +206,12 @@ def _fold(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
         acc = jnp.where(take, tap, acc)
         index = jnp.where(take, step, index)
     return acc, jnp.broadcast_to(index + jnp.asarray(first.astype(index_dtype)), acc.shape)
+
+
+def _runs_fold(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dtype):
+    """`_fold` with `_routed`'s keywords (its taps of concatenated runs: differentiated through
+    the indices, whose compile does not grow with the taps)."""
+    return _fold(x, output_shape, index_dtype)
 
 
 def _tiled(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
@@ -314,33 +345,56 @@ def _staged(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
 
 
 def _per_window(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dtype):
-    """The seeded fold of each window over its own elements, single-element slices visited in
-    row-major order, the windows' results concatenated: one loop fusion in which every output
-    element reads only its window (the tap form's tap arrays of concatenated runs each become a
-    fusion of their own when the windows do not tile the input)."""
+    """The seeded fold of each window's values over its own elements, single-element slices
+    visited in row-major order, the windows' results concatenated: one loop fusion in which every
+    output element reads only its window (the tap form's tap arrays of concatenated runs each
+    become a fusion of their own when the windows do not tile the input).
+
+    Each index is then searched for, in a second fusion: the first element of the window equal
+    (``==``) to its value, or the window's first element where none is. The fold takes an element
+    only where it is above ``acc``, so its winner is the first element equal to the result (a
+    later equal one, ``±0`` too, is never taken; an earlier one would have been); a NaN result
+    is the window's first element, equal to nothing. The search's compare and select per element
+    compile in about 0.7x the time of an index carried through the fold (which repeats the
+    fold's compare and select in the index fusion), and a caller that uses the values only still
+    runs the values fold alone.
+    """
     spatial = tuple(x.shape[2:])
     wins = [windows(n, o) for n, o in zip(spatial, output_shape, strict=True)]
     itype = np.dtype(index_dtype).type
+    planes = tuple(x.shape[:2])
 
-    def build(d: int, ranges: list[tuple[int, int]]):
+    def element(v: jax.Array, at: tuple[int, ...]) -> jax.Array:
+        return lax.slice(v, (0, 0) + at, planes + tuple(p + 1 for p in at))
+
+    def fold(box: list[tuple[int, int]], _: tuple[int, ...]) -> jax.Array:
+        acc: Any = None
+        for at in itertools.product(*(range(s, e) for s, e in box)):
+            tap = element(x, at)
+            acc = tap if acc is None else lax.select(acc < tap, tap, acc)
+        return acc
+
+    def search(box: list[tuple[int, int]], out: tuple[int, ...]) -> jax.Array:
+        value = element(values, out)
+        elements = list(itertools.product(*(range(s, e) for s, e in box)))
+        index = lax.full(value.shape, itype(np.ravel_multi_index(elements[0], spatial)),
+                         index_dtype)
+        for at in reversed(elements):
+            flat = lax.full(value.shape, itype(np.ravel_multi_index(at, spatial)), index_dtype)
+            index = lax.select(element(x, at) == value, flat, index)
+        return index
+
+    def build(d: int, box: list[tuple[int, int]], out: tuple[int, ...], leaf) -> jax.Array:
         if d == len(spatial):
-            acc: Any = None
-            index: Any = None
-            for elem in itertools.product(*(range(s, e) for s, e in ranges)):
-                tap = lax.slice(x, (0, 0) + elem, tuple(x.shape[:2]) + tuple(p + 1 for p in elem))
-                flat = itype(np.ravel_multi_index(elem, spatial))
-                if acc is None:
-                    acc, index = tap, jnp.full(tap.shape, flat, index_dtype)
-                    continue
-                take = acc < tap
-                acc = jnp.where(take, tap, acc)
-                index = jnp.where(take, flat, index)
-            return acc, index
-        parts = [build(d + 1, ranges + [w]) for w in wins[d]]
-        return (lax.concatenate([p[0] for p in parts], 2 + d),
-                lax.concatenate([p[1] for p in parts], 2 + d))
+            return leaf(box, out)
+        return lax.concatenate([build(d + 1, box + [w], out + (i,), leaf)
+                                for i, w in enumerate(wins[d])], 2 + d)
 
-    return build(0, [])
+    result = build(0, [], (), fold)
+    # the search reads the values from memory: without the barrier XLA fuses the whole fold
+    # into the search and compiles it a second time there
+    values = lax.optimization_barrier(result)
+    return result, build(0, [], (), search)
 
 
 def _routed(forward, x: jax.Array):
@@ -397,7 +451,69 @@ def _gather_along(v: jax.Array, positions: np.ndarray, axis: int) -> jax.Array:
                       mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
+#: On inputs of more than `pool_compact.SMALL_BYTES` the compact form gathers every window's taps
+#: at once (`_gathered`) while they number at most this many times the plane, otherwise axis by
+#: axis (`_gathered_by_axis`), whose reads add up over the axes instead of multiplying. In
+#: process: (8, 64, 224, 224) -> (5, 3) (1.05 reads per element) 87 against 104 ms,
+#: (1, 1, 100003) -> 7 0.18 against 0.20 ms; (8, 64, 224, 224) -> (223, 2) (2.0) 178 against
+#: 104 ms, (2, 8, 30, 30, 30) -> (29, 29, 3) (3.7) 12 against 1.9 ms.
+GATHER_ALL_MAX_READS = 1.5
+#: True or False forces `_gathered` or `_gathered_by_axis` wherever the compact form applies
+#: (tests of both set it, then clear JAX's caches); None chooses as above.
+FORCE_GATHER_ALL: bool | None = None
+
+
 def _compact(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dtype):
+    """The compact form: `_gathered` or `_gathered_by_axis` (see `GATHER_ALL_MAX_READS`)."""
+    spatial = tuple(x.shape[2:])
+    reads = math.prod(o * max(e - s for s, e in windows(n, o))
+                      for n, o in zip(spatial, output_shape, strict=True))
+    gather_all = (x.size * x.dtype.itemsize <= pool_compact.SMALL_BYTES
+                  or reads <= GATHER_ALL_MAX_READS * math.prod(spatial))
+    if FORCE_GATHER_ALL is not None:
+        gather_all = FORCE_GATHER_ALL
+    form = _gathered if gather_all else _gathered_by_axis
+    return form(x, output_shape=output_shape, index_dtype=index_dtype)
+
+
+def _gathered(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dtype):
+    """The seeded fold as one gather of every window's taps (each axis' ``min(start + t, end -
+    1)``, combined in row-major order: a short window repeats its last element) into a last axis
+    of their own, and one variadic reduce over it with `pool_compact`'s select (greater key,
+    then lower flat index). The key puts NaN below every number except at a window's first tap,
+    where it is above every number: NaN wins only as the first element, and otherwise the first
+    of the largest non-NaN elements wins, which is the seeded fold. The smallest program of the
+    forms (a new small shape's compile and resident memory follow its size)."""
+    spatial = tuple(x.shape[2:])
+    flat = np.zeros((), np.int64)
+    for d, (n, o) in enumerate(zip(spatial, output_shape, strict=True)):
+        taps = tap_positions(n, o)  # (k, O): tap t of each window
+        shape = [1] * (2 * len(spatial))
+        shape[d], shape[len(spatial) + d] = o, len(taps)
+        flat = flat + np.asarray(taps, np.int64).T.reshape(shape) * math.prod(spatial[d + 1:])
+    positions = flat.reshape(output_shape + (-1,)).astype(np.int32)  # (O..., taps)
+    planes = tuple(x.shape[:2])
+    # the values as their bits: a gather across shards may be a masked sum (-0.0 to +0.0)
+    plane_bits = lax.reshape(order.bits(x), planes + (math.prod(spatial),))
+    numbers = lax.GatherDimensionNumbers(offset_dims=(0, 1), collapsed_slice_dims=(2,),
+                                         start_index_map=(2,))
+    bits = lax.gather(plane_bits, positions[..., None], numbers, planes + (1,),
+                      mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)  # (N, C, O..., taps)
+    values = order.from_bits(bits, x.dtype)
+    key = order.key(values, descending=True, nan_order="last")
+    info = np.iinfo(key.dtype)
+    if dtypes.is_floating(x.dtype):
+        first_nan = (lax.broadcasted_iota(np.int32, bits.shape, bits.ndim - 1) == 0) & (
+            values != values)
+        key = lax.select(first_nan, lax.full(key.shape, info.max, key.dtype), key)
+    index = lax.broadcast_in_dim(positions, bits.shape, tuple(range(2, bits.ndim)))
+    _, value, index = lax.reduce(
+        (key, bits, index), (np.array(info.min, key.dtype), np.zeros((), bits.dtype),
+                             np.int32(pool_compact.NONE)), pool_compact.select, (bits.ndim - 1,))
+    return order.from_bits(value, x.dtype), index.astype(index_dtype)
+
+
+def _gathered_by_axis(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dtype):
     """The seeded fold with code that does not grow with the windows: per spatial axis (the
     last first), the taps of every window gathered into an axis of their own (``min(start + t,
     end - 1)``: a short window repeats its last element) and reduced over it with

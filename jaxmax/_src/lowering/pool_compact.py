@@ -107,11 +107,12 @@ def winners(x: jax.Array, g: Geometry, nan: str) -> tuple[jax.Array, jax.Array, 
                              window_dilation=g.dilation)
 
 
-def _value(x: jax.Array, key: jax.Array, value: jax.Array, nan: str) -> jax.Array:
-    if nan == "skip":  # max(lowest(T), winner): compared on keys, exact for every number
+def _value(x: jax.Array, value: jax.Array, nan: str) -> jax.Array:
+    if nan == "skip":  # max(lowest(T), winner): a NaN winner compares false, as its key would
+        # (a compare of the values: the key of lowest(T) was a dozen traced operations on a
+        # constant, which every new shape's module keeps)
         low = dtypes.lowest(x.dtype)
-        return lax.select(key > _key(jnp.asarray(low), nan), value,
-                          lax.full(value.shape, low, value.dtype))
+        return lax.select(value > low, value, lax.full(value.shape, low, value.dtype))
     if dtypes.is_floating(x.dtype):  # one NaN, as every other pooling path gives
         return lax.select(value != value, lax.full(value.shape, np.nan, value.dtype), value)
     return value
@@ -141,8 +142,8 @@ def _first_tap(g: Geometry, out_shape: tuple[int, ...]) -> tuple[jax.Array, jax.
 
 @partial(jax.custom_jvp, nondiff_argnums=(1, 2))
 def _pooled(x: jax.Array, g: Geometry, nan: str) -> jax.Array:
-    key, value, _ = winners(x, g, nan)
-    return _value(x, key, value, nan)
+    _, value, _ = winners(x, g, nan)
+    return _value(x, value, nan)
 
 
 @_pooled.defjvp
@@ -166,8 +167,8 @@ def max_pool(x: jax.Array, g: Geometry, nan: str) -> jax.Array:
         raise ValueError(f"max_pool: unknown NaN rule {nan!r}")
     if dtypes.is_floating(x.dtype):
         return _pooled(x, g, nan)
-    key, value, _ = winners(x, g, nan)
-    return _value(x, key, value, nan)
+    _, value, _ = winners(x, g, nan)
+    return _value(x, value, nan)
 
 
 def _coords(index: jax.Array, g: Geometry, dtype) -> list[jax.Array]:
@@ -188,17 +189,25 @@ def indices(x: jax.Array, out: jax.Array, g: Geometry, nan: str, layout: IndexLa
     ``"propagate"`` a window without an input element."""
     x = lax.stop_gradient(x)
     _, _, index = winners(x, g, nan)
-    coords = dict(zip(range(g.lead, len(g.in_shape)), _coords(index, g, dtype), strict=True))
-    for d in range(g.lead):
-        coords[d] = lax.broadcasted_iota(dtype, out.shape, d)
-    flat = jnp.zeros(out.shape, dtype)
+    dims = layout.dims(len(g.in_shape))
+    strides = {d: math.prod(g.in_shape[e] for e in dims[i + 1:]) for i, d in enumerate(dims)}
+    if not layout.column_major and layout.first_axis <= g.lead:
+        # the pooled axes in row-major order: their part of the flat index is the plane index
+        # (no coordinates divided out and multiplied back: fewer operations in every new
+        # shape's module)
+        flat = index.astype(dtype)
+    else:
+        flat = jnp.zeros(out.shape, dtype)
+        for d, coord in zip(range(g.lead, len(g.in_shape)), _coords(index, g, dtype),
+                            strict=True):
+            if d in strides:
+                flat = flat + coord * dtype(strides[d])
     plane = jnp.zeros(out.shape, dtype)
-    step = 1
-    for d in reversed(layout.dims(len(g.in_shape))):
-        flat = flat + coords[d] * dtype(step)
+    for d in (d for d in dims if d < g.lead):
+        term = lax.broadcasted_iota(dtype, out.shape, d) * dtype(strides[d])
+        flat = flat + term
         if d < 2:
-            plane = plane + coords[d] * dtype(step)
-        step *= g.in_shape[d]
+            plane = plane + term
     none = plane if layout.no_winner == "plane_start" else dtype(-1)
     if nan == "skip":
         has = lax.stop_gradient(out) > dtypes.lowest(x.dtype)
