@@ -465,3 +465,34 @@ def test_onnxruntime_scatter_negatives(scatter_run, monkeypatch, at, value, why)
 def test_onnxruntime_scatter_unproven_window_excuses_nothing(scatter_run, monkeypatch):
     monkeypatch.setattr(fields, "_run", lambda *args: None)
     fails(scatter_run(), unexplained=3)
+
+
+# --- OpenVINO's CPU plugin: ScatterElementsUpdate-12 max -----------------------------------
+# The same targets as above; the CPU plugin folds `acc < u ? u : acc` (docs/semantics.md §8.4):
+# target 1 (updates [2, NaN]) gives 2 and target 2 (data NaN) NaN where the contract's fold
+# gives NaN and 1; targets 3 and 6 keep the data's zero where the contract takes the update's.
+# Target 7 (data -0, updates [+0, -0]) gives -0 in both folds.
+CPU_SCATTER_DATA = np.append(SCATTER_DATA, np.float32(-0.0))
+CPU_SCATTER_IDS = np.append(SCATTER_IDS, [7, 7])
+CPU_SCATTER_UPD = np.append(SCATTER_UPD, np.array([0.0, -0.0], np.float32))
+
+@pytest.fixture
+def cpu_scatter_run(tmp_path):
+    import openvino.opset12 as ov12
+
+    d = ov1.parameter([8], np.float32, name="d")
+    i = ov1.parameter([10], np.int64, name="i")
+    u = ov1.parameter([10], np.float32, name="u")
+    node = ov12.scatter_elements_update(d, i, u, ov1.constant(np.array(0, np.int64)),
+                                        reduction="max")
+    path = ov_model(tmp_path / "seu.xml", [node.output(0)], [d, i, u])
+    return Case(path, d=CPU_SCATTER_DATA, i=CPU_SCATTER_IDS, u=CPU_SCATTER_UPD)
+
+
+def test_cpu_scatter_elements_update_nan_and_zero_tie(cpu_scatter_run, monkeypatch):
+    out = passes(cpu_scatter_run.check(), {"NaN order": 2, "sign of a +-0 tie": 2})
+    assert "first at [1]: jaxmax nan, runtime 2.0" in out and "§8.4)" in out, out
+    rejects(monkeypatch, cpu_scatter_run,
+            (0, 5, 4.0),  # no NaN and no zero routed to target 5
+            (0, 2, 5.0),  # a NaN there, but 5 is not the contract's 1
+            (0, 7, 0.0))  # zeros of both signs, but +0 is not the contract's -0

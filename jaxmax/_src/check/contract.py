@@ -81,3 +81,46 @@ def onnx_arg_max_of_nan(binding: NodeFunction, x: np.ndarray) -> np.ndarray | No
     if binding.attributes.get("keepdims", 1):
         index = np.expand_dims(index, axis)
     return index.astype(np.int64)
+
+
+def _arguments(binding: NodeFunction, inputs) -> list:
+    """The bound call's positional arguments: the runtime `inputs` in their slots, the constants
+    the binding fixed in the others."""
+    fed = iter(inputs)
+    return [np.asarray(next(fed)) if slot.runtime else slot.value for slot in binding.slots]
+
+
+def ov_scatter_elements_update(binding: NodeFunction, inputs) -> np.ndarray | None:
+    """ScatterElementsUpdate-12 max (docs/semantics.md §8.3): per target, the fold ``acc = acc
+    > u ? acc : u`` from its data element (lowest(T) for a touched target when
+    ``use_init_val`` is false) over the updates routed to it, in row-major order. Vectorised
+    over targets: the k-th update of every target is folded in step k."""
+    if binding.function != "scatter_elements_update" or len(binding.slots) != 4:
+        return None
+    data, indices, updates, axis = _arguments(binding, inputs)
+    data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
+    if data.dtype.kind != "f" or indices.shape != updates.shape or indices.ndim != data.ndim:
+        return None
+    axis = int(np.asarray(axis).reshape(-1)[0]) % data.ndim
+    size = data.shape[axis]
+    if indices.dtype.kind not in "iu" or ((indices < -size) | (indices >= size)).any():
+        return None
+    coords = list(np.indices(indices.shape).reshape(indices.ndim, -1))
+    coords[axis] = indices.reshape(-1).astype(np.int64) % size
+    if any((c >= n).any() for c, n in zip(coords, data.shape, strict=True)):
+        return None
+    target = np.ravel_multi_index(tuple(coords), data.shape)
+    values = updates.reshape(-1)
+    order = np.argsort(target, kind="stable")  # row-major order within each target
+    sorted_target = target[order]
+    starts = np.flatnonzero(np.r_[True, sorted_target[1:] != sorted_target[:-1]])
+    rank = np.arange(order.size) - np.repeat(starts, np.diff(np.r_[starts, order.size]))
+    out = data.reshape(-1).copy()
+    if not binding.attributes.get("use_init_val", True):
+        out[target] = np.finfo(data.dtype).min
+    for k in range(int(rank.max(initial=-1)) + 1):
+        step = order[rank == k]
+        acc, u = out[target[step]], values[step]
+        with np.errstate(invalid="ignore"):
+            out[target[step]] = np.where(acc > u, acc, u)
+    return out.reshape(data.shape)

@@ -298,6 +298,25 @@ _ORT_SCATTER = [
          _zero_tie(_plus_zero))]
 
 
+def _want_scatter_update(case: Case):
+    value = contract.ov_scatter_elements_update(case.binding, case.inputs)
+    return None if value is None else [value]
+
+
+def _ov_scatter_zero(case: Case) -> np.ndarray | None:
+    return contract.ov_scatter_elements_update(case.binding, case.inputs)
+
+
+# ScatterElementsUpdate-12 max: the CPU plugin folds `acc < u ? u : acc` (NaN updates ignored,
+# a NaN data element kept, the current value kept on a tie) where the contract folds the
+# reference's `acc > u ? acc : u`
+_CPU_SCATTER = [
+    Rule("NaN order", "the CPU plugin ignores NaN updates and keeps a NaN data element", "§8.4",
+         _ov_nan(_want_scatter_update)),
+    Rule("sign of a +-0 tie", "the CPU plugin keeps the current zero", "§8.4",
+         _zero_tie(_ov_scatter_zero))]
+
+
 # for the operators whose value can be lowest(f16) with no such element in the data (a clamp or
 # an empty window): elsewhere the rule could never explain anything
 _F16_LOWEST = Rule("float16 lowest", "the CPU plugin computes in f32 and gives -inf", "§3",
@@ -329,6 +348,7 @@ RULES: dict[tuple[str, str], list[Rule]] = {
         Rule("sign of a +-0 tie", "the CPU plugin returns the second argument", "§7.3",
              _zero_tie(_ov_zero)),
         Rule(*_CPU_64, "§7.3", _changed_by(_wide))],
+    (OPENVINO_CPU, "ScatterElementsUpdate"): _CPU_SCATTER,
     (OPENVINO_CPU, "TopK"): [
         Rule(*_CPU_NAN, "§6.5", _ov_nan(_want_top_k)),
         Rule("tie order", "the CPU plugin picks another tied element", "§6.5", _tie_order),
