@@ -380,3 +380,27 @@ def test_compare_key_orders_like_the_rule(dtype, nan_order):
         for j, b in enumerate(as_float):
             want = int(rank(a) > rank(b)) - int(rank(a) < rank(b))
             assert np.sign(int(got[i]) - int(got[j])) == want, (values[i], values[j])
+
+
+@pytest.mark.parametrize("length", [150, 1009])  # the chunked path (chunks of 75), the plain one
+def test_arg_max_float32_zero_maxima(length):
+    """A slice whose maximum is zero keeps the float search unless it holds a subnormal:
+    rows of -0.0/+0.0, zeros after negatives, a negative subnormal before the first zero (a
+    float compare that treats subnormals as zero would pick it), a positive subnormal after the
+    zeros (the true maximum), zero rows next to NaN rows; first and last index."""
+    assert not lowering.lanes(length) and bool(lowering._chunk(length)) == (length == 150)
+    rng = np.random.default_rng(21)
+    x = -np.abs(rng.standard_normal((8, length))).astype(np.float32) - 1
+    x[0, :] = np.where(np.arange(length) % 3, -0.0, 0.0)
+    x[1, 100], x[1, 7], x[1, length - 1] = -0.0, 0.0, 0.0
+    x[2, 3], x[2, 60] = np.float32(-1e-45), 0.0
+    x[3, 20], x[3, 120] = 0.0, np.float32(1e-44)
+    x[4, 90] = -0.0
+    x[5, 30] = np.nan
+    x[6, :] = 0.0
+    for last in (0, 1):
+        for rows in (x[[0, 1, 4, 6]], x[[0, 1, 4, 5, 6]], x[[0, 2]], x[[1, 3]]):
+            got = jax.jit(lambda v, last=last: onnx.arg_max(v, axis=-1, keepdims=0,
+                                                            select_last_index=last))(rows)
+            assert_bits(got, onnx_arg_max(rows, 1, False, bool(last)).astype(np.int32),
+                        f"{length} last {last}")

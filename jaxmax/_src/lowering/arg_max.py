@@ -10,8 +10,9 @@ index (a segmentation head's ``(N, classes, H, W)`` over the classes). float32 o
 of ``8 * m`` lanes in one pass (``_lane_arg_max``), exact on any data.
 Other float32 over a last axis with a divisor in ``[16, 256]``, NaN first, takes per-chunk float
 maxima and sums in one pass and searches one chunk per slice (``_chunked_arg_max``), exact unless
-a slice's maximum is zero or subnormal. Otherwise (and where those are not exact) two integer
-reductions: the largest key, then the smallest (largest) index holding it.
+a slice's maximum is subnormal, or zero with a subnormal in its slice (checked by one more pass
+only when some slice's maximum is zero: `_settled`). Otherwise (and where those are not exact)
+two integer reductions: the largest key, then the smallest (largest) index holding it.
 
 Integer keys decide everything: XLA's floating ``max`` (which drops NaN on CPU) is never used.
 Inputs sharded over ``Explicit`` mesh axes are computed with those axes made ``Auto``
@@ -63,12 +64,14 @@ def _arg_max_jit(x, *, axis, keepdims, last, nan_order, index_dtype):
             out = _lane_arg_max(x, partial(order.compare_key, nan_order=nan_order),
                                 lanes(x.shape[axis]), last).astype(index_dtype)
         elif last_axis and nan_order == "first" and _chunk(x.shape[axis]):
-            index, ok = _chunked_arg_max(x, _chunk(x.shape[axis]), last)
-            out = lax.cond(ok, lambda: index, exact).astype(index_dtype)
+            index, sure, zero = _chunked_arg_max(x, _chunk(x.shape[axis]), last)
+            out = _settled(lambda: index, sure, zero, x, axis, exact).astype(index_dtype)
         elif x.dtype == np.float32 and x.shape[axis] <= 2**24:
             top = lax.reduce_max(x, (axis,))
-            out = lax.cond(_plain_float_ok(x, top), partial(_float_arg_max, x, top, axis, last),
-                           exact).astype(index_dtype)
+            nan_free = ~rules.sum_is_nan(x)
+            out = _settled(partial(_float_arg_max, x, top, axis, last),
+                           nan_free & (jnp.abs(top) >= _F32_TINY), nan_free & (top == 0), x,
+                           axis, exact).astype(index_dtype)
         else:
             out = _reduce_arg_max(key(x), axis, last, index_dtype)
         return lax.expand_dims(out, (axis,)) if keepdims else out
@@ -94,19 +97,29 @@ def _fold_arg_max(x, key, axis, last, index_dtype):
 _F32_TINY = np.float32(np.finfo(np.float32).tiny)  # the smallest normal float32
 
 
-def _plain_float_ok(x, top):
-    """Whether the float reductions of `_float_arg_max` are exact for float32 `x` whose plain
-    maximum over the axis is `top`: no NaN in the
-    data (their sum is NaN otherwise; an ``inf - inf`` only costs the exact path) and every
-    slice's maximum a normal number or infinity. Then ``x == max`` is exact although XLA's CPU
-    float compare treats subnormals as zero, and ``-0.0``/``+0.0`` ties cannot arise."""
-    return ~rules.sum_is_nan(x) & jnp.all(jnp.abs(top) >= _F32_TINY)
+def _settled(fast, sure, zero, x, axis, exact):
+    """``fast()``, a float search's index, where it is exact; otherwise ``exact()``.
+
+    The search is exact on a slice that is `sure` (no NaN in the data, or the NaN was found,
+    and the float maximum a normal number or infinity: ``x == max`` is exact although XLA's CPU
+    float compare treats subnormals as zero), and on a slice whose float maximum is ``±0``
+    (`zero`) and that holds no subnormal: then the first (last) zero of either sign is the
+    answer, as the key says. The subnormal check is one more pass over `x`, taken only when
+    some slice is not `sure` (a row of zeros, ReLU output), so that such data do not pay the
+    key's two integer reductions."""
+    def zero_maxima():
+        bits = lax.bitcast_convert_type(x, np.int32) & np.int32(0x7FFFFFFF)
+        subnormal = (bits > 0) & (bits < np.int32(0x00800000))
+        clean = lax.reduce_sum(jnp.where(subnormal, np.float32(1), np.float32(0)), (axis,)) == 0
+        return lax.cond(jnp.all(sure | zero & clean), fast, exact)
+
+    return lax.cond(jnp.all(sure), fast, zero_maxima)
 
 
 def _float_arg_max(x, top, axis, last):
     """Three float reductions (XLA's fast float kernels): the maximum, then the smallest
-    (largest) index holding it, as float32 (exact below 2**24). Exact only where
-    `_plain_float_ok` says so; `top` is the plain float maximum over `axis`."""
+    (largest) index holding it, as float32 (exact below 2**24). Exact only where `_settled`
+    says so; `top` is the plain float maximum over `axis`."""
     hit = x == lax.expand_dims(top, (axis,))
     return first_index(hit, axis, last, np.dtype(np.float32)).astype(np.int32)
 
@@ -172,10 +185,10 @@ def _chunked_arg_max(x, d, last):
     in a chunk makes its sum NaN; XLA's CPU ``max`` may drop it). Then, on the small chunk
     arrays, the slice maximum `top` and the first (`last`: last) chunk that holds it, or, in a
     slice with a NaN sum, the first (last) such chunk; the `d` elements of that chunk are
-    gathered and searched for `top` (or a NaN). Exact when every slice either found a NaN there
-    or has a normal or infinite `top` (so ``x == top`` is exact although XLA's CPU float compare
-    treats subnormals as zero, and no ``-0.0``/``+0.0`` tie arises). A NaN sum without a NaN
-    (``inf - inf``, overflow) finds nothing in its chunk: not exact, the caller takes the key.
+    gathered and searched for `top` (or a NaN). Returns the index and, per slice, whether it
+    is sure (a NaN found there, or a normal or infinite `top`) and whether its `top` is ``±0``
+    (exact unless the slice holds a subnormal), for `_settled`. A NaN sum without a NaN
+    (``inf - inf``, overflow) finds nothing in its chunk: neither, the caller takes the key.
     """
     n = x.shape[-1]
     c = n // d
@@ -194,8 +207,8 @@ def _chunked_arg_max(x, d, last):
                                 axis=chunks.ndim - 2)[..., 0, :]
     w = pick(jnp.where(has_nan[..., None], block != block, block == top[..., None]))
     found = (w >= 0) & (w < d)
-    ok = jnp.all(found & (has_nan | (jnp.abs(top) >= _F32_TINY)))
-    return j * np.int32(d) + w, ok
+    sure = found & (has_nan | (jnp.abs(top) >= _F32_TINY))
+    return j * np.int32(d) + w, sure, found & ~has_nan & (top == 0)
 
 
 def _reduce_arg_max(keys, axis, last, index_dtype):
