@@ -387,7 +387,8 @@ def test_arg_max_float32_zero_maxima(length):
     """A slice whose maximum is zero keeps the float search unless it holds a subnormal:
     rows of -0.0/+0.0, zeros after negatives, a negative subnormal before the first zero (a
     float compare that treats subnormals as zero would pick it), a positive subnormal after the
-    zeros (the true maximum), zero rows next to NaN rows; first and last index."""
+    zeros (the true maximum), zero rows next to NaN rows (NaN of either sign: the first or last
+    NaN), a NaN sum without a NaN (inf - inf); first and last index."""
     assert not lowering.lanes(length) and bool(lowering._chunk(length)) == (length == 150)
     rng = np.random.default_rng(21)
     x = -np.abs(rng.standard_normal((8, length))).astype(np.float32) - 1
@@ -396,10 +397,12 @@ def test_arg_max_float32_zero_maxima(length):
     x[2, 3], x[2, 60] = np.float32(-1e-45), 0.0
     x[3, 20], x[3, 120] = 0.0, np.float32(1e-44)
     x[4, 90] = -0.0
-    x[5, 30] = np.nan
+    x[5, 30], x[5, 140] = np.nan, -np.nan
     x[6, :] = 0.0
+    x[7, 9], x[7, 11] = np.inf, -np.inf  # a NaN sum without a NaN
     for last in (0, 1):
-        for rows in (x[[0, 1, 4, 6]], x[[0, 1, 4, 5, 6]], x[[0, 2]], x[[1, 3]]):
+        for rows in (x[[0, 1, 4, 6]], x[[0, 1, 4, 5, 6]], x[[0, 2]], x[[1, 3]], x[[5, 7]],
+                     x[[5, 6]]):
             got = jax.jit(lambda v, last=last: onnx.arg_max(v, axis=-1, keepdims=0,
                                                             select_last_index=last))(rows)
             assert_bits(got, onnx_arg_max(rows, 1, False, bool(last)).astype(np.int32),

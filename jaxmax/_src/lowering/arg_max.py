@@ -29,7 +29,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import explicit_axes
-from jaxmax._src.lowering import order, rules
+from jaxmax._src.lowering import order
 
 #: ArgMax over a non-last axis of at most this many elements runs as one fused fold.
 FOLD_LIMIT = 64
@@ -68,10 +68,11 @@ def _arg_max_jit(x, *, axis, keepdims, last, nan_order, index_dtype):
             out = _settled(lambda: index, sure, zero, x, axis, exact).astype(index_dtype)
         elif x.dtype == np.float32 and x.shape[axis] <= 2**24:
             top = lax.reduce_max(x, (axis,))
-            nan_free = ~rules.sum_is_nan(x)
+            nan_free = ~jnp.isnan(lax.reduce_sum(x, (axis,)))
             out = _settled(partial(_float_arg_max, x, top, axis, last),
                            nan_free & (jnp.abs(top) >= _F32_TINY), nan_free & (top == 0), x,
-                           axis, exact).astype(index_dtype)
+                           axis, exact, ~nan_free if nan_order == "first" else None,
+                           last).astype(index_dtype)
         else:
             out = _reduce_arg_max(key(x), axis, last, index_dtype)
         return lax.expand_dims(out, (axis,)) if keepdims else out
@@ -97,23 +98,30 @@ def _fold_arg_max(x, key, axis, last, index_dtype):
 _F32_TINY = np.float32(np.finfo(np.float32).tiny)  # the smallest normal float32
 
 
-def _settled(fast, sure, zero, x, axis, exact):
+def _settled(fast, sure, zero, x, axis, exact, nan_rows=None, last=False):
     """``fast()``, a float search's index, where it is exact; otherwise ``exact()``.
 
     The search is exact on a slice that is `sure` (no NaN in the data, or the NaN was found,
     and the float maximum a normal number or infinity: ``x == max`` is exact although XLA's CPU
     float compare treats subnormals as zero), and on a slice whose float maximum is ``±0``
     (`zero`) and that holds no subnormal: then the first (last) zero of either sign is the
-    answer, as the key says. The subnormal check is one more pass over `x`, taken only when
-    some slice is not `sure` (a row of zeros, ReLU output), so that such data do not pay the
-    key's two integer reductions."""
-    def zero_maxima():
+    answer, as the key says. Slices in `nan_rows` (given where NaN ranks first) are answered by
+    their first (`last`: last) NaN instead, when they hold one (a NaN sum may also be
+    ``inf - inf``). Those checks are one more pass over `x`, taken only when some slice is not
+    `sure` (a row of zeros, ReLU output; a NaN), so that such data do not pay the key's two
+    integer reductions."""
+    def settle():
         bits = lax.bitcast_convert_type(x, np.int32) & np.int32(0x7FFFFFFF)
         subnormal = (bits > 0) & (bits < np.int32(0x00800000))
         clean = lax.reduce_sum(jnp.where(subnormal, np.float32(1), np.float32(0)), (axis,)) == 0
-        return lax.cond(jnp.all(sure | zero & clean), fast, exact)
+        if nan_rows is None:
+            return lax.cond(jnp.all(sure | zero & clean), fast, exact)
+        at_nan = first_index(x != x, axis, last, np.dtype(np.float32)).astype(np.int32)
+        found = (at_nan >= 0) & (at_nan < x.shape[axis])
+        return lax.cond(jnp.all(sure | zero & clean | nan_rows & found),
+                        lambda: jnp.where(nan_rows, at_nan, fast()), exact)
 
-    return lax.cond(jnp.all(sure), fast, zero_maxima)
+    return lax.cond(jnp.all(sure), fast, settle)
 
 
 def _float_arg_max(x, top, axis, last):
