@@ -11,10 +11,13 @@ of ``8 * m`` lanes in one pass (``_lane_arg_max``), exact on any data.
 Other float32 over a last axis with a divisor in ``[16, 256]``, NaN first, takes per-chunk float
 maxima and sums in one pass and searches one chunk per slice (``_chunked_arg_max``), exact unless
 a slice's maximum is subnormal, or zero with a subnormal in its slice (checked by one more pass
-only when some slice's maximum is zero: `_settled`). Otherwise (and where those are not exact)
-two integer reductions: the largest key, then the smallest (largest) index holding it.
+only when some slice's maximum is zero: `_settled`). Other float32 axes of up to ``2**24``
+elements: the float maximum and the first index holding it, settled the same way (a slice with
+a NaN, NaN first, by its first NaN). Otherwise (and where those are not exact) two integer
+reductions: the largest key, then the smallest (largest) index holding it.
 
-Integer keys decide everything: XLA's floating ``max`` (which drops NaN on CPU) is never used.
+Integer keys decide every result: XLA's floating ``max`` (which drops NaN on CPU) is only used
+where the checks above make it exact.
 Inputs sharded over ``Explicit`` mesh axes are computed with those axes made ``Auto``
 (:mod:`jaxmax._src.explicit_axes`). The output keeps the sharding of every other axis.
 """
