@@ -16,8 +16,8 @@ elements: the float maximum and the first index holding it, settled the same way
 a NaN, NaN first, by its first NaN). Otherwise (and where those are not exact) two integer
 reductions: the largest key, then the smallest (largest) index holding it.
 
-Integer keys decide every result: XLA's floating ``max`` (which drops NaN on CPU) is only used
-where the checks above make it exact.
+Every result is the integer key's: XLA's floating ``max`` (which drops NaN on CPU) is used only
+where the checks above make it agree.
 Inputs sharded over ``Explicit`` mesh axes are computed with those axes made ``Auto``
 (:mod:`jaxmax._src.explicit_axes`). The output keeps the sharding of every other axis.
 """
