@@ -107,7 +107,51 @@ def measure_sweep(sweep: ShapeSweep) -> dict[str, Any]:
         if time.perf_counter() - start > sweep.budget_s:
             break
     seconds = time.perf_counter() - start
-    return {"ms": seconds / done * 1e3, "rss_mb": (_rss_mb() - before) / done, "shapes": done}
+    result = {"ms": seconds / done * 1e3, "rss_mb": (_rss_mb() - before) / done, "shapes": done}
+    result.update(_split(fn, sweep, rng))
+    return result
+
+
+def _split(fn: Callable[..., Any], sweep: ShapeSweep, rng: Any, count: int = 10
+           ) -> dict[str, Any]:
+    """Where a new shape's time goes: ``jax.jit(fn)`` traced, lowered and compiled (and the
+    executable run once more) on `count` further new shapes (the sweep's, 21 rows taller),
+    medians in ms; and the lowered program's StableHLO lines."""
+    import statistics
+
+    import jax
+    import numpy as np
+
+    parts: dict[str, list[float]] = {"trace": [], "lower": [], "compile": [], "run": []}
+    lines = 0
+    for shape in sweep.shapes[:count]:
+        args = sweep.inputs(rng, (shape[0], shape[1], shape[2] + 21) + tuple(shape[3:]))
+        arrays = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
+
+        def call(*values: Any, args: tuple = args, arrays: list[int] = arrays) -> Any:
+            full = list(args)
+            for i, v in zip(arrays, values, strict=True):
+                full[i] = v
+            return fn(*full)
+
+        specs = [jax.ShapeDtypeStruct(args[i].shape, args[i].dtype) for i in arrays]
+        t0 = time.perf_counter()
+        traced = jax.jit(call).trace(*specs)
+        t1 = time.perf_counter()
+        lowered = traced.lower()
+        t2 = time.perf_counter()
+        compiled = lowered.compile()
+        t3 = time.perf_counter()
+        values = [args[i] for i in arrays]
+        jax.block_until_ready(compiled(*values))
+        t4 = time.perf_counter()
+        jax.block_until_ready(compiled(*values))
+        t5 = time.perf_counter()
+        for name, seconds in (("trace", t1 - t0), ("lower", t2 - t1), ("compile", t3 - t2),
+                              ("run", t5 - t4)):
+            parts[name].append(seconds * 1e3)
+        lines = len(lowered.as_text().splitlines())
+    return {"split_ms": {k: statistics.median(v) for k, v in parts.items()}, "hlo_lines": lines}
 
 
 def child_main(request: str) -> int:

@@ -129,7 +129,11 @@ def build_table(cases: list[Case], results: Results, notes: list[str],
             xb = ms / best if ms is not None and best and impl.role in (JAXMAX, COMPETITOR) \
                 else None
             if r.get("shapes") is not None:
-                notes.append(f"{case.name} | {impl.label}: over {r['shapes']} new shapes")
+                split = r.get("split_ms") or {}
+                notes.append(f"{case.name} | {impl.label}: over {r['shapes']} new shapes"
+                             + "".join(f"; {k} {v:.1f}" for k, v in split.items())
+                             + (f" ms per shape; {r['hlo_lines']} StableHLO lines"
+                                if split else ""))
             if with_compile and r.get("compile_err"):
                 notes.append(f"{case.name} | {impl.label}: compile cost not measured: "
                              f"{r['compile_err']}")

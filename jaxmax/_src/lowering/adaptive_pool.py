@@ -105,9 +105,9 @@ TILED_MIN_BYTES = 2 << 20
 _UNROLLED_TAPS = 64
 #: Up to this many element reads per (n, c) plane, windows that are not regular are each folded
 #: from single-element slices (`_per_window`: the fastest form, whose compile grows with the
-#: reads, about 2.2-2.8 ms of CPU per read: 0.32 s at 144 reads, 0.68-0.83 s at 288-324, 1.8 s
-#: at 676, 3.0 s at 960, on a loaded machine). 300 keeps the (14, 14) -> (5, 3) head (288 reads,
-#: 1.9 ms against 8-26 ms for the forms below) and sends every larger count to them.
+#: reads, 2-3 ms of CPU per read on a loaded machine: 0.33 s at 144 reads, 0.66-0.82 s at
+#: 288-324, 2.0 s at 676). 300 keeps the (14, 14) -> (5, 3) head (288 reads, 1.9 ms against
+#: 8-26 ms for the forms below) and sends every larger count to them.
 WINDOW_READS = 300
 #: Beyond `WINDOW_READS`, up to this many taps the tap fold (`_fold`, taps of concatenated
 #: runs: compile about 0.3 s CPU at 16 taps, 0.6 s at 64) and beyond it the compact form
