@@ -6,8 +6,8 @@
 * the interior / border split on strided (phased) axes as well as stride-1 and dilated ones:
   sizes that are and are not multiples of the stride, pads on one or both sides;
 * windows of more than 16 taps (3-D k3: 27): the value in one scan, or, strided and on an
-  input of more than `pool_stages.CHUNK_BYTES`, in two stages over chunks of planes (D and H,
-  then W; when a window's maximal zeros differ in sign, W first, which is exact); the
+  input of more than `pool_stages.CHUNK_BYTES`, in two stages over chunks of planes (W first,
+  then D and H, which must keep the one-stage scan's bits, zero signs included); the
   derivative through two stages (the inner axes first), whose composition must give the
   one-stage winners;
 * MaxPool-8 indices and ONNX Indices on those paths.
@@ -271,8 +271,8 @@ def test_chunked_large_window_against_the_oracle():
 def test_two_stages_keep_the_first_zero_in_row_major_order(face, chunked):
     """A window whose maximum is zero: +0.0 in its first W column (a later D row) and -0.0 in
     its second column (its first D row). The first element in row-major window order is the -0.0;
-    W's stage alone would keep the first column's +0.0, so the tie is found and the window
-    recomputed by the two stages W first. A small input takes the one-stage scan directly."""
+    stages in the order D and H, then W would keep the first column's +0.0, the order W first
+    keeps the -0.0. A small input takes the one-stage scan directly."""
     shape = CHUNKED[0] if chunked else (1, 2, 4, 4, 4)
     x = np.full(shape, -5.0, np.float32)
     # output (.., 0, 0, 1) reads D and H rows -1..1 and W rows 1..3 (pads of 1, stride 2): +0

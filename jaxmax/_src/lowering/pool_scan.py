@@ -13,7 +13,6 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes
-from jaxmax._src.lowering import order
 
 __all__ = ["first_max", "select"]
 
@@ -29,13 +28,10 @@ def select(pred: jax.Array, on_true, on_false) -> jax.Array:
     return lax.select(pred, t, f)
 
 
-def first_max(taps: list[jax.Array], fill, nan: str, *,
-              ties: bool = False) -> tuple[jax.Array, jax.Array | None]:
+def first_max(taps: list[jax.Array], fill, nan: str) -> jax.Array:
     """The first maximal tap of each window, scanned in row-major window order from `fill`
     (the runtimes' loop: a later tap replaces the value only when it is greater, so of two equal
-    values (``-0`` and ``+0`` too) the first is kept); with `ties`, also where some tap tied
-    the running value with other bits (``-0.0`` against ``+0.0``; XLA's CPU compare also ties
-    subnormals with zero), None for integers, whose equal values are equal bits.
+    values (``-0`` and ``+0`` too) the first is kept).
 
     ``nan="skip"`` (`fill` = lowest(T)): NaN is never greater, so NaN and ``-inf`` are skipped
     and the result is ``max(lowest(T), non-NaN taps)`` with no check. ``nan="propagate"``: a
@@ -48,17 +44,12 @@ def first_max(taps: list[jax.Array], fill, nan: str, *,
     taps are plain slices).
     """
     floating = dtypes.is_floating(taps[0].dtype)
-    bits = order.signed_bits_dtype(taps[0].dtype) if ties and floating else None
     acc = jnp.asarray(fill)
-    flag = tie = None
-    for j, tap in enumerate(taps):
-        if bits is not None and j:  # tap 0 meets `fill`, a normal number or -inf: no such tie
-            other = (tap == acc) & (lax.bitcast_convert_type(tap, bits)
-                                    != lax.bitcast_convert_type(acc, bits))
-            tie = other if tie is None else tie | other
+    flag = None
+    for tap in taps:
         acc = select(tap > acc, tap, acc)
         if nan == "propagate" and floating:
             flag = (tap != tap) if flag is None else flag | (tap != tap)
     if flag is not None:  # some tap is NaN: the value is NaN
         acc = select(flag, np.array(np.nan, acc.dtype), acc)
-    return acc, tie
+    return acc

@@ -14,8 +14,8 @@ Padded taps cost a bounds check per element and tap, and the scan reads each tap
 padded tap read twice is written to memory), so the outputs whose window lies inside the input
 are computed from plain slices and the few border boxes (``Geometry.boxes``) apart, written
 into the result in place. 3-D strided windows on large inputs take their value from two stages
-over cache-sized chunks (:mod:`jaxmax._src.lowering.pool_stages`; when a window's maximal
-elements are zeros of both signs, from its exact order of the two stages).
+over cache-sized chunks (:mod:`jaxmax._src.lowering.pool_stages`: W first, then D and H, the
+same bits).
 
 The values only: their derivative is :mod:`jaxmax._src.lowering.pool_tangents`'.
 """
@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmax._src import dtypes
-from jaxmax._src.lowering import pool_scan, pool_stages, pool_taps, rules
+from jaxmax._src.lowering import pool_scan, pool_stages, pool_taps
 from jaxmax._src.lowering.pool_geometry import Geometry
 
 __all__ = ["fill", "pooled"]
@@ -44,10 +44,7 @@ def pooled(x: jax.Array, g: Geometry, nan: str) -> jax.Array:
     if 0 in g.out_shape:
         return jnp.full(g.out_shape, pad)
     if pool_stages.applies(g, x.dtype.itemsize):  # 3-D strided windows: two stages, chunked
-        staged, tie = pool_stages.pooled(x, g, pad, nan)
-        if not dtypes.is_floating(x.dtype):  # equal integers are equal bits: no tie to redo
-            return staged
-        return rules.redo_if(tie, staged, lambda: pool_stages.pooled_exact(x, g, pad, nan))
+        return pool_stages.pooled(x, g, pad, nan)
     return _scanned(x, g, pad, nan)
 
 
@@ -60,4 +57,4 @@ def _scanned(x: jax.Array, g: Geometry, pad: np.ndarray, nan: str) -> jax.Array:
         wide = _scanned(x.astype(np.float32), g, pad.astype(np.float32), nan)
         return wide.astype(x.dtype)
     return pool_taps.by_boxes(
-        g, lambda box, at: pool_scan.first_max(pool_taps.taps(x, box, pad), pad, nan)[0], pad)
+        g, lambda box, at: pool_scan.first_max(pool_taps.taps(x, box, pad), pad, nan), pad)
