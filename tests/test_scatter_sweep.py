@@ -208,13 +208,14 @@ def test_odd_values_found_in_a_large_output(face, odd):
     updates = (rng.standard_normal((1000, 64)) + 5).astype(np.float32)
     odd_value = {"nan": np.nan, "neg_zero": -0.0, "subnormal": 1e-40,
                  "subnormal_among_zeros": 1e-40, "nan_and_zeros": np.nan}[odd]
+    if not odd.startswith("nan"):  # so that the odd update is the result
+        data[:, 1] = -1.0
+        updates[:, 1] = -1.0
     updates[::7, 1] = odd_value
-    if odd.endswith("zeros"):
+    if odd.endswith("zeros"):  # zero results, of either sign
+        data[:, 2] = updates[:, 2] = -1.0
         updates[::5, 2] = 0.0
         updates[::3, 2] = -0.0
-        data[:, 2] = -1.0
-    if not odd.startswith("nan"):
-        data[:, 1] = -1.0  # so that the odd update is the result
     ids = rng.integers(0, 100, 1000)
     if face in ("se", "seu"):
         indices = np.broadcast_to(ids[:, None], updates.shape).astype(np.int32)
