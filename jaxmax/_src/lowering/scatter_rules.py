@@ -85,6 +85,11 @@ def _bits_subnormal(x):
                    initial=wide(np.inf)) < smallest_normal
 
 
+def _any_subnormal(x):
+    """Whether `x` holds a subnormal: the bit test only when the fast sum cannot rule one out."""
+    return lax.cond(_maybe_tiny(x), _bits_subnormal, lambda x: jnp.array(False), x)
+
+
 def _start(geom: Geometry, use_init: bool, data, index):
     """``e0`` of every target: `data`, or lowest(T) where an update lands when it is unused."""
     if use_init:
@@ -169,10 +174,8 @@ def _forward(rule, geom, use_init, data, index, u):
     keyed = dataclasses.replace(geom, keys=True)
 
     def recheck(init, u):
-        if rule == "maximum":  # one bit test for both (a copy each compiles slower)
-            subnormal = lax.cond(_maybe_tiny(init) | _maybe_tiny(u),
-                                 lambda init, u: _bits_subnormal(init) | _bits_subnormal(u),
-                                 lambda init, u: jnp.array(False), init, u)
+        if rule == "maximum":  # the bits of each only when its own float sum asks
+            subnormal = _any_subnormal(init) | _any_subnormal(u)
             return lax.cond(subnormal, partial(_exact, rule, keyed, index),
                             lambda init, u: fast, init, u)
         # a fold is `fast` unless a NaN reached a target, a subnormal was flushed, or a zero
@@ -181,9 +184,10 @@ def _forward(rule, geom, use_init, data, index, u):
         odd = lax.cond(_maybe_tiny(init) | _maybe_tiny(u), _odd_bits,
                        lambda init, u: jnp.float32(0), init, u)
         nan = any_true(jnp.isnan(fast))
-        subnormal = odd >= 1  # a -0 mark may hide a subnormal one
-        return lax.cond(nan | subnormal,
-                        partial(_exact, rule, keyed, index, fold=nan | (odd >= 2), nan=nan,
+        subnormal = (odd == 1) | (odd == 3)
+        fold = nan | (odd >= 2)
+        return lax.cond(fold | subnormal,
+                        partial(_exact, rule, keyed, index, fold=fold, nan=nan,
                                 fast=(fast, subnormal)),
                         lambda init, u: fast, init, u)
 
@@ -191,14 +195,12 @@ def _forward(rule, geom, use_init, data, index, u):
 
 
 def _odd_bits(init, u):
-    """2 when `init` or `u` holds a -0 (a fold may then differ from the plain max), else 1
-    when either holds a subnormal, else 0: one float max of marks over each."""
-    def marks(x):
-        return jnp.max(jnp.where(_is_neg_zero(x), np.float32(2),
-                                 jnp.where(_is_subnormal(x), np.float32(1), np.float32(0))),
-                       initial=np.float32(0))
+    """2 when `init` or `u` holds a -0 (a fold may then differ from the plain max), plus 1
+    when either holds a subnormal: float max reductions over marks."""
+    def any_mark(test):
+        return jnp.maximum(any_true(test(u)), any_true(test(init))).astype(np.float32)
 
-    return jnp.maximum(marks(u), marks(init))
+    return np.float32(2) * any_mark(_is_neg_zero) + any_mark(_is_subnormal)
 
 
 def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
