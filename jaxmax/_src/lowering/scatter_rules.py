@@ -18,14 +18,15 @@ Integers and bool have no NaN and no signed zero, so every rule is one scatter-m
 that is logical OR). Floats off a mesh start with XLA's float scatter-max: it is the IEEE
 ``maximum`` except that it flushes a subnormal result to zero, and on sequences without NaN it
 is every fold but for the sign of a zero tie. So when its result holds no zero and no NaN it
-is exact for every rule (one float reduction decides, ``lax.cond``). Otherwise: ``"maximum"``
+is exact for every rule (two float sums decide, ``lax.cond``). Otherwise: ``"maximum"``
 redoes the scatter on ordered integer keys when a subnormal is present, and a fold keeps the
 fast result when no NaN reached a target (read from the result), no subnormal was flushed and
-no ``-0`` can make a zero tie differ; else the plain max (on keys when a subnormal is present)
-with a few extra scatters of positions, each only where needed: the tail after the last NaN
-when a NaN reached a target, the sign of the last (first) zero when a result is zero. The
-subnormal and zero tests are a float sum first (vectorised, as fast as a read) and a bit test
-(seven reads) only when the sum cannot rule them out. On a mesh every float
+no ``-0`` can make a zero tie differ; else a few extra scatters, each only where needed: the
+masked scatter on keys after the last NaN when a NaN reached a target or a subnormal is
+present (else the fast result stands for the plain max), the sign of the last (first) zero
+when a result is zero. The subnormal and zero tests are a float sum first (vectorised, as fast
+as a read) and a bit test (about seven reads) only when the sum cannot rule them out. On a
+mesh every float
 max runs on the keys (XLA's cross-device max is not exact). Zero and sign tests and selects
 next to them read the bits, because XLA's CPU float compare flushes subnormals to zero.
 
