@@ -18,7 +18,18 @@ OpenVINO faces on NaN-free input and on the NaN / -0 input that takes their exac
 the expanded index; onnxruntime ScatterElements-18; the OpenVINO CPU plugin's
 ScatterElementsUpdate-12.
 
-Run: ``PYTHONPATH=$PWD .venv/bin/python benchmarks/scatter_bench.py [--rounds N]``.
+With ``--data``, a second table instead: every jaxmax form on the data shapes of the cliff rule
+(each operator within 1.2x of its clean-data time): clean; NaN in 1 of 10,000 and in 1 of 100
+elements of `data` and `updates`; heavy ties (values in {-2, ..., 2}); ReLU-like zeros of both
+signs (half of `data` and `updates`, the sign at random). Each cell is the median wall and CPU
+time and the ratio of the CPU time to the form's clean time.
+
+With ``--row-forms``, the XLA forms tried for the row path against the read floor: scatter
+modes, pre-sorted ids, sorting in the jit, a transposed layout, row chunks, column blocks,
+target blocks, an integer scatter of integer input.
+
+Run: ``PYTHONPATH=$PWD .venv/bin/python benchmarks/scatter_bench.py [--rounds N]
+[--data | --row-forms]``.
 """
 
 from __future__ import annotations
@@ -93,6 +104,156 @@ def _floor_with_index(u, idx):
     return jnp.max(u), jnp.max(idx)
 
 
+def _data_shapes(data, upd, rng) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The cliff rule's data shapes: (data, updates) pairs."""
+    def nan_in(x, rate):
+        x = x.copy()
+        x[rng.random(x.shape) < rate] = np.nan
+        return x
+
+    def zeros(x):
+        keep = rng.random(x.shape) < 0.5
+        sign = np.where(rng.random(x.shape) < 0.5, np.float32(-0.0), np.float32(0.0))
+        return np.where(keep & (x > 0), x, sign).astype(np.float32)
+
+    return {
+        "clean": (data, upd),
+        "NaN 1e-4": (nan_in(data, 1e-4), nan_in(upd, 1e-4)),
+        "NaN 1e-2": (nan_in(data, 1e-2), nan_in(upd, 1e-2)),
+        "ties": (np.round(np.clip(data, -2, 2)), np.round(np.clip(upd, -2, 2))),
+        "+-0 zeros": (zeros(data), zeros(upd)),
+    }
+
+
+def data_table(args, data, upd, ids, coord) -> None:
+    """Every jaxmax form on every data shape, interleaved; ratios to the form's clean time."""
+    rng = np.random.default_rng(1)
+    shapes = {k: tuple(jax.device_put(a) for a in v)
+              for k, v in _data_shapes(data, upd, rng).items()}
+    i1, ic = jax.device_put(ids), jax.device_put(coord)
+    forms = {
+        "SE rows (broadcast_to)": (_se_built, i1),
+        "SE general": (_se, ic),
+        "SND rows (k=1)": (_snd, i1),
+        "SEU-12 rows (broadcast_to)": (_seu_built, i1),
+        "SNDU-15 rows (k=1)": (_sndu, i1),
+    }
+    if args.no_general:
+        del forms["SE general"]
+    jitted = {name: jax.jit(fn) for name, (fn, _) in forms.items()}
+    runs = {(f, k): (lambda j=jitted[f], i=forms[f][1], dk=shapes[k]: j(dk[0], i, dk[1]))
+            for f in forms for k in shapes}
+    for fn in runs.values():
+        _timed(fn)
+    wall: dict = {key: [] for key in runs}
+    cpu: dict = {key: [] for key in runs}
+    for _ in range(args.rounds):
+        for key, fn in runs.items():
+            w, c = _timed(fn)
+            wall[key].append(w)
+            cpu[key].append(c)
+    print(f"data shapes: data ({data.shape[0]}, {data.shape[1]}) f32, updates "
+          f"({upd.shape[0]}, {upd.shape[1]}); {args.rounds} interleaved rounds, medians; "
+          "cell: wall ms / CPU ms (CPU x clean)")
+    print("| form | " + " | ".join(shapes) + " |")
+    print("|---|" + "---:|" * len(shapes))
+    for f in forms:
+        clean = statistics.median(cpu[(f, "clean")])
+        cells = []
+        for k in shapes:
+            c = statistics.median(cpu[(f, k)])
+            cells.append(f"{1e3 * statistics.median(wall[(f, k)]):.0f} / {1e3 * c:.0f} "
+                         f"({c / clean:.2f})")
+        print(f"| {f} | " + " | ".join(cells) + " |")
+
+
+def _row_forms(data, upd, ids) -> dict:
+    """The row-path forms tried against the read floor: name -> (function, arguments)."""
+    from jax import lax
+
+    n = data.shape[0]
+    rows = lax.ScatterDimensionNumbers((1,), (0,), (0,))
+    drop = lax.GatherScatterMode.FILL_OR_DROP
+    order = np.argsort(ids, kind="stable")
+    d, u, i = (jax.device_put(a) for a in (data, upd, ids))
+    si, su = jax.device_put(ids[order]), jax.device_put(upd[order])
+    dt, ut = jax.device_put(data.T.copy()), jax.device_put(upd.T.copy())
+    di, ui = jax.device_put(data.view(np.int32)), jax.device_put(upd.view(np.int32))
+
+    def scatter(mode, sorted_=False):
+        return lambda d, i, u: lax.scatter_max(d, i[:, None], u, rows, mode=mode,
+                                               indices_are_sorted=sorted_)
+
+    def target_blocks(blocks):
+        step = -(-n // blocks)
+
+        def body(c, acc, i, u):
+            idx = jnp.where((i >= c * step) & (i < (c + 1) * step), i, n)
+            return lax.scatter_max(acc, idx[:, None], u, rows, mode=drop)
+
+        return lambda d, i, u: lax.fori_loop(0, blocks, lambda c, acc: body(c, acc, i, u), d)
+
+    def row_chunks(d, i, u, chunks=16):
+        size = i.shape[0] // chunks
+        return lax.fori_loop(0, chunks, lambda c, acc: lax.scatter_max(
+            acc, lax.dynamic_slice_in_dim(i, c * size, size)[:, None],
+            lax.dynamic_slice_in_dim(u, c * size, size), rows, mode=drop), d)
+
+    def sorted_in_jit(d, i, u):
+        o = jnp.argsort(i)
+        return jnp.maximum(d, jax.ops.segment_max(u[o], i[o], num_segments=n,
+                                                  indices_are_sorted=True))
+
+    return {
+        "read floor jnp.max(u)": (_floor, (u,)),
+        "JAX d.at[ids].max(u)": (_at_max, (d, i, u)),
+        "JAX maximum(d, segment_max(u, ids))": (_segment, (d, i, u)),
+        "lax.scatter_max FILL_OR_DROP": (scatter(drop), (d, i, u)),
+        "lax.scatter_max PROMISE_IN_BOUNDS": (
+            scatter(lax.GatherScatterMode.PROMISE_IN_BOUNDS), (d, i, u)),
+        "lax.scatter_max CLIP": (scatter(lax.GatherScatterMode.CLIP), (d, i, u)),
+        "pre-sorted ids and rows, indices_are_sorted": (scatter(drop, True), (d, si, su)),
+        "segment_max, pre-sorted, indices_are_sorted": (
+            lambda d, i, u: jnp.maximum(d, jax.ops.segment_max(
+                u, i, num_segments=n, indices_are_sorted=True)), (d, si, su)),
+        "argsort in the jit + sorted segment_max": (sorted_in_jit, (d, i, u)),
+        "transposed (F, m) -> (F, n) column scatter": (
+            lambda d, i, u: lax.scatter_max(d, i[:, None], u, lax.ScatterDimensionNumbers(
+                (0,), (1,), (1,)), mode=drop), (dt, i, ut)),
+        "row chunks, 16 (fori_loop)": (row_chunks, (d, i, u)),
+        "target blocks, 8 (fori_loop)": (target_blocks(8), (d, i, u)),
+        "column blocks of 16": (lambda d, i, u: jnp.concatenate(
+            [lax.scatter_max(d[:, k:k + 16], i[:, None], u[:, k:k + 16], rows, mode=drop)
+             for k in range(0, d.shape[1], 16)], 1), (d, i, u)),
+        "int32 scatter_max of int32 input": (scatter(drop), (di, i, ui)),
+        "SE rows, broadcast_to in jit": (_se_built, (d, i, u)),
+        "SE rows, broadcast_to, sorted ids": (_se_built, (d, si, u)),
+    }
+
+
+def row_forms_table(args, data, upd, ids) -> None:
+    forms = _row_forms(data, upd, ids)
+    compile_s = {name: _compile_time(fn, a) for name, (fn, a) in forms.items()}
+    jitted = {name: jax.jit(fn) for name, (fn, _) in forms.items()}
+    runners = {name: (lambda j=jitted[name], a=a: j(*a)) for name, (_, a) in forms.items()}
+    for fn in runners.values():
+        _timed(fn)
+    wall: dict = {name: [] for name in runners}
+    cpu: dict = {name: [] for name in runners}
+    for _ in range(args.rounds):
+        for name, fn in runners.items():
+            w, c = _timed(fn)
+            wall[name].append(w)
+            cpu[name].append(c)
+    floor = statistics.median(cpu["read floor jnp.max(u)"])
+    print("| form | wall ms | CPU ms | x floor (CPU) | compile s |")
+    print("|---|---:|---:|---:|---:|")
+    for name in runners:
+        c = statistics.median(cpu[name])
+        print(f"| {name} | {1e3 * statistics.median(wall[name]):.1f} | {1e3 * c:.1f} | "
+              f"{c / floor:.2f} | {compile_s[name]:.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=5)
@@ -100,6 +261,11 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=1_000_000)
     parser.add_argument("--features", type=int, default=64)
     parser.add_argument("--no-runtimes", action="store_true")
+    parser.add_argument("--data", action="store_true", help="the data-shape table instead")
+    parser.add_argument("--row-forms", action="store_true",
+                        help="the row-path forms against the read floor instead")
+    parser.add_argument("--no-general", action="store_true",
+                        help="leave the per-element path out of the data-shape table")
     args = parser.parse_args()
     n, m, f = args.rows, args.updates, args.features
     rng = np.random.default_rng(0)
@@ -108,6 +274,12 @@ def main() -> None:
     ids = rng.integers(0, n, m).astype(np.int32)
     full = np.broadcast_to(ids[:, None], (m, f)).copy()
     coord = (full + rng.integers(0, 2, (m, f)).astype(np.int32)) % n  # not row-constant
+    if args.data:
+        data_table(args, data, upd, ids, coord)
+        return
+    if args.row_forms:
+        row_forms_table(args, data, upd, ids)
+        return
     # inputs that take the exact forms: a NaN in 1 update row in 1000, -0 in as many, and
     # ReLU-like data (a quarter of it +0) for the ONNX face's zero re-check
     nan_upd, negz_upd = upd.copy(), upd.copy()

@@ -197,16 +197,25 @@ def test_oracle_steps_are_the_face_folds():
 
 
 @pytest.mark.parametrize("face", ["se", "seu", "snd", "sndu"])
-@pytest.mark.parametrize("odd", ["nan", "neg_zero", "subnormal"])
+@pytest.mark.parametrize("odd", ["nan", "neg_zero", "subnormal", "subnormal_among_zeros",
+                                 "nan_and_zeros"])
 def test_odd_values_found_in_a_large_output(face, odd):
     # the check that lets XLA's float scatter-max stand must see one odd value among thousands
-    # of outputs: XLA's vectorised CPU min, for one, drops a NaN from arrays this long
+    # of outputs: XLA's vectorised CPU min, for one, drops a NaN from arrays this long; zeros
+    # of both signs in `updates` send the subnormal check from its float sum to the bits
     rng = np.random.default_rng(17)
     data = (rng.standard_normal((100, 64)) + 5).astype(np.float32)
     updates = (rng.standard_normal((1000, 64)) + 5).astype(np.float32)
-    updates[::7, 1] = {"nan": np.nan, "neg_zero": -0.0, "subnormal": 1e-40}[odd]
-    if odd != "nan":
-        data[:, 1] = -1.0  # so that the odd update is the result
+    odd_value = {"nan": np.nan, "neg_zero": -0.0, "subnormal": 1e-40,
+                 "subnormal_among_zeros": 1e-40, "nan_and_zeros": np.nan}[odd]
+    if not odd.startswith("nan"):  # so that the odd update is the result
+        data[:, 1] = -1.0
+        updates[:, 1] = -1.0
+    updates[::7, 1] = odd_value
+    if odd.endswith("zeros"):  # zero results, of either sign
+        data[:, 2] = updates[:, 2] = -1.0
+        updates[::5, 2] = 0.0
+        updates[::3, 2] = -0.0
     ids = rng.integers(0, 100, 1000)
     if face in ("se", "seu"):
         indices = np.broadcast_to(ids[:, None], updates.shape).astype(np.int32)

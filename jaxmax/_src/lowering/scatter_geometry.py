@@ -105,6 +105,43 @@ class Geometry:
                  mode=_DROP)
         return out.reshape(self.operand_shape)
 
+    def last_positions(self, index: jax.Array, dtype) -> jax.Array:
+        """Operand-shaped: the position (1 + row-major offset into the updates) of the last
+        update reaching each element, 0 where none does. The row and slice forms find the last
+        row per target on the index alone (a scatter of row numbers, not of every element)."""
+        dtype = np.dtype(dtype)
+        if self.kind == "elements":
+            n = math.prod(self.updates_shape)
+            p = (lax.iota(dtype, n) + dtype.type(1)).reshape(self.updates_shape)
+            return self.scatter("max", jnp.zeros(self.operand_shape, dtype), index, p)
+        rows = index.shape[0]
+        if self.kind == "rows":
+            targets: tuple[int, ...] = (self.operand_shape[self.axis],)
+            strides = [math.prod(self.updates_shape[d + 1:])
+                       for d in range(len(self.updates_shape))]
+            offset = sum((lax.broadcasted_iota(dtype, self.operand_shape, d) * dtype.type(s)
+                          for d, s in enumerate(strides) if d != self.axis),
+                         jnp.zeros(self.operand_shape, dtype))
+            row_stride = strides[self.axis]
+            shape = tuple(n if d == self.axis else 1 for d, n in enumerate(self.operand_shape))
+        else:
+            targets = tuple(self.operand_shape[:self.k])
+            window = tuple(self.operand_shape[self.k:])
+            row_stride = math.prod(window)
+            offset = lax.iota(dtype, row_stride).reshape((1,) * self.k + window)
+            shape = targets + (1,) * len(window)
+        if targets:
+            dnums = lax.ScatterDimensionNumbers(
+                update_window_dims=(), inserted_window_dims=tuple(range(len(targets))),
+                scatter_dims_to_operand_dims=tuple(range(len(targets))))
+            last_row = lax.scatter_max(jnp.full(targets, -1, dtype), index,
+                                       lax.iota(dtype, rows), dnums, mode=_DROP)
+        else:  # k = 0: every slice is the whole operand
+            last_row = jnp.array(rows - 1, dtype)
+        last_row = last_row.reshape(shape)
+        return jnp.where(last_row >= 0, last_row * dtype.type(row_stride) + offset +
+                         dtype.type(1), dtype.type(0))
+
     def gather(self, operand: jax.Array, index: jax.Array, fill) -> jax.Array:
         """`operand` read at each update's target, update-shaped; `fill` where dropped."""
         dnums, sizes = self._gather()

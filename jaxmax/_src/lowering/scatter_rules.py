@@ -18,10 +18,15 @@ Integers and bool have no NaN and no signed zero, so every rule is one scatter-m
 that is logical OR). Floats off a mesh start with XLA's float scatter-max: it is the IEEE
 ``maximum`` except that it flushes a subnormal result to zero, and on sequences without NaN it
 is every fold but for the sign of a zero tie. So when its result holds no zero and no NaN it
-is exact for every rule (one float reduction decides, ``lax.cond``). Otherwise: ``"maximum"``
-redoes the scatter on ordered integer keys when a subnormal is present, and the folds take the
-integer-key scatter-max when a run-time check finds no NaN and no ``-0`` that could make them
-differ, else a few extra scatters of positions select the fold's element. On a mesh every float
+is exact for every rule (two float sums decide, ``lax.cond``). Otherwise: ``"maximum"``
+redoes the scatter on ordered integer keys when a subnormal is present, and a fold keeps the
+fast result when no NaN reached a target (read from the result), no subnormal was flushed and
+no ``-0`` can make a zero tie differ; else a few extra scatters, each only where needed: the
+masked scatter on keys after the last NaN when a NaN reached a target or a subnormal is
+present (else the fast result stands for the plain max), the sign of the last (first) zero
+when a result is zero. The subnormal and zero tests are a float sum first (vectorised, as fast
+as a read) and a bit test (about seven reads) only when the sum cannot rule them out. On a
+mesh every float
 max runs on the keys (XLA's cross-device max is not exact). Zero and sign tests and selects
 next to them read the bits, because XLA's CPU float compare flushes subnormals to zero.
 
@@ -60,7 +65,17 @@ def apply(rule: str, geom: Geometry, use_init: bool, data: jax.Array, index: jax
     return _float_scatter(rule, geom, use_init, data, index, updates)
 
 
-def _any_subnormal(x):
+def _maybe_tiny(x):
+    """Whether `x` may hold a zero or a subnormal (never false when it does): one float sum,
+    which XLA's CPU runs as a vectorised pass at the speed of a read, where a bit test in front
+    of a reduction is not fused into it and costs about seven reads. A subnormal, read as zero
+    by a flushing compare or as itself, scales below 1; NaN and overflow only say "maybe"."""
+    scale = np.array(1 / float(jnp.finfo(x.dtype).tiny), x.dtype)  # a power of two: exact
+    below_one = 1 - jnp.minimum(jnp.abs(x) * scale, np.array(1, x.dtype))
+    return ~(jnp.sum(below_one, dtype=x.dtype) == 0)
+
+
+def _bits_subnormal(x):
     """Whether `x` holds a subnormal number, read from the bits (a float compare flushes them):
     the magnitude bits converted to a float, whose min over the nonzero ones is a float
     reduction (fast to compile); the conversion is exact below the smallest normal's bits."""
@@ -69,6 +84,11 @@ def _any_subnormal(x):
     magnitude = _magnitude_bits(x).astype(wide)
     return jnp.min(jnp.where(magnitude > 0, magnitude, wide(np.inf)),
                    initial=wide(np.inf)) < smallest_normal
+
+
+def _any_subnormal(x):
+    """Whether `x` holds a subnormal: the bit test only when the fast sum cannot rule one out."""
+    return lax.cond(_maybe_tiny(x), _bits_subnormal, lambda x: jnp.array(False), x)
 
 
 def _start(geom: Geometry, use_init: bool, data, index):
@@ -85,6 +105,13 @@ def _magnitude_bits(x):
     b = order.bits(x)
     mask = (1 << (8 * np.dtype(x.dtype).itemsize - 1)) - 1  # every bit but the sign
     return lax.bitwise_and(b, np.array(mask, b.dtype))
+
+
+def _is_subnormal(x):
+    """Subnormal, read from the bits (a float compare reads it as zero)."""
+    m = _magnitude_bits(x)
+    smallest_normal = order.bits(jnp.array(jnp.finfo(x.dtype).tiny, x.dtype))
+    return (m > 0) & (m < smallest_normal)
 
 
 def _is_zero(x):
@@ -135,25 +162,55 @@ def _forward(rule, geom, use_init, data, index, u):
     # result to zero, and it is every fold on NaN-free sequences but for the sign of a zero tie;
     # so a result without a zero (and, for the folds, without a NaN) is exact as it stands
     fast = geom.scatter("max", init, index, u)
-    # the odd elements marked before the reduction: XLA's vectorised CPU min or max drops a NaN
-    # it reduces, and a float sum is not vectorised (5x slower); a flushed subnormal is == 0
-    odd = fast == 0 if rule == "maximum" else (fast == 0) | jnp.isnan(fast)
-    suspect = any_true(odd)
+    # float sums, which XLA's CPU runs vectorised (a compare in front of a reduction costs
+    # several times more, and a vectorised min or max may drop a NaN): the sum of `fast` is NaN
+    # when it holds a NaN (or both infinities), `_maybe_tiny` finds a zero (a flushed
+    # subnormal is one) when it holds no NaN; with a NaN the IEEE rule asks the compare
+    nan_or_infinities = jnp.isnan(jnp.sum(fast))
+    if rule == "maximum":
+        suspect = lax.cond(nan_or_infinities, lambda fast: any_true(fast == 0), _maybe_tiny,
+                           fast)
+    else:
+        suspect = nan_or_infinities | _maybe_tiny(fast)
     keyed = dataclasses.replace(geom, keys=True)
 
     def recheck(init, u):
-        if rule != "maximum":  # one copy of the fold's closed form (on keys) keeps compiles short
-            return _exact(rule, keyed, index, init, u)
-        subnormal = _any_subnormal(data) | _any_subnormal(u)
-        return lax.cond(subnormal, partial(_exact, rule, keyed, index),
+        if rule == "maximum":  # the bits of each only when its own float sum asks
+            subnormal = _any_subnormal(init) | _any_subnormal(u)
+            return lax.cond(subnormal, partial(_exact, rule, keyed, index),
+                            lambda init, u: fast, init, u)
+        # a fold is `fast` unless a NaN reached a target, a subnormal was flushed, or a zero
+        # tie has both signs; the bits are read only when the fast sums find a zero or a
+        # subnormal (-0 in `init` matters only beside a zero update, but costs no extra pass)
+        odd = lax.cond(_maybe_tiny(init) | _maybe_tiny(u), _odd_bits,
+                       lambda init, u: jnp.float32(0), init, u)
+        nan = any_true(jnp.isnan(fast))
+        subnormal = (odd == 1) | (odd == 3)
+        fold = nan | (odd >= 2)
+        return lax.cond(fold | subnormal,
+                        partial(_exact, rule, keyed, index, fold=fold, nan=nan,
+                                fast=(fast, subnormal)),
                         lambda init, u: fast, init, u)
 
     return lax.cond(suspect, recheck, lambda init, u: fast, init, u)
 
 
-def _exact(rule, geom, index, init, u):
+def _odd_bits(init, u):
+    """2 when `init` or `u` holds a -0 (a fold may then differ from the plain max), plus 1
+    when either holds a subnormal: float max reductions over marks."""
+    def any_mark(test):
+        return jnp.maximum(any_true(test(u)), any_true(test(init))).astype(np.float32)
+
+    return np.float32(2) * any_mark(_is_neg_zero) + any_mark(_is_subnormal)
+
+
+def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
     """The rule's result on every input: one scatter-max when the sequences hold no NaN or -0
-    that could make the fold differ from it, else the closed form of the fold."""
+    that could make the fold differ from it, else the closed form of the fold. `fold` and
+    `nan` (a NaN may reach a target) are found here when not given; `fast` is XLA's float
+    scatter-max with whether a subnormal may have been flushed in it, when the caller has it
+    (then it stands for the plain max, and a subnormal takes the masked scatter on keys: one
+    scatter fewer to compile)."""
     def plain_max(init, u):
         return geom.scatter("max", init, index, u)
 
@@ -162,37 +219,60 @@ def _exact(rule, geom, index, init, u):
     minus_inf = dtypes.max_identity(u.dtype)
     kd = _key_dtype(geom)
     p = _positions(geom, kd)
+    if fold is None:
+        nan_u = any_true(jnp.isnan(u))
+        nan = nan_u | any_true(jnp.isnan(init)) if rule == "acc_gt" else nan_u
+        fold = nan | any_true(_is_neg_zero(u)) | any_true(_is_neg_zero(init))
 
+    # each part runs only when the input needs it (a NaN, a zero result): each costs a full
+    # pass over the updates, several times the plain max
     def acc_gt(init, u):
-        lastnan = geom.scatter("max", jnp.where(jnp.isnan(init), kd.type(0), kd.type(-1)),
-                               index, jnp.where(jnp.isnan(u), p, kd.type(-1)))
-        last = geom.scatter("max", jnp.zeros(init.shape, kd), index, p)
-        tail = p > geom.gather(lastnan, index, kd.type(0))
-        before = lastnan < 0  # e0 belongs to the tail
-        top = geom.scatter("max", _select(before, init, minus_inf), index,
-                           _select(tail, u, minus_inf))
-        zero_key = geom.scatter(
-            "max", jnp.where(before & _is_zero(init), _sign(init).astype(kd), kd.type(-1)),
-            index, jnp.where(tail & _is_zero(u), p * kd.type(2) + _sign(u).astype(kd),
-                             kd.type(-1)))
-        out = _select(_is_zero(top), _signed_zero(zero_key % 2 == 1, u.dtype), top)
+        def with_nan(init, u):
+            lastnan = geom.scatter("max", jnp.where(jnp.isnan(init), kd.type(0), kd.type(-1)),
+                                   index, jnp.where(jnp.isnan(u), p, kd.type(-1)))
+            tail = p > geom.gather(lastnan, index, kd.type(0))
+            top = geom.scatter("max", _select(lastnan < 0, init, minus_inf), index,
+                               _select(tail, u, minus_inf))
+            return lastnan, top
+
+        def without_nan(init, u):
+            return jnp.full(init.shape, -1, kd), plain_max(init, u) if fast is None else fast[0]
+
+        lastnan, top = lax.cond(nan if fast is None else nan | fast[1], with_nan, without_nan,
+                                init, u)
+
+        def signed_zeros(top):
+            # the sign of the last zero of the whole sequence: where the tail's maximum is a
+            # zero, the tail holds a zero, so the last zero lies in it (no NaN mask needed)
+            key = geom.scatter(
+                "max", jnp.where(_is_zero(init), _sign(init).astype(kd), kd.type(-1)), index,
+                jnp.where(_is_zero(u), p * kd.type(2) + _sign(u).astype(kd), kd.type(-1)))
+            return _select(_is_zero(top), _signed_zero(key % 2 == 1, u.dtype), top)
+
+        out = lax.cond(fold & any_true(_is_zero(top)), signed_zeros, lambda top: top, top)
+        last = geom.last_positions(index, kd)
         out = _select(lastnan == last, jnp.array(np.nan, u.dtype), out)
         return _select(last == 0, init, out)
 
     def acc_lt(init, u):
-        top = geom.scatter("max", init, index, _select(jnp.isnan(u), minus_inf, u))
-        big = kd.type(np.iinfo(kd).max)
-        first_zero = geom.scatter("min", jnp.full(init.shape, big, kd), index,
-                                  jnp.where(_is_zero(u), p * kd.type(2) + _sign(u).astype(kd),
-                                            big))
-        zero_top = _is_zero(top)
-        out = _select(zero_top, _signed_zero(first_zero % 2 == 1, u.dtype), top)
-        return _select(zero_top & _is_zero(init), init, out)
+        top = lax.cond(nan if fast is None else nan | fast[1], lambda init, u: geom.scatter(
+            "max", init, index, _select(jnp.isnan(u), minus_inf, u)),
+            plain_max if fast is None else lambda init, u: fast[0], init, u)
 
-    slow = acc_gt if rule == "acc_gt" else acc_lt
-    odd_u = any_true(jnp.isnan(u) | _is_neg_zero(u))
-    odd_init = any_true(_is_neg_zero(init) | (jnp.isnan(init) if rule == "acc_gt" else False))
-    return lax.cond(odd_u | odd_init, slow, plain_max, init, u)
+        def signed_zeros(top):
+            big = kd.type(np.iinfo(kd).max)
+            first_zero = geom.scatter(
+                "min", jnp.full(init.shape, big, kd), index,
+                jnp.where(_is_zero(u), p * kd.type(2) + _sign(u).astype(kd), big))
+            zero_top = _is_zero(top)
+            out = _select(zero_top, _signed_zero(first_zero % 2 == 1, u.dtype), top)
+            return _select(zero_top & _is_zero(init), init, out)
+
+        return lax.cond(fold & any_true(_is_zero(top)), signed_zeros, lambda top: top, top)
+
+    # one program for every case (the plain max is the NaN-free branch): fewer copies of the
+    # scatters compile faster
+    return (acc_gt if rule == "acc_gt" else acc_lt)(init, u)
 
 
 def _backward(rule, geom, use_init, data, index, u, out, g):
