@@ -53,6 +53,21 @@ def _timed(fn) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
+def _interleaved(runs: dict, rounds: int) -> tuple[dict, dict]:
+    """Wall and CPU seconds of every call in `runs`, after one untimed call each, sampled in
+    turn for `rounds` rounds (a burst of load hits every form alike)."""
+    for fn in runs.values():
+        _timed(fn)
+    wall: dict = {key: [] for key in runs}
+    cpu: dict = {key: [] for key in runs}
+    for _ in range(rounds):
+        for key, fn in runs.items():
+            w, c = _timed(fn)
+            wall[key].append(w)
+            cpu[key].append(c)
+    return wall, cpu
+
+
 def _compile_time(fn, args, repeats: int = 3) -> float:
     times = []
     for _ in range(repeats):
@@ -143,15 +158,7 @@ def data_table(args, data, upd, ids, coord) -> None:
     jitted = {name: jax.jit(fn) for name, (fn, _) in forms.items()}
     runs = {(f, k): (lambda j=jitted[f], i=forms[f][1], dk=shapes[k]: j(dk[0], i, dk[1]))
             for f in forms for k in shapes}
-    for fn in runs.values():
-        _timed(fn)
-    wall: dict = {key: [] for key in runs}
-    cpu: dict = {key: [] for key in runs}
-    for _ in range(args.rounds):
-        for key, fn in runs.items():
-            w, c = _timed(fn)
-            wall[key].append(w)
-            cpu[key].append(c)
+    wall, cpu = _interleaved(runs, args.rounds)
     print(f"data shapes: data ({data.shape[0]}, {data.shape[1]}) f32, updates "
           f"({upd.shape[0]}, {upd.shape[1]}); {args.rounds} interleaved rounds, medians; "
           "cell: wall ms / CPU ms (CPU x clean)")
@@ -236,15 +243,7 @@ def row_forms_table(args, data, upd, ids) -> None:
     compile_s = {name: _compile_time(fn, a) for name, (fn, a) in forms.items()}
     jitted = {name: jax.jit(fn) for name, (fn, _) in forms.items()}
     runners = {name: (lambda j=jitted[name], a=a: j(*a)) for name, (_, a) in forms.items()}
-    for fn in runners.values():
-        _timed(fn)
-    wall: dict = {name: [] for name in runners}
-    cpu: dict = {name: [] for name in runners}
-    for _ in range(args.rounds):
-        for name, fn in runners.items():
-            w, c = _timed(fn)
-            wall[name].append(w)
-            cpu[name].append(c)
+    wall, cpu = _interleaved(runners, args.rounds)
     floor = statistics.median(cpu["read floor jnp.max(u)"])
     print("| form | wall ms | CPU ms | x floor (CPU) | compile s |")
     print("|---|---:|---:|---:|---:|")
@@ -350,15 +349,7 @@ def main() -> None:
         runners["OpenVINO CPU ScatterElementsUpdate-12"] = (
             lambda: request.infer([data, full, upd]))
 
-    for fn in runners.values():  # warm-up
-        _timed(fn)
-    wall: dict[str, list[float]] = {name: [] for name in runners}
-    cpu: dict[str, list[float]] = {name: [] for name in runners}
-    for _ in range(args.rounds):
-        for name, fn in runners.items():
-            w, c = _timed(fn)
-            wall[name].append(w)
-            cpu[name].append(c)
+    wall, cpu = _interleaved(runners, args.rounds)
     torch_ms = statistics.median(wall["torch scatter_reduce(amax), expanded index"])
     floor_ms = statistics.median(wall["read floor jnp.max(u)"])
     print(f"GNN anchor: data ({n}, {f}) f32, updates ({m}, {f}), unsorted ids, axis 0; "

@@ -114,8 +114,7 @@ def _settled(fast, sure, zero, x, axis, exact, nan_rows=None, last=False):
     `sure` (a row of zeros, ReLU output; a NaN), so that such data do not pay the key's two
     integer reductions."""
     def settle():
-        bits = lax.bitcast_convert_type(x, np.int32) & np.int32(0x7FFFFFFF)
-        subnormal = (bits > 0) & (bits < np.int32(0x00800000))
+        subnormal = order.is_subnormal(x)
         clean = lax.reduce_sum(jnp.where(subnormal, np.float32(1), np.float32(0)), (axis,)) == 0
         if nan_rows is None:
             return lax.cond(jnp.all(sure | zero & clean), fast, exact)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 from jax import lax
 
@@ -147,6 +148,27 @@ def bits(x: jax.Array) -> jax.Array:
     if dtypes.is_floating(x.dtype):
         return lax.bitcast_convert_type(x, unsigned_bits_dtype(x.dtype))
     return x
+
+
+def magnitude_bits(x: jax.Array) -> jax.Array:
+    """The bits of floating `x` but the sign, unsigned: 0 for ``±0``; read from the bits
+    because XLA's CPU float compare flushes subnormals to zero."""
+    mask = (1 << (8 * np.dtype(x.dtype).itemsize - 1)) - 1
+    b = bits(x)
+    return lax.bitwise_and(b, np.array(mask, b.dtype))
+
+
+def is_subnormal(x: jax.Array) -> jax.Array:
+    """Whether each element of floating `x` is subnormal, read from the bits (a flushing float
+    compare reads a subnormal as zero)."""
+    m = magnitude_bits(x)
+    return (m > 0) & (m < smallest_normal_bits(x.dtype))
+
+
+def smallest_normal_bits(dtype) -> np.ndarray:
+    """The magnitude bits of the smallest normal number of floating `dtype`."""
+    tiny = np.array(ml_dtypes.finfo(dtype).tiny, dtype)
+    return tiny.view(unsigned_bits_dtype(dtype))
 
 
 def from_bits(b: jax.Array, dtype) -> jax.Array:

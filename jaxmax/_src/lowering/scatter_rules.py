@@ -80,8 +80,8 @@ def _bits_subnormal(x):
     the magnitude bits converted to a float, whose min over the nonzero ones is a float
     reduction (fast to compile); the conversion is exact below the smallest normal's bits."""
     wide = np.float64 if np.dtype(x.dtype).itemsize == 8 else np.float32
-    smallest_normal = order.bits(jnp.array(jnp.finfo(x.dtype).tiny, x.dtype)).astype(wide)
-    magnitude = _magnitude_bits(x).astype(wide)
+    smallest_normal = order.smallest_normal_bits(x.dtype).astype(wide)
+    magnitude = order.magnitude_bits(x).astype(wide)
     return jnp.min(jnp.where(magnitude > 0, magnitude, wide(np.inf)),
                    initial=wide(np.inf)) < smallest_normal
 
@@ -101,22 +101,9 @@ def _start(geom: Geometry, use_init: bool, data, index):
     return jnp.where(touched, low, data)
 
 
-def _magnitude_bits(x):
-    b = order.bits(x)
-    mask = (1 << (8 * np.dtype(x.dtype).itemsize - 1)) - 1  # every bit but the sign
-    return lax.bitwise_and(b, np.array(mask, b.dtype))
-
-
-def _is_subnormal(x):
-    """Subnormal, read from the bits (a float compare reads it as zero)."""
-    m = _magnitude_bits(x)
-    smallest_normal = order.bits(jnp.array(jnp.finfo(x.dtype).tiny, x.dtype))
-    return (m > 0) & (m < smallest_normal)
-
-
 def _is_zero(x):
     """``x == ±0`` read from the bits (a flushed subnormal is not zero here)."""
-    return _magnitude_bits(x) == 0
+    return order.magnitude_bits(x) == 0
 
 
 def _sign(x):
@@ -182,11 +169,10 @@ def _forward(rule, geom, use_init, data, index, u):
         # a fold is `fast` unless a NaN reached a target, a subnormal was flushed, or a zero
         # tie has both signs; the bits are read only when the fast sums find a zero or a
         # subnormal (-0 in `init` matters only beside a zero update, but costs no extra pass)
-        odd = lax.cond(_maybe_tiny(init) | _maybe_tiny(u), _odd_bits,
-                       lambda init, u: jnp.float32(0), init, u)
+        neg_zero, subnormal = lax.cond(_maybe_tiny(init) | _maybe_tiny(u), _odd_bits,
+                                       lambda init, u: (jnp.array(False),) * 2, init, u)
         nan = any_true(jnp.isnan(fast))
-        subnormal = (odd == 1) | (odd == 3)
-        fold = nan | (odd >= 2)
+        fold = nan | neg_zero
         return lax.cond(fold | subnormal,
                         partial(_exact, rule, keyed, index, fold=fold, nan=nan,
                                 fast=(fast, subnormal)),
@@ -196,12 +182,12 @@ def _forward(rule, geom, use_init, data, index, u):
 
 
 def _odd_bits(init, u):
-    """2 when `init` or `u` holds a -0 (a fold may then differ from the plain max), plus 1
-    when either holds a subnormal: float max reductions over marks."""
+    """Whether `init` or `u` holds a -0 (a fold may then differ from the plain max), and
+    whether either holds a subnormal, from the bits."""
     def any_mark(test):
-        return jnp.maximum(any_true(test(u)), any_true(test(init))).astype(np.float32)
+        return any_true(test(u)) | any_true(test(init))
 
-    return np.float32(2) * any_mark(_is_neg_zero) + any_mark(_is_subnormal)
+    return any_mark(_is_neg_zero), any_mark(order.is_subnormal)
 
 
 def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
@@ -223,6 +209,10 @@ def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
         nan_u = any_true(jnp.isnan(u))
         nan = nan_u | any_true(jnp.isnan(init)) if rule == "acc_gt" else nan_u
         fold = nan | any_true(_is_neg_zero(u)) | any_true(_is_neg_zero(init))
+    # the masked scatter is needed where a NaN may reach a target, or where the caller's fast
+    # result may hold a flushed subnormal; otherwise the plain max stands (the caller's, if any)
+    masked = nan if fast is None else nan | fast[1]
+    plain = plain_max if fast is None else (lambda init, u: fast[0])
 
     # each part runs only when the input needs it (a NaN, a zero result): each costs a full
     # pass over the updates, several times the plain max
@@ -236,10 +226,9 @@ def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
             return lastnan, top
 
         def without_nan(init, u):
-            return jnp.full(init.shape, -1, kd), plain_max(init, u) if fast is None else fast[0]
+            return jnp.full(init.shape, -1, kd), plain(init, u)
 
-        lastnan, top = lax.cond(nan if fast is None else nan | fast[1], with_nan, without_nan,
-                                init, u)
+        lastnan, top = lax.cond(masked, with_nan, without_nan, init, u)
 
         def signed_zeros(top):
             # the sign of the last zero of the whole sequence: where the tail's maximum is a
@@ -255,9 +244,8 @@ def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
         return _select(last == 0, init, out)
 
     def acc_lt(init, u):
-        top = lax.cond(nan if fast is None else nan | fast[1], lambda init, u: geom.scatter(
-            "max", init, index, _select(jnp.isnan(u), minus_inf, u)),
-            plain_max if fast is None else lambda init, u: fast[0], init, u)
+        top = lax.cond(masked, lambda init, u: geom.scatter(
+            "max", init, index, _select(jnp.isnan(u), minus_inf, u)), plain, init, u)
 
         def signed_zeros(top):
             big = kd.type(np.iinfo(kd).max)
