@@ -183,16 +183,21 @@ class Slot:
         return self.value is ABSENT
 
 
+def filled(slots: Sequence[Slot], runtime: Sequence[Any]) -> list[Any]:
+    """Every positional slot filled: runtime slots from `runtime`, in order; the others with
+    their constant."""
+    it = iter(runtime)
+    return [next(it) if slot.runtime else slot.value for slot in slots]
+
+
 def assemble(function: Callable, slots: Sequence[Slot],
              keywords: dict[str, Any]) -> Callable[..., Any]:
     """A function of the runtime inputs that calls `function` with every positional slot filled
-    (runtime slots from the call, in order; the others with their constant)."""
+    (`filled`)."""
     slots = tuple(slots)
 
     def fn(*runtime):
-        it = iter(runtime)
-        args = [next(it) if slot.runtime else slot.value for slot in slots]
-        return function(*args, **keywords)
+        return function(*filled(slots, runtime), **keywords)
 
     return fn
 

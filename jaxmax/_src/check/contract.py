@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxmax._src import node_binding
 from jaxmax._src.node_binding import NodeFunction
 
 
@@ -83,13 +84,6 @@ def onnx_arg_max_of_nan(binding: NodeFunction, x: np.ndarray) -> np.ndarray | No
     return index.astype(np.int64)
 
 
-def _arguments(binding: NodeFunction, inputs) -> list:
-    """The bound call's positional arguments: the runtime `inputs` in their slots, the constants
-    the binding fixed in the others."""
-    fed = iter(inputs)
-    return [np.asarray(next(fed)) if slot.runtime else slot.value for slot in binding.slots]
-
-
 def ov_scatter_elements_update(binding: NodeFunction, inputs) -> np.ndarray | None:
     """ScatterElementsUpdate-12 max (docs/semantics.md §8.3): per target, the fold ``acc = acc
     > u ? acc : u`` from its data element (lowest(T) for a touched target when
@@ -97,7 +91,7 @@ def ov_scatter_elements_update(binding: NodeFunction, inputs) -> np.ndarray | No
     over targets: the k-th update of every target is folded in step k."""
     if binding.function != "scatter_elements_update" or len(binding.slots) != 4:
         return None
-    data, indices, updates, axis = _arguments(binding, inputs)
+    data, indices, updates, axis = node_binding.filled(binding.slots, inputs)
     data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
     if data.dtype.kind != "f" or indices.shape != updates.shape or indices.ndim != data.ndim:
         return None

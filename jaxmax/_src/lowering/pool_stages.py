@@ -14,9 +14,8 @@ That is the first maximal element in row-major window order, bit for bit the one
 zeros of both signs included (XLA's CPU compare also ties subnormals with zero, in both forms
 alike): a later row replaces the value only when it is greater, and within a row the first
 maximal column was kept. The other order (D and H first, then W) keeps the first maximal
-*column*, which differs in the sign of a zero, and needed a check and a recompute in this order;
-this order alone compiles one program instead of two and ran as fast or faster (benchmarks/
-RESULTS.md, "The NaN winner chosen by a `lax.cond`, and compile time"). NaN follows the scan's
+*column*, which can differ in the sign of a zero; it is not used (benchmarks/RESULTS.md, "The
+NaN winner chosen by a `lax.cond`, and compile time"). NaN follows the scan's
 rule `nan` (each stage's NaN flags or-ed under ``"propagate"``). Padding reads as `fill`.
 
 Each tap is one strided slice of the chunk padded once (``pool_taps.strided_taps``): on a chunk
