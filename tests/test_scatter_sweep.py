@@ -1,7 +1,7 @@
 """Max-scatter against the sequential-fold oracle on seeded random cases: ranks 1-4, every axis,
 duplicate and negative indices, NaN, ±0, ±inf, subnormals, every dtype the faces allow; eager
-(concrete indices) and under ``jit`` (traced indices, the run-time row check); and the row form
-against the per-element form, bit for bit."""
+(concrete indices) and under ``jit`` (traced indices, the run-time row check); and each layout
+of the core (row form, per-element form, run-time detection) on row-layout indices."""
 
 from __future__ import annotations
 
@@ -166,10 +166,13 @@ def test_subnormals_against_normal_numbers(dtype):
 
 @pytest.mark.parametrize("rule", ["maximum", "acc_gt", "acc_lt"])
 @pytest.mark.parametrize("use_init", [True, False])
-def test_row_form_equals_element_form_bit_for_bit(rule, use_init):
-    # the layouts' equality is structural: each (rank, axis) on two dtypes, in turn, so that
-    # every dtype meets every rule without the full cross product of compiles
+def test_row_and_element_forms_match_the_oracle(rule, use_init):
+    # every layout the core can take on row-layout indices (the row form, the per-element form,
+    # the run-time detection) against the sequential fold of its rule: each (rank, axis) on
+    # two dtypes, in turn, so that every dtype meets every rule without the full cross product
+    # of compiles
     rng = np.random.default_rng(11)
+    step = "ieee" if rule == "maximum" else rule
     dtypes = itertools.cycle((np.float32, np.float16, np.int32, np.bool_))
     for rank in (1, 2, 3):
         for axis in range(rank):
@@ -178,11 +181,12 @@ def test_row_form_equals_element_form_bit_for_bit(rule, use_init):
                 data = jnp.asarray(values(rng, data_shape, dtype))
                 updates = jnp.asarray(values(rng, indices.shape, dtype))
                 idx = jnp.asarray(indices, jnp.int32)
-                outs = [lowering.scatter_along_axis(data, idx, updates, axis, rule, use_init,
-                                                    layout)
-                        for layout in ("rows", "elements", "detect")]
-                for other in outs[1:]:
-                    assert_bits(other, outs[0], f"{rule} {rank} {axis} {dtype}")
+                want = scatter_oracle.scatter_elements(data, indices, updates, axis, step,
+                                                       use_init_val=use_init)
+                for layout in ("rows", "elements", "detect"):
+                    got = lowering.scatter_along_axis(data, idx, updates, axis, rule, use_init,
+                                                      layout)
+                    assert_bits(got, want, f"{layout} {rule} {rank} {axis} {dtype}")
 
 
 def test_oracle_steps_are_the_face_folds():
