@@ -2,8 +2,10 @@
 
 * AdaptiveMaxPool-8 of a (32, 512, 14, 14) float32 tensor (a ResNet-50 head's last map) to
   (7, 7) (the windows tile the input) and to (5, 3) (overlapping windows of 3-4 x 5-6), values
-  and i32 indices: jaxmax, ``torch.nn.functional.adaptive_max_pool2d(return_indices=True)`` and
-  the OpenVINO CPU plugin (i32 indices; it cannot compile i64 ones).
+  and i32 indices: jaxmax, ``torch.nn.functional.adaptive_max_pool2d(return_indices=True)``,
+  the OpenVINO CPU plugin (i32 indices; it cannot compile i64 ones) and the plain JAX
+  formulation (``jnp.max`` and ``jnp.argmax`` of each window, stacked), which ``--compile``
+  measures the compile budget against.
 * MaxUnpool of (32, 64, 56, 56) values with the real indices of a 2x2/2 MaxPool of a
   (32, 64, 112, 112) tensor back to (32, 64, 112, 112): jaxmax (whose dense form applies: every
   index lies in its own window, checked at run time), jaxmax with indices that fail that check
@@ -22,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .backends import jax_jit, jonnx, jov, ort_graph, ov_model, torch_call
+from .backends import jax_jit, jnp, jonnx, jov, ort_graph, ov_model, torch_call
 from .cases import INFO, JAXMAX, Case, Ctx, Impl, Ratio, Sizes, shape_label
 
 GROUP = "adaptive_unpool"
@@ -61,6 +63,37 @@ def _with_inputs(ctx: Ctx) -> Ctx:
 
 def _prepared(build):
     return lambda ctx: build(_with_inputs(ctx))
+
+
+ADAPTIVE_PLAIN_LABEL = "jnp.max and jnp.argmax per window, stacked (jit)"
+
+
+def _adaptive_plain(out: tuple[int, int]):
+    """AdaptiveMaxPool as a JAX user writes it without jaxmax: each window's slice reduced by
+    ``jnp.max`` and ``jnp.argmax`` (its flat offset in the plane), stacked. The formulation the
+    compile budget is measured against (it has neither the seeded NaN rule nor a fixed ``±0``
+    winner, so its results are not compared)."""
+    def make() -> Any:
+        np_ = jnp()
+
+        def pool(a: Any) -> Any:
+            lead, (h, w) = a.shape[:2], a.shape[2:]
+            rows_v, rows_i = [], []
+            for i in range(out[0]):
+                hs, he = i * h // out[0], -(-(i + 1) * h // out[0])
+                vals, idxs = [], []
+                for j in range(out[1]):
+                    ws, we = j * w // out[1], -(-(j + 1) * w // out[1])
+                    win = a[:, :, hs:he, ws:we].reshape(lead + (-1,))
+                    pos = np_.argmax(win, axis=-1).astype(np_.int32)
+                    vals.append(np_.max(win, axis=-1))
+                    idxs.append((hs + pos // (we - ws)) * w + ws + pos % (we - ws))
+                rows_v.append(np_.stack(vals, -1))
+                rows_i.append(np_.stack(idxs, -1))
+            return np_.stack(rows_v, -2), np_.stack(rows_i, -2)
+        return pool
+
+    return make
 
 
 def _ov_adaptive(out: tuple[int, int]):
@@ -134,6 +167,8 @@ def cases(sz: Sizes) -> list[Case]:
                 lambda torch, target=target: lambda a: torch.nn.functional.adaptive_max_pool2d(
                     a, target, return_indices=True), ("a",)))),
             Impl("OpenVINO CPU AdaptiveMaxPool-8 (i32)", "ov", _prepared(_ov_adaptive(target))),
+            Impl(ADAPTIVE_PLAIN_LABEL, "jax", _prepared(jax_jit(_adaptive_plain(target),
+                                                                ("a",)))),
         ]
         ratios = [Ratio("jaxmax / torch", impls[0].label, impls[1].label),
                   Ratio("jaxmax / OpenVINO", impls[0].label, impls[2].label)]
