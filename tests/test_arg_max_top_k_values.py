@@ -145,6 +145,32 @@ def test_onnx_arg_max_long_and_folded_axes():
                         f"{shape} {axis} {last}")
 
 
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16, np.int32])
+def test_onnx_arg_max_blocked_fold(dtype):
+    """An axis before the last of more than 64 elements is folded in blocks: whole blocks (256:
+    8 blocks of 32) and blocks with a tail folded on its own (67, 74, 1009: blocks of 16, then 3,
+    10 and 1 elements). Special values everywhere (NaN of both signs, +-inf, +-0, subnormals,
+    heavy ties), a maximum only in the tail, and a tie between the last block and the tail;
+    first and last index."""
+    rng = np.random.default_rng(21)
+    dtype = np.dtype(dtype)
+    big = np.array(100, dtype)
+    for n, width in ((256, 32), (67, 16), (74, 16), (1009, 16)):
+        assert lowering.block(n) == width and n > lowering.FOLD_LIMIT
+        x = draw(rng, (4, n, 5), dtype)
+        head = x[:3]
+        with np.errstate(invalid="ignore"):  # bfloat16 NaN compares warn
+            head[~(head < big)] = 0  # no NaN and nothing from `big` up in the rows set below
+        whole = n // width * width
+        x[0, whole - 1], x[0, n - 1] = big, big  # first: the block's; last: the tail's
+        x[1, n - 1] = big                          # the maximum in the tail only
+        x[2, 0], x[2, whole - 1] = big, big        # ties in two blocks
+        for last in (0, 1):
+            got = onnx.arg_max(x, axis=1, keepdims=0, select_last_index=last)
+            want = onnx_arg_max(x, 1, False, bool(last)).astype(np.int32)
+            assert_bits(got, want, f"{dtype} n {n} last {last}")
+
+
 def test_onnx_arg_max_empty_other_axes():
     got = onnx.arg_max(np.zeros((0, 3), np.float32), axis=1, keepdims=0)
     assert got.shape == (0,)

@@ -5,16 +5,18 @@ among the selected elements), which only decides the key's NaN placement.
 
 The index of the first (or last) element whose key is the largest. On an axis before the last of
 at most ``FOLD_LIMIT`` elements, one fused pass over the slices keeps the running best key and its
-index (a segmentation head's ``(N, classes, H, W)`` over the classes). float32 over a last axis of
+index (a segmentation head's ``(N, classes, H, W)`` over the classes); a longer axis before the
+last is folded the same way in blocks (``_blocked_arg_max``), so the pass and its compiled code
+do not grow with the axis and its time does not depend on the data. float32 over a last axis of
 ``8 * c`` elements, ``2 <= c <= 512`` (a classifier's logits), folds the keys of at most 32 runs
 of ``8 * m`` lanes in one pass (``_lane_arg_max``), exact on any data.
 Other float32 over a last axis with a divisor in ``[16, 256]``, NaN first, takes per-chunk float
 maxima and sums in one pass and searches one chunk per slice (``_chunked_arg_max``), exact unless
 a slice's maximum is subnormal, or zero with a subnormal in its slice (checked by one more pass
 only when some slice's maximum is zero: `_settled`). Other float32 axes of up to ``2**24``
-elements: the float maximum and the first index holding it, settled the same way (a slice with
-a NaN, NaN first, by its first NaN). Otherwise (and where those are not exact) two integer
-reductions: the largest key, then the smallest (largest) index holding it.
+elements (a last axis, then): the float maximum and the first index holding it, settled the
+same way (a slice with a NaN, NaN first, by its first NaN). Otherwise (and where those are not
+exact) two integer reductions: the largest key, then the smallest (largest) index holding it.
 
 Every result is the integer key's: XLA's floating ``max`` (which drops NaN on CPU) is used only
 where the checks above make it agree.
@@ -63,6 +65,10 @@ def _arg_max_jit(x, *, axis, keepdims, last, nan_order, index_dtype):
         last_axis = x.dtype == np.float32 and axis == x.ndim - 1
         if axis != x.ndim - 1 and x.shape[axis] <= FOLD_LIMIT:
             out = _fold_arg_max(x, key, axis, last, index_dtype)
+        elif axis != x.ndim - 1:
+            data, block_key = _blocked_input(x, nan_order)
+            out = _blocked_arg_max(data, block_key, axis, last,
+                                   block(x.shape[axis])).astype(index_dtype)
         elif last_axis and lanes(x.shape[axis]):
             out = _lane_arg_max(x, partial(order.compare_key, nan_order=nan_order),
                                 lanes(x.shape[axis]), last).astype(index_dtype)
@@ -99,6 +105,73 @@ def _fold_arg_max(x, key, axis, last, index_dtype):
 
 
 _F32_TINY = np.float32(np.finfo(np.float32).tiny)  # the smallest normal float32
+
+#: `_blocked_arg_max` folds blocks of `block(n)` elements: the fold is unrolled over a block, so
+#: its compiled code is bounded by this, whatever the axis length.
+MAX_BLOCK = 32
+
+
+def block(n: int) -> int:
+    """The block of `_blocked_arg_max` over an axis of `n` elements: its largest divisor in
+    ``[8, MAX_BLOCK]``, or 16 (the other ``n % 16`` elements then folded on their own)."""
+    return next((b for b in range(MAX_BLOCK, 7, -1) if n % b == 0), 16)
+
+
+def _blocked_input(x, nan_order):
+    """The array `_blocked_arg_max` slices and its key. bfloat16 is sliced as its 16 bits and
+    keyed as the float32 those bits widen to (the same order): XLA's CPU compiled the fold of
+    bfloat16 slices in 1.1 s against 0.27 s (32 steps; float16 and integers are as fast as
+    float32)."""
+    if x.dtype != jnp.bfloat16:
+        return x, partial(order.compare_key, nan_order=nan_order)
+
+    def key(bits):
+        wide = lax.bitcast_convert_type(bits.astype(np.uint32) << np.uint32(16), np.float32)
+        return order.compare_key(wide, nan_order=nan_order)
+
+    return lax.bitcast_convert_type(x, np.uint16), key
+
+
+def _blocked_arg_max(x, key, axis, last, width):
+    """Arg max over an axis before the last, by `key`, in one fused pass over `x`.
+
+    Element ``i = q * width + j`` of the axis is element `j` of block `q`. A fold over `j` (one
+    strided slice of `x` per `j`, read along the contiguous trailing axes) keeps, per block, the
+    running best key and its `j`, replaced only by a strictly greater key (`last`: greater or
+    equal), so each block holds its first (last) best element. On the block arrays (a
+    ``width``-th of `x`), the best key and the first (last) block holding it give the index. The
+    ``n % width`` elements after the last whole block are folded on their own and come last in
+    the order. The key decides NaN, ``-0.0``/``+0.0`` and subnormals exactly: no check, no second
+    path (the float maximum and a search for it had cost three passes, and two more on NaN or
+    zero maxima)."""
+    n = x.shape[axis]
+    blocks, rest = divmod(n, width)
+
+    def fold(take, steps):
+        best = key(take(0))
+        at = jnp.zeros(best.shape, np.int32)
+        for j in range(1, steps):
+            current = key(take(j))
+            better = current >= best if last else current > best
+            best = jnp.where(better, current, best)
+            at = jnp.where(better, np.int32(j), at)
+        return best, at
+
+    best, at = fold(lambda j: lax.slice_in_dim(x, j, j + (blocks - 1) * width + 1, width, axis),
+                    width)
+    index = at + lax.broadcasted_iota(np.int32, best.shape, axis) * np.int32(width)
+    top = lax.reduce_max(best, (axis,))
+    if rest:
+        tail, tail_at = fold(lambda j: lax.index_in_dim(x, blocks * width + j, axis, False), rest)
+        top = jnp.maximum(top, tail)
+    found = first_index(best == lax.expand_dims(top, (axis,)), axis, last, np.dtype(np.int32),
+                        index, n)
+    if not rest:
+        return found
+    in_tail = tail_at + np.int32(blocks * width)
+    if last:  # the tail comes after every block
+        return jnp.where(tail == top, in_tail, found)
+    return jnp.where(found == n, in_tail, found)
 
 
 def _settled(fast, sure, zero, x, axis, exact, nan_rows=None, last=False):
