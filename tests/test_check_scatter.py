@@ -7,6 +7,8 @@ contract's fold, and must fail the node (docs/semantics.md §8.4)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -225,3 +227,63 @@ def test_cpu_scatter_elements_update_float16_lowest(tmp_path, monkeypatch):
     out = passes(case.check(), {"float16 lowest": 1})
     assert "first at [0]: jaxmax -65504.0, runtime -inf" in out, out
     rejects(monkeypatch, case, (0, 0, -65472.0))  # not lowest exactly
+
+
+# --- nodes jaxmax does not bind: listed as not covered, never failures -----------------------
+
+def test_openvino_scatter_nodes_with_other_reductions_are_not_covered(tmp_path):
+    import openvino.opset3 as ov3
+    import openvino.opset4 as ov4
+
+    d = ov1.parameter([4, 3], np.float32, name="d")
+    i = ov1.parameter([2, 3], np.int64, name="i")
+    u = ov1.parameter([2, 3], np.float32, name="u")
+    ind = ov1.parameter([2, 1], np.int64, name="ind")
+    axis = ov1.constant(np.array(0, np.int64))
+    nodes = [ov12.scatter_elements_update(d, i, u, axis, reduction="max"),
+             ov15.scatter_nd_update(d, ind, u, reduction="max"),
+             ov12.scatter_elements_update(d, i, u, axis, reduction="sum"),
+             ov3.scatter_elements_update(d, i, u, axis),
+             ov15.scatter_nd_update(d, ind, u, reduction="min"),
+             ov4.scatter_nd_update(d, ind, u)]
+    path = ov_model(tmp_path / "scatters.xml", [n.output(0) for n in nodes], [d, i, u, ind])
+    rng = np.random.default_rng(0)
+    status, out = check(path, d=rng.standard_normal((4, 3)).astype(np.float32),
+                        i=np.array([[0, 3, -1], [3, 3, 0]], np.int64),
+                        u=rng.standard_normal((2, 3)).astype(np.float32),
+                        ind=np.array([[2], [-2]], np.int64))
+    assert status == 0, out
+    assert re.search(r"^2 of 2 max-family nodes exact, 4 not covered "
+                     r"\(ScatterElementsUpdate x2, ScatterNDUpdate x2\)$", out, re.M), out
+    for text in ("reduction 'sum': jaxmax binds reduction 'max' only",
+                 "reduction 'min': jaxmax binds reduction 'max' only"):
+        assert text in out, out
+    assert len(re.findall(r"not covered: ", out)) == 4, out
+
+
+def test_onnx_scatter_nodes_jaxmax_does_not_bind_are_not_covered(tmp_path):
+    # at opset 16 onnxruntime accepts reduction max, which the ONNX schema adds at 18
+    nodes = [helper.make_node("ScatterElements", ["d", "i", "u"], ["y0"], reduction="max"),
+             helper.make_node("ScatterND", ["d", "ind", "u"], ["y1"], reduction="add"),
+             helper.make_node("ScatterElements", ["d", "i", "u"], ["y2"])]
+    for opset, want in ((16, r"0 of 0 max-family nodes exact, 3 not covered "
+                             r"\(ScatterElements x2, ScatterND\)"),
+                        (18, r"1 of 1 max-family nodes exact, 2 not covered "
+                             r"\(ScatterElements, ScatterND\)")):
+        graph = helper.make_graph(
+            nodes, "g", [helper.make_tensor_value_info("d", F32, [4, 3]),
+                         helper.make_tensor_value_info("i", I64, [2, 3]),
+                         helper.make_tensor_value_info("u", F32, [2, 3]),
+                         helper.make_tensor_value_info("ind", I64, [2, 1])],
+            [helper.make_tensor_value_info(f"y{k}", F32, [4, 3]) for k in range(3)])
+        path = tmp_path / f"scatters{opset}.onnx"
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                                    ir_version=10), str(path))
+        rng = np.random.default_rng(0)
+        status, out = check(path, d=rng.standard_normal((4, 3)).astype(np.float32),
+                            i=np.array([[0, 3, -1], [3, 3, 0]], np.int64),
+                            u=rng.standard_normal((2, 3)).astype(np.float32),
+                            ind=np.array([[2], [-2]], np.int64))
+        assert status == 0, out
+        assert re.search(rf"^{want}$", out, re.M), out
+        assert ("jaxmax has ScatterElements versions [18], not 16" in out) is (opset == 16)

@@ -355,6 +355,9 @@ _CPU_SCATTER_ND = [
     Rule(*_CPU_64, "§8.4", _changed_by(_wide)), Rule(*_F64_INF, "§8.4", _f64_infinity)]
 
 
+# documented once, in §10, for every operator the CPU plugin runs (the scatter nodes: §8.4)
+_F64_INFINITY = Rule(*_F64_INF, "§10", _f64_infinity)
+
 # for the operators whose value can be lowest(f16) with no such element in the data (a clamp or
 # an empty window): elsewhere the rule could never explain anything
 _F16_LOWEST = Rule("float16 lowest", "the CPU plugin computes in f32 and gives -inf", "§3",
@@ -376,28 +379,28 @@ RULES: dict[tuple[str, str], list[Rule]] = {
     (ONNXRUNTIME, "ScatterND"): _ORT_SCATTER,
     (OPENVINO_CPU, "ReduceMax"): [Rule(*_CPU_NAN, "§3", _ov_nan(_want_reduce)),
                                   Rule(*_CPU_64, "§3", _changed_by(_wide)),
-                                  Rule(*_F64_INF, "§3", _f64_infinity), _F16_LOWEST],
+                                  _F64_INFINITY, _F16_LOWEST],
     (OPENVINO_CPU, "MaxPool"): [Rule(*_CPU_64, "§5.3", _changed_by(_wide)),
-                                Rule(*_F64_INF, "§5.3", _f64_infinity), _F16_LOWEST],
+                                _F64_INFINITY, _F16_LOWEST],
     (OPENVINO_CPU, "SegmentMax"): [Rule(*_CPU_64, "§3", _changed_by(_wide)),
-                                   Rule(*_F64_INF, "§3", _f64_infinity), _F16_LOWEST],
+                                   _F64_INFINITY, _F16_LOWEST],
     (OPENVINO_CPU, "AdaptiveMaxPool"): [
         Rule(*_CPU_64, "§7.1", _changed_by(_wide)),
-        Rule(*_F64_INF, "§7.1", _f64_infinity),
+        _F64_INFINITY,
         Rule("integers", "the CPU plugin computes them in f32", "§7.1", _changed_by(_not_f32))],
     (OPENVINO_CPU, "Maximum"): [
         Rule(*_CPU_NAN, "§7.3", _ov_nan(_want_maximum)),
         Rule("sign of a +-0 tie", "the CPU plugin returns the second argument", "§7.3",
              _zero_tie(_ov_zero)),
         Rule(*_CPU_64, "§7.3", _changed_by(_wide)),
-        Rule(*_F64_INF, "§7.3", _f64_infinity)],
+        _F64_INFINITY],
     (OPENVINO_CPU, "ScatterElementsUpdate"): [*_CPU_SCATTER, _F16_LOWEST],
     (OPENVINO_CPU, "ScatterNDUpdate"): _CPU_SCATTER_ND,
     (OPENVINO_CPU, "TopK"): [
         Rule(*_CPU_NAN, "§6.5", _ov_nan(_want_top_k)),
         Rule("tie order", "the CPU plugin picks another tied element", "§6.5", _tie_order),
         Rule(*_CPU_64, "§6.5", _changed_by(_wide)),
-        Rule(*_F64_INF, "§6.5", _f64_infinity)],
+        _F64_INFINITY],
 }
 
 
