@@ -287,3 +287,82 @@ def test_onnx_scatter_nodes_jaxmax_does_not_bind_are_not_covered(tmp_path):
         assert status == 0, out
         assert re.search(rf"^{want}$", out, re.M), out
         assert ("jaxmax has ScatterElements versions [18], not 16" in out) is (opset == 16)
+
+
+def _nd_draw(rng, dtype, shape):
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.choice(np.array([info.min, 0, 1, 2, info.max], dtype), size=shape)
+    pool = np.array([-2, -1, -0.0, 0, 1, 2, np.inf, -np.inf, np.nan], np.float64)
+    return rng.choice(pool, size=shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.int8, np.uint8, np.bool_])
+def test_cpu_scatter_nd_update_sweep(tmp_path, dtype):
+    """Ranks 1-4, k = 0..r, duplicate and negative indices, NaN, +-0 and infinities in data and
+    updates: each node exact, or (k = 0 only) every difference the "k = 0" row."""
+    rng = np.random.default_rng(7)
+    outputs, params, arrays, k0 = [], [], {}, 0
+    for rank, k in ((1, 1), (2, 1), (2, 2), (3, 2), (3, 0), (4, 3), (2, 0)):
+        shape = (3, 2, 4, 2)[:rank]
+        lead = (5,)
+        indices = np.zeros(lead + (k,), np.int64)
+        for j in range(k):
+            indices[..., j] = rng.integers(-shape[j], shape[j], lead)
+        updates = lead + shape[k:]
+        names = [f"{x}{len(outputs)}" for x in "diu"]
+        d, i, u = (ov1.parameter(list(s), t, name=n) for s, t, n in zip(
+            (shape, indices.shape, updates), (dtype, np.int64, dtype), names, strict=True))
+        outputs.append(ov15.scatter_nd_update(d, i, u, reduction="max").output(0))
+        params += [d, i, u]
+        arrays |= dict(zip(names, (_nd_draw(rng, dtype, shape), indices,
+                                   _nd_draw(rng, dtype, updates)), strict=True))
+        k0 += k == 0
+    status, out = check(ov_model(tmp_path / "sweep.xml", outputs, params), **arrays)
+    assert status == 0, out
+    rows = re.findall(r"^ScatterNDUpdate\S*\s+ScatterNDUpdate-15\s.*$", out, re.M)
+    assert len(rows) == 7, out
+    deviations_rows = [r for r in rows if "runtime deviation" in r]
+    assert len(deviations_rows) == k0 and all(
+        re.search(r"each explained: \d+ elements?: k = 0 \(", r) for r in deviations_rows), out
+    assert all(r.endswith("exact") for r in rows if r not in deviations_rows), out
+
+
+def test_the_contract_folds_are_the_specs_sequential_folds():
+    """contract.py's vectorised SEU-12 and SNDU-15 folds against tests/scatter_oracle.py's loops
+    (one Python step per update), on draws with NaN, +-0, infinities, duplicates, negative
+    indices and k = 0."""
+    from scatter_oracle import scatter_elements, scatter_nd
+
+    from jaxmax._src.check import contract
+    from jaxmax._src.openvino.node import from_node
+
+    rng = np.random.default_rng(11)
+    for _ in range(60):
+        rank = int(rng.integers(1, 4))
+        shape = tuple(int(n) for n in rng.integers(1, 4, rank))
+        k = int(rng.integers(0, rank + 1))
+        lead = (int(rng.integers(1, 5)),)
+        indices = np.zeros(lead + (k,), np.int64)
+        for j in range(k):
+            indices[..., j] = rng.integers(-shape[j], shape[j], lead)
+        data = _nd_draw(rng, np.float32, shape)
+        updates = _nd_draw(rng, np.float32, lead + shape[k:])
+        node = ov15.scatter_nd_update(*(ov1.parameter(list(a.shape), a.dtype) for a in
+                                        (data, indices, updates)), reduction="max")
+        got = contract.ov_scatter_nd_update(from_node(node), [data, indices, updates])
+        assert not deviations.differing(got, scatter_nd(data, indices, updates, "acc_lt")).any()
+
+        axis = int(rng.integers(0, rank))
+        ids = rng.integers(-shape[axis], shape[axis], tuple(
+            int(rng.integers(1, 6)) if d == axis else n for d, n in enumerate(shape)))
+        updates = _nd_draw(rng, np.float32, ids.shape)
+        for use_init_val in (True, False):
+            node = ov12.scatter_elements_update(
+                *(ov1.parameter(list(a.shape), a.dtype) for a in (data, ids, updates)),
+                ov1.constant(np.array(axis)), reduction="max", use_init_val=use_init_val)
+            got = contract.ov_scatter_elements_update(from_node(node), [data, ids, updates])
+            want = scatter_elements(data, ids, updates, axis, "acc_gt", use_init_val)
+            assert not deviations.differing(got, want).any()

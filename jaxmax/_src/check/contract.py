@@ -133,7 +133,7 @@ def ov_scatter_nd_update(binding: NodeFunction, inputs) -> np.ndarray | None:
     if binding.function != "scatter_nd_update" or len(binding.slots) != 3:
         return None
     data, indices, updates = (np.asarray(a) for a in node_binding.filled(binding.slots, inputs))
-    if data.dtype.kind != "f" or indices.ndim < 1 or indices.dtype.kind not in "iu":
+    if data.dtype.kind not in "fiub" or indices.ndim < 1 or indices.dtype.kind not in "iu":
         return None
     k = indices.shape[-1]
     lead, window = indices.shape[:-1], data.shape[k:]
