@@ -32,6 +32,9 @@ OP = "ScatterElementsUpdate"
 RUNTIME = "OpenVINO CPU"
 WHY = ("the CPU plugin writes outside its buffer on an index below -size or an indices shape "
        "larger than the data's (docs/semantics.md §8.4)")
+# what check does about it, found before the run or after a run in a child process
+BEFORE = "so check does not run the model"
+AFTER = "so check does not trust the run (in a child process)"
 
 
 def _op(node) -> str:
@@ -53,10 +56,6 @@ def _static_value(output, feeds: dict[str, np.ndarray]) -> np.ndarray | None:
 def _shape(output) -> tuple[int, ...] | None:
     shape = output.get_partial_shape()
     return None if shape.is_dynamic else tuple(int(d) for d in shape.to_shape())
-
-
-BEFORE = "so check does not run the model"
-AFTER = "so check does not trust the run (in a child process)"
 
 
 def _check_shapes(node, data: tuple[int, ...], indices: tuple[int, ...], axis: int,
