@@ -136,3 +136,26 @@ def test_indices_from_another_scatter_run_in_a_child(tmp_path, monkeypatch):
     assert status == 2 and ONE_LINE.match(err), out + err
     assert re.search(r"crashed \(SIG[A-Z]+\) running the model .* node\(s\) 'outer'|"
                      r"node 'outer' .* index -5 at \[0\]", err), err
+
+
+@pytest.mark.parametrize("op", ["ScatterElements", "ScatterND"])
+def test_onnxruntime_rejects_the_same_indices_with_an_error(tmp_path, op):
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+
+    shape = [2] if op == "ScatterElements" else [2, 1]
+    node = helper.make_node(op, ["d", "i", "u"], ["y"], reduction="max")
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("d", TensorProto.FLOAT, [4]),
+                      helper.make_tensor_value_info("i", TensorProto.INT64, shape),
+                      helper.make_tensor_value_info("u", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    path = tmp_path / "scatter.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)],
+                                ir_version=10), str(path))
+    np.savez(tmp_path / "in.npz", d=DATA, i=np.array([1, -5]).reshape(shape),
+             u=np.ones(2, np.float32))
+    status, out, err = check([str(path), "--inputs", str(tmp_path / "in.npz")])
+    assert status == 2, out + err
+    assert re.match(r"^jaxmax check: onnxruntime could not run the model: .*\n$", err), err
