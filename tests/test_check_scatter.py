@@ -301,11 +301,11 @@ def _nd_draw(rng, dtype, shape):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.int8, np.uint8, np.bool_])
 def test_cpu_scatter_nd_update_sweep(tmp_path, dtype):
-    """Ranks 1-4, k = 0..r, duplicate and negative indices, NaN, +-0 and infinities in data and
+    """Ranks 1-4, k = 0-3, duplicate and negative indices, NaN, +-0 and infinities in data and
     updates: each node exact, or (k = 0 only) every difference the "k = 0" row."""
     rng = np.random.default_rng(7)
     outputs, params, arrays, k0 = [], [], {}, 0
-    for rank, k in ((1, 1), (2, 1), (2, 2), (3, 2), (3, 0), (4, 3), (2, 0)):
+    for rank, k in ((1, 1), (2, 2), (3, 1), (3, 0), (4, 3)):
         shape = (3, 2, 4, 2)[:rank]
         lead = (5,)
         indices = np.zeros(lead + (k,), np.int64)
@@ -323,7 +323,7 @@ def test_cpu_scatter_nd_update_sweep(tmp_path, dtype):
     status, out = check(ov_model(tmp_path / "sweep.xml", outputs, params), **arrays)
     assert status == 0, out
     rows = re.findall(r"^ScatterNDUpdate\S*\s+ScatterNDUpdate-15\s.*$", out, re.M)
-    assert len(rows) == 7, out
+    assert len(rows) == 5, out
     deviations_rows = [r for r in rows if "runtime deviation" in r]
     assert len(deviations_rows) == k0 and all(
         re.search(r"each explained: \d+ elements?: k = 0 \(", r) for r in deviations_rows), out
