@@ -3,7 +3,8 @@
 ``python -m jaxmax check`` excuses a runtime's deviation at an element only when jaxmax's value
 there is exactly the contract's. These are small sequential-rule evaluations written from the
 contract's text, independent of jaxmax's lowerings, for the operators whose runtime deviations
-need a value (the OpenVINO face's NaN-skipping and tie rules, ONNX ArgMax's first NaN). Each
+need a value (the OpenVINO face's NaN-skipping and tie rules, ONNX ArgMax's first NaN, the
+scatter folds of ScatterElementsUpdate-12 and ScatterNDUpdate-15). Each
 takes the binding's resolved attributes; each returns None for an input it does not cover,
 and then nothing is excused.
 """

@@ -3,7 +3,8 @@
 ``OnnxModel`` (onnxruntime, CPU) and ``OpenVinoModel`` (OpenVINO's CPU plugin with
 ``INFERENCE_PRECISION_HINT=f32``) share one shape: ``inputs`` (name, shape with ``None`` for a
 dynamic dim, dtype), ``bind()`` -> the nodes (bound with ``from_node`` or not covered), and
-``run(feeds)`` -> for each bound node, its runtime inputs and the runtime's outputs.
+``run(feeds)`` -> for each bound node, its runtime inputs and the runtime's outputs. Before the
+CPU plugin runs, ``scatter_guard`` checks the ScatterElementsUpdate inputs it would crash on.
 """
 
 from __future__ import annotations
