@@ -377,6 +377,7 @@ def test_cpu_float16_lowest(tmp_path, monkeypatch):
 # --- the CPU plugin's narrower arithmetic on the other operators --------------------------------
 
 BIG = [1, 2**40 + 3, 5, 2**40 + 1]  # int64 values int32 does not hold
+INF64 = [1, -np.inf, np.inf, 2]
 
 
 # each builds a one-node model of parameter `x` (shape [1, 1, 1, 4]; SegmentMax: [4]):
@@ -412,8 +413,14 @@ def _reduce(x):
     (_segment, np.int64, BIG, {"64-bit data": 2}),
     (_segment, np.float16, [-np.inf] * 4, {"float16 lowest": 2}),
     (_reduce, np.float64, [1 + 2**-40, 1, 0, 0.5], {"64-bit data": 1}),
+    # float64 infinities: the plugin's f32 conversion saturates them to +-FLT_MAX
+    (_pool("max_pool"), np.float64, INF64, {"float64 infinity": 1}),
+    (_pool("adaptive"), np.float64, INF64, {"float64 infinity": 1}),
+    (_segment, np.float64, INF64, {"float64 infinity": 1}),
+    (_reduce, np.float64, INF64, {"float64 infinity": 1}),
 ], ids=["max_pool-i64", "max_pool-f16", "adaptive-i64", "adaptive-f64", "adaptive-i32",
-        "segment-i64", "segment-f16", "reduce-f64"])
+        "segment-i64", "segment-f16", "reduce-f64", "max_pool-inf", "adaptive-inf",
+        "segment-inf", "reduce-inf"])
 def test_cpu_narrower_arithmetic(tmp_path, monkeypatch, build, dtype, values, want):
     shape = [4] if build is _segment else [1, 1, 1, 4]
     path = ov_model(tmp_path / "narrow.xml", *build(ov1.parameter(shape, dtype, name="x")))
@@ -424,75 +431,3 @@ def test_cpu_narrower_arithmetic(tmp_path, monkeypatch, build, dtype, values, wa
     clean = np.array([1, 2, 3, 4], dtype).reshape(shape)
     corrupt(monkeypatch, lambda ys: ys[0].reshape(-1).__setitem__(0, 7))
     fails(check(path, x=clean, **ids), unexplained=1)
-
-
-# --- onnxruntime: ScatterElements / ScatterND max (the scatter helper's block) ------------------
-
-# Per target: 0 updates [NaN, 2] (onnxruntime 2), 1 updates [2, NaN] (NaN, agrees), 2 data NaN
-# and update 1 (onnxruntime 1), 3 data +0 and update -0 (onnxruntime -0), 4 untouched, 5 data 1
-# and update 3, 6 data -0 and update +0 (onnxruntime +0, agrees)
-SCATTER_DATA = np.array([0, 0, np.nan, 0.0, 7, 1, -0.0], np.float32)
-SCATTER_IDS = np.array([0, 0, 1, 1, 2, 3, 5, 6], np.int64)
-SCATTER_UPD = np.array([np.nan, 2, 2, np.nan, 1, -0.0, 3, 0.0], np.float32)
-
-
-@pytest.fixture(params=["ScatterElements", "ScatterND"])
-def scatter_run(request, tmp_path):
-    op = request.param
-    ids = SCATTER_IDS if op == "ScatterElements" else SCATTER_IDS[:, None]
-    node = helper.make_node(op, ["d", "i", "u"], ["y"], reduction="max")
-    path = onnx_model(tmp_path / "scatter.onnx", node,
-                      [("d", F32, [7]), ("i", I64, list(ids.shape)), ("u", F32, [8])],
-                      [("y", F32)])
-    return lambda: check(path, d=SCATTER_DATA, i=ids, u=SCATTER_UPD)
-
-
-def test_onnxruntime_scatter_nan_and_zero_tie(scatter_run):
-    out = passes(scatter_run(), {"NaN order": 2, "sign of a +-0 tie": 1})
-    assert "first at [0]: jaxmax nan, runtime 2.0" in out and "§8.4)" in out, out
-
-
-@pytest.mark.parametrize(("at", "value", "why"), [
-    (5, 4.0, "no NaN and no zero routed to target 5"),
-    (2, 5.0, "a NaN routed there, but 5 is not the contract's NaN"),
-    (6, -0.0, "zeros of both signs there, but -0 is not the contract's +0"),
-])
-def test_onnxruntime_scatter_negatives(scatter_run, monkeypatch, at, value, why):
-    corrupt(monkeypatch, lambda ys: ys[0].__setitem__(at, value))
-    fails(scatter_run(), unexplained=1)
-
-
-def test_onnxruntime_scatter_unproven_window_excuses_nothing(scatter_run, monkeypatch):
-    monkeypatch.setattr(fields, "_run", lambda *args: None)
-    fails(scatter_run(), unexplained=3)
-
-
-# --- OpenVINO's CPU plugin: ScatterElementsUpdate-12 max -----------------------------------
-# The same targets as above; the CPU plugin folds `acc < u ? u : acc` (docs/semantics.md §8.4):
-# target 1 (updates [2, NaN]) gives 2 and target 2 (data NaN) NaN where the contract's fold
-# gives NaN and 1; targets 3 and 6 keep the data's zero where the contract takes the update's.
-# Target 7 (data -0, updates [+0, -0]) gives -0 in both folds.
-CPU_SCATTER_DATA = np.append(SCATTER_DATA, np.float32(-0.0))
-CPU_SCATTER_IDS = np.append(SCATTER_IDS, [7, 7])
-CPU_SCATTER_UPD = np.append(SCATTER_UPD, np.array([0.0, -0.0], np.float32))
-
-@pytest.fixture
-def cpu_scatter_run(tmp_path):
-    import openvino.opset12 as ov12
-
-    d = ov1.parameter([8], np.float32, name="d")
-    i = ov1.parameter([10], np.int64, name="i")
-    u = ov1.parameter([10], np.float32, name="u")
-    node = ov12.scatter_elements_update(d, i, u, ov1.constant(np.array(0, np.int64)),
-                                        reduction="max")
-    path = ov_model(tmp_path / "seu.xml", [node.output(0)], [d, i, u])
-    return Case(path, d=CPU_SCATTER_DATA, i=CPU_SCATTER_IDS, u=CPU_SCATTER_UPD)
-
-
-def test_cpu_scatter_elements_update_nan_and_zero_tie(cpu_scatter_run, monkeypatch):
-    out = passes(cpu_scatter_run.check(), {"NaN order": 2, "sign of a +-0 tie": 2})
-    assert "first at [1]: jaxmax nan, runtime 2.0" in out and "§8.4)" in out, out
-    rejects(monkeypatch, cpu_scatter_run,
-            (0, 5, 4.0),  # no NaN and no zero routed to target 5
-            (0, 2, 5.0),  # a NaN there, but 5 is not the contract's 1
-            (0, 7, 0.0))  # zeros of both signs, but +0 is not the contract's -0

@@ -21,9 +21,11 @@ exposed, feed each node's real inputs to its jaxmax binding (jaxmax.onnx.from_no
 jaxmax.openvino.from_node, jitted, with jax_enable_x64), and compare every output exactly: NaN
 equals NaN, -0.0 differs from +0.0, dtypes must match.
 
-Bound operators: ONNX ReduceMax, MaxPool, GlobalMaxPool, Max, ArgMax, TopK, MaxUnpool;
-OpenVINO ReduceMax-1, ReduceLogicalOr-1, MaxPool-1/-8/-14, SegmentMax-16, Maximum-1,
-TopK-1/-3/-11, AdaptiveMaxPool-8. Every other node is listed as not covered, by op type.
+Bound operators: ONNX ReduceMax, MaxPool, GlobalMaxPool, Max, ArgMax, TopK, MaxUnpool,
+ScatterElements and ScatterND (18 and later, reduction max); OpenVINO ReduceMax-1,
+ReduceLogicalOr-1, MaxPool-1/-8/-14, SegmentMax-16, Maximum-1, TopK-1/-3/-11,
+AdaptiveMaxPool-8, ScatterElementsUpdate-12 and ScatterNDUpdate-15 (reduction max). Every other
+node (a scatter with another reduction too) is listed as not covered, by op type.
 
 The table has one row per max-family node: its name, operator and version, the jaxmax call it is
 bound to, its output shapes, and "exact" or the number of differing elements with the first
@@ -39,7 +41,9 @@ no deviation explains fails the node.
 Exit status: 0 when every covered node is exact (or each difference is explained by a listed
 runtime deviation), 1 when a covered node differs or jaxmax raised on it, 2 on bad input (a
 missing or unreadable model, a runtime that is not installed, a dynamic dim without --shape,
---inputs names that do not match the model's inputs), reported as one line on stderr.
+--inputs names that do not match the model's inputs, ScatterElementsUpdate indices or shapes on
+which OpenVINO's CPU plugin would write outside its buffers, a runtime error or crash),
+reported as one line on stderr.
 """
 
 EPILOG = """\

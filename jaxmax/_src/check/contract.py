@@ -3,7 +3,8 @@
 ``python -m jaxmax check`` excuses a runtime's deviation at an element only when jaxmax's value
 there is exactly the contract's. These are small sequential-rule evaluations written from the
 contract's text, independent of jaxmax's lowerings, for the operators whose runtime deviations
-need a value (the OpenVINO face's NaN-skipping and tie rules, ONNX ArgMax's first NaN). Each
+need a value (the OpenVINO face's NaN-skipping and tie rules, ONNX ArgMax's first NaN, the
+scatter folds of ScatterElementsUpdate-12 and ScatterNDUpdate-15). Each
 takes the binding's resolved attributes; each returns None for an input it does not cover,
 and then nothing is excused.
 """
@@ -84,11 +85,26 @@ def onnx_arg_max_of_nan(binding: NodeFunction, x: np.ndarray) -> np.ndarray | No
     return index.astype(np.int64)
 
 
+def _fold(out: np.ndarray, target: np.ndarray, values: np.ndarray, keep_acc) -> np.ndarray:
+    """Fold `values` into the flat array `out` at positions `target`, in the order given:
+    ``acc = acc if keep_acc(acc, u) else u`` per step. Vectorised over targets: the k-th
+    update of every target is folded in step k."""
+    order = np.argsort(target, kind="stable")  # the given order within each target
+    sorted_target = target[order]
+    starts = np.flatnonzero(np.r_[True, sorted_target[1:] != sorted_target[:-1]])
+    rank = np.arange(order.size) - np.repeat(starts, np.diff(np.r_[starts, order.size]))
+    for k in range(int(rank.max(initial=-1)) + 1):
+        step = order[rank == k]
+        acc, u = out[target[step]], values[step]
+        with np.errstate(invalid="ignore"):
+            out[target[step]] = np.where(keep_acc(acc, u), acc, u)
+    return out
+
+
 def ov_scatter_elements_update(binding: NodeFunction, inputs) -> np.ndarray | None:
     """ScatterElementsUpdate-12 max (docs/semantics.md §8.3): per target, the fold ``acc = acc
     > u ? acc : u`` from its data element (lowest(T) for a touched target when
-    ``use_init_val`` is false) over the updates routed to it, in row-major order. Vectorised
-    over targets: the k-th update of every target is folded in step k."""
+    ``use_init_val`` is false) over the updates routed to it, in row-major order."""
     if binding.function != "scatter_elements_update" or len(binding.slots) != 4:
         return None
     data, indices, updates, axis = node_binding.filled(binding.slots, inputs)
@@ -104,17 +120,33 @@ def ov_scatter_elements_update(binding: NodeFunction, inputs) -> np.ndarray | No
     if any((c >= n).any() for c, n in zip(coords, data.shape, strict=True)):
         return None
     target = np.ravel_multi_index(tuple(coords), data.shape)
-    values = updates.reshape(-1)
-    order = np.argsort(target, kind="stable")  # row-major order within each target
-    sorted_target = target[order]
-    starts = np.flatnonzero(np.r_[True, sorted_target[1:] != sorted_target[:-1]])
-    rank = np.arange(order.size) - np.repeat(starts, np.diff(np.r_[starts, order.size]))
     out = data.reshape(-1).copy()
     if not binding.attributes.get("use_init_val", True):
         out[target] = np.finfo(data.dtype).min
-    for k in range(int(rank.max(initial=-1)) + 1):
-        step = order[rank == k]
-        acc, u = out[target[step]], values[step]
-        with np.errstate(invalid="ignore"):
-            out[target[step]] = np.where(acc > u, acc, u)
+    out = _fold(out, target, updates.reshape(-1), lambda acc, u: acc > u)
+    return out.reshape(data.shape)
+
+
+def ov_scatter_nd_update(binding: NodeFunction, inputs) -> np.ndarray | None:
+    """ScatterNDUpdate-15 max (docs/semantics.md §8.3): per target, the spec's ``out = max(out,
+    u)`` (``acc < u ? u : acc``) from its data element over the updates routed to it, the
+    index tuples in row-major order (``k = 0``: every tuple names the whole tensor)."""
+    if binding.function != "scatter_nd_update" or len(binding.slots) != 3:
+        return None
+    data, indices, updates = (np.asarray(a) for a in node_binding.filled(binding.slots, inputs))
+    if data.dtype.kind not in "fiub" or indices.ndim < 1 or indices.dtype.kind not in "iu":
+        return None
+    k = indices.shape[-1]
+    lead, window = indices.shape[:-1], data.shape[k:]
+    if k > data.ndim or updates.size != int(np.prod(lead)) * int(np.prod(window)):
+        return None
+    tuples = indices.reshape(int(np.prod(lead)), k).astype(np.int64)
+    sizes = np.asarray(data.shape[:k], np.int64)
+    if ((tuples < -sizes) | (tuples >= sizes)).any():
+        return None
+    first = (np.ravel_multi_index(tuple((tuples % sizes).T), data.shape[:k]) if k
+             else np.zeros(len(tuples), np.int64))
+    width = int(np.prod(window))
+    target = (first[:, None] * width + np.arange(width)).reshape(-1)
+    out = _fold(data.reshape(-1).copy(), target, updates.reshape(-1), lambda acc, u: ~(acc < u))
     return out.reshape(data.shape)

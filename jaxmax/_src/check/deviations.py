@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from jaxmax._src import node_binding
 from jaxmax._src.check import contract, fields
 from jaxmax._src.node_binding import NodeFunction
 
@@ -234,6 +235,21 @@ def _changed_by(mark: Callable[[np.ndarray], np.ndarray | None]):
     return rule
 
 
+def _f64_infinity(case: Case) -> Masks:
+    """float64: the CPU plugin converts to f32 saturating, so an infinity becomes +-FLT_MAX.
+    Explained where the window holds an infinity, jaxmax's value is an infinity and the
+    runtime's is FLT_MAX of the same sign."""
+    out: Masks = []
+    for y, t in zip(case.ours, case.theirs, strict=True):
+        if y.dtype != np.float64 or y.shape != case.shape:
+            out.append(None)
+            continue
+        saturated = np.isinf(y) & (t == np.copysign(np.finfo(np.float32).max, y))
+        out.append(saturated & case.holds(
+            lambda x: np.isinf(x) if x.dtype == np.float64 else None))
+    return out
+
+
 def _f16_lowest(case: Case) -> Masks:
     """float16: the CPU plugin computes in f32 and gives -inf where the reference's lowest is
     -65504. Explained where jaxmax gives lowest(float16) exactly and the runtime -inf."""
@@ -284,6 +300,7 @@ class Rule:
 _ORT_NAN = "NaN order", "onnxruntime drops NaN or lets the first element decide"
 _CPU_NAN = "NaN order", "the CPU plugin's result depends on where the NaN is"
 _CPU_64 = "64-bit data", "the CPU plugin computes it in 32 bits"
+_F64_INF = "float64 infinity", "the CPU plugin's f32 conversion saturates it to FLT_MAX"
 _NO_NUMBER = ("a window with no number above -inf",
               "onnxruntime gives lowest(T) for -inf, jaxmax -inf; no input element: index -1")
 
@@ -296,6 +313,20 @@ _ORT_SCATTER = [
          _nan_propagated),
     Rule("sign of a +-0 tie", "onnxruntime's fold keeps the last zero", "§8.4",
          _zero_tie(_plus_zero))]
+
+
+def _nd_k0_ignored(case: Case) -> Masks:
+    """ScatterNDUpdate with ``k = 0`` (indices' last dim 0: each update tuple names the whole
+    tensor): the CPU plugin returns ``data`` unchanged. Explained where the runtime's value is
+    the data element bit for bit and jaxmax's is the contract's SNDU-15 fold."""
+    data, indices, _ = (np.asarray(a) for a in
+                        node_binding.filled(case.binding.slots, case.inputs))
+    if indices.ndim < 1 or indices.shape[-1] != 0 or data.shape != case.shape:
+        return [None]
+    expected = contract.ov_scatter_nd_update(case.binding, case.inputs)
+    if expected is None:
+        return [None]
+    return [_same(case.theirs[0], data) & _same(case.ours[0], expected)]
 
 
 def _want_scatter_update(case: Case):
@@ -314,8 +345,18 @@ _CPU_SCATTER = [
     Rule("NaN order", "the CPU plugin ignores NaN updates and keeps a NaN data element", "§8.4",
          _ov_nan(_want_scatter_update)),
     Rule("sign of a +-0 tie", "the CPU plugin keeps the current zero", "§8.4",
-         _zero_tie(_ov_scatter_zero))]
+         _zero_tie(_ov_scatter_zero)),
+    Rule(*_CPU_64, "§8.4", _changed_by(_wide)), Rule(*_F64_INF, "§8.4", _f64_infinity)]
 
+# ScatterNDUpdate-15 max: the CPU plugin folds the spec's own rule, but ignores the updates when
+# k = 0
+_CPU_SCATTER_ND = [
+    Rule("k = 0", "the CPU plugin ignores the updates", "§8.4", _nd_k0_ignored),
+    Rule(*_CPU_64, "§8.4", _changed_by(_wide)), Rule(*_F64_INF, "§8.4", _f64_infinity)]
+
+
+# documented once, in §10, for every operator the CPU plugin runs (the scatter nodes: §8.4)
+_F64_INFINITY = Rule(*_F64_INF, "§10", _f64_infinity)
 
 # for the operators whose value can be lowest(f16) with no such element in the data (a clamp or
 # an empty window): elsewhere the rule could never explain anything
@@ -337,22 +378,29 @@ RULES: dict[tuple[str, str], list[Rule]] = {
     (ONNXRUNTIME, "ScatterElements"): _ORT_SCATTER,
     (ONNXRUNTIME, "ScatterND"): _ORT_SCATTER,
     (OPENVINO_CPU, "ReduceMax"): [Rule(*_CPU_NAN, "§3", _ov_nan(_want_reduce)),
-                                  Rule(*_CPU_64, "§3", _changed_by(_wide)), _F16_LOWEST],
-    (OPENVINO_CPU, "MaxPool"): [Rule(*_CPU_64, "§5.3", _changed_by(_wide)), _F16_LOWEST],
-    (OPENVINO_CPU, "SegmentMax"): [Rule(*_CPU_64, "§3", _changed_by(_wide)), _F16_LOWEST],
+                                  Rule(*_CPU_64, "§3", _changed_by(_wide)),
+                                  _F64_INFINITY, _F16_LOWEST],
+    (OPENVINO_CPU, "MaxPool"): [Rule(*_CPU_64, "§5.3", _changed_by(_wide)),
+                                _F64_INFINITY, _F16_LOWEST],
+    (OPENVINO_CPU, "SegmentMax"): [Rule(*_CPU_64, "§3", _changed_by(_wide)),
+                                   _F64_INFINITY, _F16_LOWEST],
     (OPENVINO_CPU, "AdaptiveMaxPool"): [
         Rule(*_CPU_64, "§7.1", _changed_by(_wide)),
+        _F64_INFINITY,
         Rule("integers", "the CPU plugin computes them in f32", "§7.1", _changed_by(_not_f32))],
     (OPENVINO_CPU, "Maximum"): [
         Rule(*_CPU_NAN, "§7.3", _ov_nan(_want_maximum)),
         Rule("sign of a +-0 tie", "the CPU plugin returns the second argument", "§7.3",
              _zero_tie(_ov_zero)),
-        Rule(*_CPU_64, "§7.3", _changed_by(_wide))],
-    (OPENVINO_CPU, "ScatterElementsUpdate"): _CPU_SCATTER,
+        Rule(*_CPU_64, "§7.3", _changed_by(_wide)),
+        _F64_INFINITY],
+    (OPENVINO_CPU, "ScatterElementsUpdate"): [*_CPU_SCATTER, _F16_LOWEST],
+    (OPENVINO_CPU, "ScatterNDUpdate"): _CPU_SCATTER_ND,
     (OPENVINO_CPU, "TopK"): [
         Rule(*_CPU_NAN, "§6.5", _ov_nan(_want_top_k)),
         Rule("tie order", "the CPU plugin picks another tied element", "§6.5", _tie_order),
-        Rule(*_CPU_64, "§6.5", _changed_by(_wide))],
+        Rule(*_CPU_64, "§6.5", _changed_by(_wide)),
+        _F64_INFINITY],
 }
 
 

@@ -3,12 +3,14 @@
 ``OnnxModel`` (onnxruntime, CPU) and ``OpenVinoModel`` (OpenVINO's CPU plugin with
 ``INFERENCE_PRECISION_HINT=f32``) share one shape: ``inputs`` (name, shape with ``None`` for a
 dynamic dim, dtype), ``bind()`` -> the nodes (bound with ``from_node`` or not covered), and
-``run(feeds)`` -> for each bound node, its runtime inputs and the runtime's outputs.
+``run(feeds)`` -> for each bound node, its runtime inputs and the runtime's outputs. Before the
+CPU plugin runs, ``scatter_guard`` checks the ScatterElementsUpdate inputs it would crash on.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 from pathlib import Path
 from typing import Any
@@ -187,6 +189,18 @@ class OnnxModel:
             entry.outputs = [values[t] for t in entry.binding.output_names]
 
 
+@contextlib.contextmanager
+def _openvino_errors():
+    """The runtime's own error as a CheckError, on one line."""
+    try:
+        yield
+    except CheckError:
+        raise
+    except Exception as err:  # noqa: BLE001
+        raise CheckError(f"OpenVINO could not run the model: "
+                         f"{' '.join(str(err).split())[:300]}") from None
+
+
 class OpenVinoModel:
     """An OpenVINO IR (.xml + .bin) run by the CPU plugin in f32."""
 
@@ -247,7 +261,17 @@ class OpenVinoModel:
         return entries, others
 
     def run(self, feeds: dict[str, np.ndarray], entries: list[NodeEntry]) -> None:
+        from jaxmax._src.check import scatter_guard
+
         ov = self.ov
+        # scatter indices the plugin would write outside its buffers on: an error before the
+        # run, or (computed from another scatter's output) a run in a child process
+        order = [p.get_any_name() for p in self.model.inputs]
+        computed = scatter_guard.validate(self.model, feeds)
+        if computed:
+            with _openvino_errors():
+                computed = scatter_guard.pre_run(ov, self.core, self.model,
+                                                 [feeds[n] for n in order], computed)
         ports, where = [], []
         for k, entry in enumerate(entries):
             if entry.binding is None:
@@ -258,14 +282,24 @@ class OpenVinoModel:
             for j in range(entry.node.get_output_size()):
                 where.append((k, "out", j))
                 ports.append(entry.node.output(j))
-        try:
+        guarded = len(ports)
+        for node in computed:
+            ports += scatter_guard.probe_ports(node)
+        with _openvino_errors():
             probe = ov.Model(ports, self.model.get_parameters(), "jaxmax_check")
-            compiled = self.core.compile_model(probe, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-            order = [p.get_any_name() for p in self.model.inputs]
-            results = compiled([feeds[name] for name in order])
-        except Exception as err:  # noqa: BLE001
-            raise CheckError(f"OpenVINO could not run the model: "
-                             f"{' '.join(str(err).split())[:300]}") from None
+            if computed:
+                results = scatter_guard.run_in_child(ov, probe, [feeds[n] for n in order],
+                                                     computed)
+            else:
+                compiled = self.core.compile_model(probe, "CPU",
+                                                   {"INFERENCE_PRECISION_HINT": "f32"})
+                results = compiled([feeds[name] for name in order])
+        at = guarded
+        for node in computed:
+            count = len(scatter_guard.probe_ports(node))
+            scatter_guard.check_run(node, [results[at + j] for j in range(count)],
+                                    scatter_guard.AFTER)
+            at += count
         for i, (k, kind, _) in enumerate(where):
             value = np.asarray(results[i])
             (entries[k].inputs if kind == "in" else entries[k].outputs).append(value)
