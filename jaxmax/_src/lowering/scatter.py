@@ -14,8 +14,11 @@ in the same order):
   off the axis, XLA's native window scatter;
 * *elements* otherwise: one flat operand offset per update element.
 
-The caller passes ``layout="rows"`` or ``"elements"`` when it knows (concrete indices), or
-``"detect"``: a ``lax.cond`` on the run-time equality picks the form.
+The caller passes ``layout="rows"`` or ``"elements"`` when it knows (concrete indices, or
+indices broadcast in the same trace), or ``"detect"``: then a run-time check (each row's min
+against its max) chooses the form of the rule's first scatter with a ``lax.cond``, and the
+rest of the rule (the closed forms on NaN and signed zeros, the gradient) runs per element,
+one copy for both layouts.
 """
 
 from __future__ import annotations
@@ -111,11 +114,13 @@ def _along_axis(data, indices, updates, *, axis, rule, use_init, layout):
         # a row is constant iff its min equals its max: one variadic integer reduction straight
         # on the index runs at the speed of a read, where a compare with the row's first
         # element in front of a reduction is not vectorised; the min is then the row's id
+        # both layouts share one copy of the rule (its fast scatter alone takes the row form
+        # when the rows are constant), so that the closed forms compile once
         low, high = _row_bounds(indices, axis)
-        return lax.cond(~any_true(low != high),
-                        lambda data, low, indices, updates: rows(data, low, updates),
-                        lambda data, low, indices, updates: elements(data, indices, updates),
-                        data, low, indices, updates)
+        ids = normalised(low, size, index_dtype).reshape(-1, 1)
+        geom = Geometry("detect", tuple(data.shape), tuple(updates.shape), axis=axis, keys=keys)
+        return scatter_rules.apply(rule, geom, use_init, data,
+                                   (~any_true(low != high), ids, indices), updates)
 
     return _sharded(compute, data, indices, updates)
 
