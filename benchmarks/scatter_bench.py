@@ -14,7 +14,8 @@ read is timed. ``u.sum(0)`` is shown beside it. For the materialised index array
 Forms: jaxmax ONNX ScatterElements (row path with the index built by ``broadcast_to`` in the jit,
 and handed in materialised; the general per-element path), ScatterND's row form (k = 1), the
 OpenVINO faces on NaN-free input and on the NaN / -0 input that takes their exact forms; JAX
-``maximum(d, segment_max(u, ids))`` and ``d.at[ids].max(u)``; torch ``scatter_reduce(amax)`` with
+``maximum(d, segment_max(u, ids))`` (also on the materialised index's first column) and
+``d.at[ids].max(u)``; torch ``scatter_reduce(amax)`` with
 the expanded index; onnxruntime ScatterElements-18; the OpenVINO CPU plugin's
 ScatterElementsUpdate-12.
 
@@ -103,6 +104,14 @@ def _segment(d, ids, u):
     return jnp.maximum(d, jax.ops.segment_max(u, ids, num_segments=d.shape[0]))
 
 
+def _segment_first_column(d, idx, u):
+    return jnp.maximum(d, jax.ops.segment_max(u, idx[:, 0], num_segments=d.shape[0]))
+
+
+def _seu(d, idx, u):
+    return ov.scatter_elements_update(d, idx, u, 0, reduction="max")
+
+
 def _at_max(d, ids, u):
     return d.at[ids].max(u)
 
@@ -140,14 +149,16 @@ def _data_shapes(data, upd, rng) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     }
 
 
-def data_table(args, data, upd, ids, coord) -> None:
+def data_table(args, data, upd, ids, full, coord) -> None:
     """Every jaxmax form on every data shape, interleaved; ratios to the form's clean time."""
     rng = np.random.default_rng(1)
     shapes = {k: tuple(jax.device_put(a) for a in v)
               for k, v in _data_shapes(data, upd, rng).items()}
-    i1, ic = jax.device_put(ids), jax.device_put(coord)
+    i1, i2, ic = jax.device_put(ids), jax.device_put(full), jax.device_put(coord)
     forms = {
         "SE rows (broadcast_to)": (_se_built, i1),
+        "SE rows (materialised index)": (_se, i2),
+        "SEU-12 rows (materialised index)": (_seu, i2),
         "SE general": (_se, ic),
         "SND rows (k=1)": (_snd, i1),
         "SEU-12 rows (broadcast_to)": (_seu_built, i1),
@@ -274,7 +285,7 @@ def main() -> None:
     full = np.broadcast_to(ids[:, None], (m, f)).copy()
     coord = (full + rng.integers(0, 2, (m, f)).astype(np.int32)) % n  # not row-constant
     if args.data:
-        data_table(args, data, upd, ids, coord)
+        data_table(args, data, upd, ids, full, coord)
         return
     if args.row_forms:
         row_forms_table(args, data, upd, ids)
@@ -294,14 +305,14 @@ def main() -> None:
         "read floor with index: max(u), max(idx)": (_floor_with_index, (u, i2)),
         "JAX maximum(d, segment_max(u, ids))": (_segment, (d, i1, u)),
         "JAX d.at[ids].max(u)": (_at_max, (d, i1, u)),
+        "JAX maximum(d, segment_max(u, idx[:, 0])), materialised index": (
+            _segment_first_column, (d, i2, u)),
         "SE rows, broadcast_to in jit": (_se_built, (d, i1, u)),
         "SE rows, materialised index": (_se, (d, i2, u)),
         "SE general (per element)": (_se, (d, ic, u)),
         "SND row form (k=1)": (_snd, (d, i1, u)),
         "SEU-12 rows, broadcast_to, NaN-free": (_seu_built, (d, i1, u)),
-        "SEU-12 rows, materialised, NaN-free": (
-            lambda d, i, u: ov.scatter_elements_update(d, i, u, 0, reduction="max"),
-            (d, i2, u)),
+        "SEU-12 rows, materialised, NaN-free": (_seu, (d, i2, u)),
         "SNDU-15 row form (k=1), NaN-free": (_sndu, (d, i1, u)),
         "SE rows, ReLU data (zeros: re-check)": (_se_built, (dz, i1, u)),
         "SEU-12 rows, NaN updates (fold form)": (_seu_built, (d, i1, un)),

@@ -14,8 +14,11 @@ in the same order):
   off the axis, XLA's native window scatter;
 * *elements* otherwise: one flat operand offset per update element.
 
-The caller passes ``layout="rows"`` or ``"elements"`` when it knows (concrete indices), or
-``"detect"``: a ``lax.cond`` on the run-time equality picks the form.
+The caller passes ``layout="rows"`` or ``"elements"`` when it knows (concrete indices, or
+indices broadcast in the same trace), or ``"detect"``: then a run-time check (each row's min
+against its max) chooses the form of the rule's first scatter with a ``lax.cond``, and the
+rest of the rule (the closed forms on NaN and signed zeros, the gradient) runs per element,
+one copy for both layouts.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from jaxmax._src import explicit_axes
@@ -89,8 +93,7 @@ def _along_axis(data, indices, updates, *, axis, rule, use_init, layout):
 
     # each form normalises only the indices it reads: the row form one column, so that the
     # (n, features) index array is never rewritten
-    def rows(data, indices, updates):
-        ids = indices[tuple(slice(None) if d == axis else 0 for d in range(indices.ndim))]
+    def rows(data, ids, updates):
         geom = Geometry("rows", tuple(data.shape), tuple(updates.shape), axis=axis, keys=keys)
         norm = normalised(ids, size, index_dtype)
         return scatter_rules.apply(rule, geom, use_init, data, norm.reshape(-1, 1), updates)
@@ -104,14 +107,35 @@ def _along_axis(data, indices, updates, *, axis, rule, use_init, layout):
 
     def compute(data, indices, updates):
         if layout == "rows":
-            return rows(data, indices, updates)
+            ids = indices[tuple(slice(None) if d == axis else 0 for d in range(indices.ndim))]
+            return rows(data, ids, updates)
         if layout == "elements":
             return elements(data, indices, updates)
-        first = indices[tuple(slice(None) if d == axis else slice(0, 1)
-                              for d in range(indices.ndim))]
-        return lax.cond(~any_true(indices != first), rows, elements, data, indices, updates)
+        # a row is constant iff its min equals its max: one variadic integer reduction straight
+        # on the index runs at the speed of a read, where a compare with the row's first
+        # element in front of a reduction is not vectorised; the min is then the row's id
+        # both layouts share one copy of the rule (its fast scatter alone takes the row form
+        # when the rows are constant), so that the closed forms compile once
+        low, high = _row_bounds(indices, axis)
+        ids = normalised(low, size, index_dtype).reshape(-1, 1)
+        geom = Geometry("detect", tuple(data.shape), tuple(updates.shape), axis=axis, keys=keys)
+        return scatter_rules.apply(rule, geom, use_init, data,
+                                   (~any_true(low != high), ids, indices), updates)
 
     return _sharded(compute, data, indices, updates)
+
+
+def _row_bounds(indices: jax.Array, axis: int) -> tuple[jax.Array, jax.Array]:
+    """The min and the max of `indices` over every axis but `axis`, in one pass."""
+    info = np.iinfo(indices.dtype)
+
+    def combine(a, b):
+        return lax.min(a[0], b[0]), lax.max(a[1], b[1])
+
+    dims = tuple(d for d in range(indices.ndim) if d != axis)
+    init = (np.array(info.max, indices.dtype), np.array(info.min, indices.dtype))
+    low, high = lax.reduce((indices, indices), init, combine, dims)
+    return low, high
 
 
 @partial(jax.jit, static_argnames=("rule", "use_init"), inline=True)

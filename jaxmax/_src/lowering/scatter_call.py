@@ -10,7 +10,7 @@ import jax
 import numpy as np
 
 from jaxmax._src import sizes
-from jaxmax._src.lowering import scatter, scatter_checks
+from jaxmax._src.lowering import scatter, scatter_built, scatter_checks
 
 
 def along_axis(op: str, data, indices, updates, axis, *, allowed: Callable[[np.dtype], bool],
@@ -27,6 +27,8 @@ def along_axis(op: str, data, indices, updates, axis, *, allowed: Callable[[np.d
         scatter_checks.check_range(op, values, np.array(data.shape[axis_]),
                                    lambda pos: f"axis {axis_}")
     layout = scatter_checks.layout_of(values, data.shape, axis_)
+    if layout == "detect" and scatter_built.constant_off_axis(host, axis_):
+        layout = "rows"
     out = scatter.scatter_along_axis(data, scatter_checks.device_indices(op, host), updates,
                                      axis_, rule, use_init, layout)
     return sizes.settled(out, data.size * data.dtype.itemsize)

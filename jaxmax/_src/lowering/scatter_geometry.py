@@ -7,14 +7,20 @@ operand-shaped array back at each update's target. Out-of-range targets use XLA'
 ``FILL_OR_DROP`` mode: a scatter drops the update (the whole window when any coordinate is out
 of range), a gather returns the fill value.
 
-Three geometries, all with static dimension numbers:
+Four geometries, all with static dimension numbers:
 
 * `elements`: one target per update element, as a flat offset into the operand viewed 1-D (the
   general per-element form, one scalar index per update element);
 * `rows`: one index per position along `axis`, each update's window being the rest of that row
   (the row-broadcast form: XLA's native row scatter);
 * `slices`: one ``k``-coordinate index per leading position, the window being the trailing
-  ``operand.shape[k:]`` (the slice form, ``k = 0`` included: every window is the whole operand).
+  ``operand.shape[k:]`` (the slice form, ``k = 0`` included: every window is the whole operand);
+* `detect`: along-axis indices whose row layout is known only at run time. The index is the
+  triple ``(rows, ids, indices)``: a scalar flag (constant rows), the normalised row ids
+  ``(n, 1)`` and the raw indices. `scatter_fast` picks the row or the per-element scatter with a
+  ``lax.cond``; every other operation runs per element on offsets built where it runs (so one
+  copy of a rule's closed form serves both layouts, and no offset array is built on the fast
+  path).
 """
 
 from __future__ import annotations
@@ -33,9 +39,9 @@ _DROP = lax.GatherScatterMode.FILL_OR_DROP
 @dataclass(frozen=True)
 class Geometry:
     """Static description of how `index` (a traced integer array) routes updates to the
-    operand. ``kind`` is ``"elements"``, ``"rows"`` or ``"slices"``; ``axis`` is the row axis
-    (``rows``) and ``k`` the coordinate count (``slices``). ``keys`` runs a floating max on
-    ordered integer keys, else on XLA's float max."""
+    operand. ``kind`` is ``"elements"``, ``"rows"``, ``"slices"`` or ``"detect"``; ``axis`` is
+    the row axis (``rows``, ``detect``) and ``k`` the coordinate count (``slices``). ``keys``
+    runs a floating max on ordered integer keys, else on XLA's float max."""
 
     kind: str
     operand_shape: tuple[int, ...]
@@ -86,12 +92,43 @@ class Geometry:
             return a.reshape((n,) + window)
         return a
 
-    def scatter(self, combine: str, operand: jax.Array, index: jax.Array,
+    def _per_element(self, index) -> tuple[Geometry, jax.Array]:
+        """A `detect` geometry as the `elements` one, with the flat offsets of its index."""
+        _, _, indices = index
+        size = self.operand_shape[self.axis]
+        norm = normalised(indices, size, signed_index_dtype(size))
+        flat = element_offsets(norm, self.operand_shape, self.axis,
+                               signed_index_dtype(math.prod(self.operand_shape)))
+        geom = Geometry("elements", self.operand_shape, self.updates_shape, keys=self.keys)
+        return geom, flat
+
+    def scatter_fast(self, combine: str, operand: jax.Array, index,
+                     values: jax.Array) -> jax.Array:
+        """`scatter`, through the row form when a `detect` index has constant rows."""
+        if self.kind != "detect":
+            return self.scatter(combine, operand, index, values)
+        rows_flag, ids, _ = index
+        by_rows = Geometry("rows", self.operand_shape, self.updates_shape, axis=self.axis,
+                           keys=self.keys)
+
+        def rows(operand, index, values):
+            return by_rows.scatter(combine, operand, index[1], values)
+
+        def elements(operand, index, values):
+            geom, flat = self._per_element(index)
+            return geom.scatter(combine, operand, flat, values)
+
+        return lax.cond(rows_flag, rows, elements, operand, index, values)
+
+    def scatter(self, combine: str, operand: jax.Array, index,
                 values: jax.Array) -> jax.Array:
         """`operand` combined (``"max"``, ``"min"`` or ``"add"``) with the update-shaped
         `values` at their targets; dropped targets leave it unchanged. A floating ``"max"`` is
         the IEEE-754-2019 ``maximum`` (NaN wins, ``+0`` beats ``-0``), computed on ordered
         integer keys."""
+        if self.kind == "detect":
+            geom, flat = self._per_element(index)
+            return geom.scatter(combine, operand, flat, values)
         if combine == "max" and self.keys and jnp.issubdtype(operand.dtype, jnp.floating):
             start = _key(operand)
             out = self.scatter("max", start, index, _key(values))
@@ -109,6 +146,9 @@ class Geometry:
         """Operand-shaped: the position (1 + row-major offset into the updates) of the last
         update reaching each element, 0 where none does. The row and slice forms find the last
         row per target on the index alone (a scatter of row numbers, not of every element)."""
+        if self.kind == "detect":
+            geom, flat = self._per_element(index)
+            return geom.last_positions(flat, dtype)
         dtype = np.dtype(dtype)
         if self.kind == "elements":
             n = math.prod(self.updates_shape)
@@ -144,6 +184,9 @@ class Geometry:
 
     def gather(self, operand: jax.Array, index: jax.Array, fill) -> jax.Array:
         """`operand` read at each update's target, update-shaped; `fill` where dropped."""
+        if self.kind == "detect":
+            geom, flat = self._per_element(index)
+            return geom.gather(operand, flat, fill)
         dnums, sizes = self._gather()
         out = lax.gather(self._operand_in(operand), index, dnums, sizes, mode=_DROP,
                          fill_value=fill, indices_are_sorted=False, unique_indices=False)

@@ -61,7 +61,7 @@ def apply(rule: str, geom: Geometry, use_init: bool, data: jax.Array, index: jax
     """The scatter of `updates` onto `data` at `index` by `rule`; differentiable for floats."""
     if not dtypes.is_floating(data.dtype):
         init = _start(geom, use_init, data, index)
-        return geom.scatter("max", init, index, updates)
+        return geom.scatter_fast("max", init, index, updates)
     return _float_scatter(rule, geom, use_init, data, index, updates)
 
 
@@ -95,8 +95,8 @@ def _start(geom: Geometry, use_init: bool, data, index):
     """``e0`` of every target: `data`, or lowest(T) where an update lands when it is unused."""
     if use_init:
         return data
-    touched = geom.scatter("max", jnp.zeros(data.shape, bool), index,
-                           jnp.ones(geom.updates_shape, bool))
+    touched = geom.scatter_fast("max", jnp.zeros(data.shape, bool), index,
+                                jnp.ones(geom.updates_shape, bool))
     low = np.array(False) if dtypes.is_bool(data.dtype) else dtypes.lowest(data.dtype)
     return jnp.where(touched, low, data)
 
@@ -148,7 +148,7 @@ def _forward(rule, geom, use_init, data, index, u):
     # XLA's float scatter-max first: it is the IEEE maximum, except that it flushes a subnormal
     # result to zero, and it is every fold on NaN-free sequences but for the sign of a zero tie;
     # so a result without a zero (and, for the folds, without a NaN) is exact as it stands
-    fast = geom.scatter("max", init, index, u)
+    fast = geom.scatter_fast("max", init, index, u)
     # float sums, which XLA's CPU runs vectorised (a compare in front of a reduction costs
     # several times more, and a vectorised min or max may drop a NaN): the sum of `fast` is NaN
     # when it holds a NaN (or both infinities), `_maybe_tiny` finds a zero (a flushed
@@ -198,7 +198,7 @@ def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
     (then it stands for the plain max, and a subnormal takes the masked scatter on keys: one
     scatter fewer to compile)."""
     def plain_max(init, u):
-        return geom.scatter("max", init, index, u)
+        return geom.scatter_fast("max", init, index, u)
 
     if rule == "maximum":
         return plain_max(init, u)
