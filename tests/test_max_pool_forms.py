@@ -101,16 +101,20 @@ def test_onnx_max_pool_both_forms(form, geometry, dtype):
     assert_same(indices, want_i.astype(indices.dtype), f"Indices, compact={form}")
 
 
+@pytest.mark.parametrize("opset", [1, 8])
 @pytest.mark.parametrize("geometry", [g for g in GEOMETRIES if set(g[5]) == {1}])
-def test_openvino_max_pool_1_gradient_both_forms(form, geometry):
+def test_openvino_max_pool_1_gradient_both_forms(form, geometry, opset):
+    # opset 8 computes the indices beside the values (the compact form: from one reduction),
+    # whose values must differentiate as MaxPool-1's
     shape, k, s, pb, pe, _, ceil = geometry
     x = _data(shape, np.float32, 7)
     x = np.where(np.isnan(x), 0.0, x).astype(np.float32) + np.float32(0.0)  # no -0.0 ties
     rounding = "ceil" if ceil else "floor"
 
     def pooled(v):
-        return ov.max_pool(v, kernel=k, strides=s, pads_begin=pb, pads_end=pe,
-                           rounding_type=rounding)
+        out = ov.max_pool(v, kernel=k, strides=s, pads_begin=pb, pads_end=pe,
+                          rounding_type=rounding, opset=opset)
+        return out[0] if opset == 8 else out
 
     out, vjp = jax.vjp(pooled, jnp.asarray(x))
     ct = np.arange(1, out.size + 1, dtype=np.float32).reshape(out.shape)
@@ -129,3 +133,28 @@ def test_adaptive_max_pool_both_forms(form, shape, out, dtype):
     want_v, want_i = adaptive_oracle(x, out, np.int32)
     _same_bits(values, want_v, f"values, compact={form}")
     assert_same(indices, want_i, f"indices, compact={form}")
+
+
+def _lowered(f, platforms) -> str:
+    spec = jax.ShapeDtypeStruct((1, 3, 13, 14), np.float32)
+    return jax.jit(f).trace(spec).lower(lowering_platforms=platforms).as_text()
+
+
+def test_each_platform_gets_its_program():
+    # a small input: the compact form (one variadic reduce_window, pairs of value and index)
+    # on CPU; MaxPool-1's values elsewhere XLA's windowed max (`stablehlo.maximum`) under the
+    # NaN check; MaxPool-8 reads values and indices from the one compact reduction everywhere
+    # (its indices need the compact winners on every platform), lowered for one platform or
+    # for several (as jax.export does)
+    attrs = dict(kernel=(3, 3), strides=(2, 2), pads_begin=(1, 1), pads_end=(1, 1))
+    variadic = ':2 = "stablehlo.reduce_window"'
+    jax.clear_caches()
+    values = _lowered(lambda v: ov.max_pool(v, opset=1, **attrs), ("cpu",))
+    assert variadic in values and "stablehlo.maximum" not in values
+    values = _lowered(lambda v: ov.max_pool(v, opset=1, **attrs), ("cuda",))
+    assert variadic not in values and "stablehlo.maximum" in values
+    for platforms in (("cpu",), ("cuda",), ("cpu", "cuda")):
+        both = _lowered(lambda v: ov.max_pool(v, opset=8, index_element_type="i32", **attrs),
+                        platforms)
+        assert both.count('"stablehlo.reduce_window"') == 1, platforms
+        assert variadic in both and "stablehlo.maximum" not in both, platforms

@@ -1,27 +1,32 @@
-"""Max pooling as one variadic ``lax.reduce_window`` over (key, value, index) triples: the compact
-form, whose compiled code does not grow with the window, the window count or the input.
+"""Max pooling as one variadic ``lax.reduce_window`` over (value, index) pairs: the compact form,
+whose compiled code does not grow with the window, the window count or the input.
 
-Each element carries its ordering key (:func:`jaxmax._src.lowering.order.key`, descending), its
-value and its flat index within its plane (the axes from the first pooled one on). The select
-computation keeps the greater key, and of equal keys the lower index, so each window yields its
-*winner*: the first element, in row-major window order, of the greatest key. Padding is the
-reduction's init (the lowest key of the key type, index ``NONE``), so it never beats an element
+Each element carries its value and its flat index within its plane (the axes from the first
+pooled one on). The select computation keeps the greater value in the order of the values rule,
+and of equal values the lower index, so each window yields its *winner*: the first element, in
+row-major window order, of the greatest value. Padding is the reduction's init (the identity,
+``-inf`` or ``iinfo.min``, at index ``NONE``), so it never beats an element of the same value,
 and a window that reads padding only has no winner.
 
-The values rule (``nan``) is expressed through the key:
+The values rule (``nan``) is the place of NaN in that order:
 
-* ``"skip"``: NaN gets the lowest key of every float (``order.key``'s NaN-last), so the winner
-  is the first maximal non-NaN element; the value is ``max(lowest(T), winner)``: lowest(T) when
-  no element is above it (padding only, NaN, ``-inf``, elements equal to lowest(T)).
-* ``"propagate"``: NaN gets the highest key, so the winner is the window's first NaN if any, else
+* ``"skip"``: NaN below every number, so the winner is the first maximal non-NaN element; the
+  value is ``max(lowest(T), winner)``: lowest(T) when no element is above it (padding only, NaN,
+  ``-inf``, elements equal to lowest(T)).
+* ``"propagate"``: NaN above every number, so the winner is the window's first NaN if any, else
   its first maximal element; a window without an element gives the identity (``-inf``,
-  ``iinfo.min``) and no winner. ``-0.0`` and ``+0.0`` share a key, so the first zero wins.
+  ``iinfo.min``) and no winner. ``-0.0`` and ``+0.0`` are equal, so the first zero wins.
 
-The derivative (``jax.custom_jvp``) gathers each window's tangent at its winner, within its
-plane, so it is linear in the input tangent and transposes to a scatter-add. Under ``"skip"`` a
-window whose value is lowest(T) is differentiated as the pooling of the clamped input
+`pooled` returns the values with each window's winner, from the one reduction: the indices
+(`indices`) and the derivative read the winner the values came from. The derivative
+(``jax.custom_jvp``) gathers each window's tangent at its winner, within its plane, so it is
+linear in the input tangent and transposes to a scatter-add. Under ``"skip"`` a window whose
+value is lowest(T) is differentiated as the pooling of the clamped input
 ``where(x >= lowest, x, lowest)`` with padding counted as lowest(T): its first tap wins, and
 passes the tangent only when it is an input element equal to lowest(T).
+
+`select` is the same order on (key, value, index) triples with an integer ordering key
+(:func:`jaxmax._src.lowering.order.key`), for AdaptiveMaxPool's reductions.
 
 Spec-agnostic: the adapters choose the rule. See docs/semantics.md §5 for the rules and §9 for the
 jit contract.
@@ -38,12 +43,11 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes
-from jaxmax._src.lowering import order
 from jaxmax._src.lowering.pool_geometry import Geometry
 from jaxmax._src.lowering.pool_winners import IndexLayout
 
 __all__ = ["FORCE", "MAX_UNROLLED_TAPS", "NONE", "SMALL_BYTES", "applies", "indices", "max_pool",
-           "select"]
+           "pooled", "select"]
 
 #: Windows of more taps than this take the compact form on any input; see `applies`.
 MAX_UNROLLED_TAPS = 27
@@ -93,18 +97,38 @@ def _plane_index(g: Geometry) -> jax.Array:
     return lax.full(g.in_shape, 0, np.int32) if index is None else index
 
 
-def _key(x: jax.Array, nan: str) -> jax.Array:
-    return order.key(x, descending=True, nan_order="first" if nan == "propagate" else "last")
+def _value_select(nan: str, floating: bool):
+    """The lexicographic maximum of two (value, index) pairs in the order of the rule `nan`:
+    the greater value, NaN above every number (``"propagate"``) or below (``"skip"``), then the
+    lower index (associative and commutative, as ``reduce_window`` needs); ``-0.0`` and
+    ``+0.0`` are equal, so the first zero wins."""
+    # float compares of the values, not order.key's integer key: the key's bit operations and
+    # a third operand were most of every new shape's program (benchmarks/RESULTS.md, "A new
+    # small shape, round 5")
+    def select_pair(a, b):
+        va, ia = a
+        vb, ib = b
+        if floating:
+            na, nb = va != va, vb != vb
+            nan_above = (nb & ~na) if nan == "propagate" else (na & ~nb)
+            above = nan_above | (vb > va)
+            same = (vb == va) | (na & nb)
+        else:
+            above, same = vb > va, vb == va
+        take = above | (same & (ib < ia))
+        return lax.select(take, vb, va), lax.select(take, ib, ia)
+
+    return select_pair
 
 
-def winners(x: jax.Array, g: Geometry, nan: str) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Per window: the winner's key, value and plane index (``NONE`` without a winner)."""
-    key = _key(x, nan)
-    low_key = np.array(np.iinfo(key.dtype).min, key.dtype)
+def winners(x: jax.Array, g: Geometry, nan: str) -> tuple[jax.Array, jax.Array]:
+    """Per window: the winner's value and plane index (``NONE`` without a winner). Padding is
+    the identity at index ``NONE``: it never beats an element but NaN under ``"skip"``, where
+    the value is lowest(T) either way."""
     fill = dtypes.max_identity(x.dtype)
-    return lax.reduce_window((key, x, _plane_index(g)), (low_key, fill, np.int32(NONE)),
-                             select, g.window, g.strides, g.padding,
-                             window_dilation=g.dilation)
+    return lax.reduce_window((x, _plane_index(g)), (fill, np.int32(NONE)),
+                             _value_select(nan, dtypes.is_floating(x.dtype)), g.window,
+                             g.strides, g.padding, window_dilation=g.dilation)
 
 
 def _value(x: jax.Array, value: jax.Array, nan: str) -> jax.Array:
@@ -141,34 +165,42 @@ def _first_tap(g: Geometry, out_shape: tuple[int, ...]) -> tuple[jax.Array, jax.
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(1, 2))
-def _pooled(x: jax.Array, g: Geometry, nan: str) -> jax.Array:
-    _, value, _ = winners(x, g, nan)
-    return _value(x, value, nan)
+def _pooled(x: jax.Array, g: Geometry, nan: str) -> tuple[jax.Array, jax.Array]:
+    """The values and each window's winner (its plane index, ``NONE`` without one), from one
+    reduction: the indices and the derivative read the winner the values came from."""
+    value, index = winners(x, g, nan)
+    return _value(x, value, nan), index
 
 
 @_pooled.defjvp
 def _pooled_jvp(g, nan, primals, tangents):
     (x,), (t,) = primals, tangents
-    out = _pooled(x, g, nan)  # itself, so that higher orders differentiate it again
-    _, _, index = winners(lax.stop_gradient(x), g, nan)
+    out, index = _pooled(x, g, nan)  # itself, so that higher orders differentiate it again
+    at = index
     if nan == "skip" and dtypes.is_floating(x.dtype):
         # windows at lowest(T): the first tap of the clamped input, padding counted
         low = dtypes.lowest(x.dtype)
         first, _ = _first_tap(g, out.shape)
-        index = jnp.where(out > low, index, first)
+        at = jnp.where(out > low, index, first)
         t = jnp.where(x >= low, t, jnp.zeros((), t.dtype))
-    return out, _gather(t, index, g)
+    return (out, index), (_gather(t, at, g), np.zeros(index.shape, jax.dtypes.float0))
 
 
-def max_pool(x: jax.Array, g: Geometry, nan: str) -> jax.Array:
+def pooled(x: jax.Array, g: Geometry, nan: str) -> tuple[jax.Array, jax.Array]:
     """The pooled values under the rule `nan` (``"skip"`` or ``"propagate"``), differentiable
-    for floating `x`."""
+    for floating `x`, and each window's winner as its plane index (``NONE`` without one; see
+    `indices`)."""
     if nan not in ("skip", "propagate"):
         raise ValueError(f"max_pool: unknown NaN rule {nan!r}")
     if dtypes.is_floating(x.dtype):
         return _pooled(x, g, nan)
-    _, value, _ = winners(x, g, nan)
-    return _value(x, value, nan)
+    value, index = winners(x, g, nan)
+    return _value(x, value, nan), index
+
+
+def max_pool(x: jax.Array, g: Geometry, nan: str) -> jax.Array:
+    """The pooled values under the rule `nan`, differentiable for floating `x`."""
+    return pooled(x, g, nan)[0]
 
 
 def _coords(index: jax.Array, g: Geometry, dtype) -> list[jax.Array]:
@@ -182,13 +214,11 @@ def _coords(index: jax.Array, g: Geometry, dtype) -> list[jax.Array]:
     return coords[::-1]
 
 
-def indices(x: jax.Array, out: jax.Array, g: Geometry, nan: str, layout: IndexLayout,
+def indices(index: jax.Array, out: jax.Array, g: Geometry, nan: str, layout: IndexLayout,
             dtype) -> jax.Array:
-    """The flat index (in `layout`, of `dtype`) of each window's winner under the rule `nan`
-    (`out` its values): under ``"skip"`` a window whose value is lowest(T) has no winner, under
-    ``"propagate"`` a window without an input element."""
-    x = lax.stop_gradient(x)
-    _, _, index = winners(x, g, nan)
+    """The flat index (in `layout`, of `dtype`) of each window's winner under the rule `nan`,
+    from `pooled`'s values `out` and winners `index`: under ``"skip"`` a window whose value is
+    lowest(T) has no winner, under ``"propagate"`` a window without an input element."""
     dims = layout.dims(len(g.in_shape))
     strides = {d: math.prod(g.in_shape[e] for e in dims[i + 1:]) for i, d in enumerate(dims)}
     if not layout.column_major and layout.first_axis <= g.lead:
@@ -210,7 +240,7 @@ def indices(x: jax.Array, out: jax.Array, g: Geometry, nan: str, layout: IndexLa
             plane = plane + term
     none = plane if layout.no_winner == "plane_start" else dtype(-1)
     if nan == "skip":
-        has = lax.stop_gradient(out) > dtypes.lowest(x.dtype)
+        has = lax.stop_gradient(out) > dtypes.lowest(out.dtype)
     else:
         has = index != NONE
     return lax.select(has, flat, jnp.broadcast_to(none, flat.shape))
