@@ -77,7 +77,7 @@ def _max_pool_jit(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...
             # platform choice for the values alone kept a second program in every new
             # shape's jaxpr, and XLA could not share the reduction across it)
             values, index = pool_compact.pooled(x, g, nan)
-            return values, pool_compact.indices(index, values, g, nan, layout, dtype)
+            return values, pool_compact.indices(index, g, layout, dtype)
         values = _values(x, g, nan, cross_device, compact)
         return values, pool_winners.indices(lax.stop_gradient(x), g, lax.stop_gradient(values),
                                             nan, layout, dtype)

@@ -1,18 +1,22 @@
-"""Max pooling as one variadic ``lax.reduce_window`` over (value, index) pairs: the compact form,
-whose compiled code does not grow with the window, the window count or the input.
+"""Max pooling as one variadic ``lax.reduce_window``: the compact form, whose compiled code does
+not grow with the window, the window count or the input.
 
 Each element carries its value and its flat index within its plane (the axes from the first
-pooled one on). The select computation keeps the greater value in the order of the values rule,
-and of equal values the lower index, so each window yields its *winner*: the first element, in
-row-major window order, of the greatest value. Padding is the reduction's init (the identity,
-``-inf`` or ``iinfo.min``, at index ``NONE``), so it never beats an element of the same value,
-and a window that reads padding only has no winner.
+pooled one on). The select computation keeps the greater ordering key (the bits in IEEE total
+order, ``-0.0`` equal to ``+0.0``, NaN placed by the values rule;
+:mod:`jaxmax._src.lowering.order`), and of equal keys the lower index, so each window yields its
+*winner*: the first element, in row-major window order, of the greatest key. Padding is the
+reduction's init (the identity, ``-inf`` or ``iinfo.min``, at index ``NONE``), so it never beats
+an element of the same value, and a window that reads padding only has no winner. Two forms of
+that order (`winners`): small inputs with small windows reduce (value, index) pairs and compute
+the keys in each compare (the smallest program); the rest reduce (key, value, index) triples,
+the key computed once per element (faster where windows are long).
 
 The values rule (``nan``) is the place of NaN in that order:
 
 * ``"skip"``: NaN below every number, so the winner is the first maximal non-NaN element; the
   value is ``max(lowest(T), winner)``: lowest(T) when no element is above it (padding only, NaN,
-  ``-inf``, elements equal to lowest(T)).
+  ``-inf``, elements equal to lowest(T)), and then the window has no winner.
 * ``"propagate"``: NaN above every number, so the winner is the window's first NaN if any, else
   its first maximal element; a window without an element gives the identity (``-inf``,
   ``iinfo.min``) and no winner. ``-0.0`` and ``+0.0`` are equal, so the first zero wins.
@@ -25,8 +29,7 @@ value is lowest(T) is differentiated as the pooling of the clamped input
 ``where(x >= lowest, x, lowest)`` with padding counted as lowest(T): its first tap wins, and
 passes the tangent only when it is an input element equal to lowest(T).
 
-`select` is the same order on (key, value, index) triples with an integer ordering key
-(:func:`jaxmax._src.lowering.order.key`), for AdaptiveMaxPool's reductions.
+`select` reduces the triples (AdaptiveMaxPool's reductions use it too).
 
 Spec-agnostic: the adapters choose the rule. See docs/semantics.md §5 for the rules and §9 for the
 jit contract.
@@ -43,11 +46,12 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes
+from jaxmax._src.lowering import order
 from jaxmax._src.lowering.pool_geometry import Geometry
 from jaxmax._src.lowering.pool_winners import IndexLayout
 
-__all__ = ["FORCE", "MAX_UNROLLED_TAPS", "NONE", "SMALL_BYTES", "applies", "indices", "max_pool",
-           "pooled", "select"]
+__all__ = ["FORCE", "MAX_UNROLLED_TAPS", "NONE", "PAIRS", "SMALL_BYTES", "applies", "indices",
+           "max_pool", "pooled", "select", "winners"]
 
 #: Windows of more taps than this take the compact form on any input; see `applies`.
 MAX_UNROLLED_TAPS = 27
@@ -58,6 +62,9 @@ NONE = np.iinfo(np.int32).max
 #: True or False forces the form where it can apply (tests of both forms set it, then clear
 #: JAX's caches: the choice is made while tracing); None chooses by size.
 FORCE: bool | None = None
+#: True or False forces the pairs or the triples of `winners` (tests set it, then clear JAX's
+#: caches); None chooses by size (`_small`).
+PAIRS: bool | None = None
 
 
 def applies(g: Geometry, itemsize: int) -> bool:
@@ -86,8 +93,12 @@ def select(a, b):
     return lax.select(take, kb, ka), lax.select(take, vb, va), lax.select(take, ib, ia)
 
 
-def _plane_index(g: Geometry) -> jax.Array:
-    """The flat index of each element within its plane (row-major over the axes from `lead`)."""
+def _plane_index(g: Geometry, small: bool) -> jax.Array:
+    """The flat index of each element within its plane (row-major over the axes from `lead`):
+    a constant when `small` (no kernel of its own to compile; at most `SMALL_BYTES`)."""
+    if small:
+        plane = np.arange(math.prod(g.in_shape[g.lead:]), dtype=np.int32)
+        return jnp.asarray(np.broadcast_to(plane.reshape(g.in_shape[g.lead:]), g.in_shape))
     index = None
     step = 1
     for axis in reversed(range(g.lead, len(g.in_shape))):
@@ -97,49 +108,81 @@ def _plane_index(g: Geometry) -> jax.Array:
     return lax.full(g.in_shape, 0, np.int32) if index is None else index
 
 
-def _value_select(nan: str, floating: bool):
-    """The lexicographic maximum of two (value, index) pairs in the order of the rule `nan`:
-    the greater value, NaN above every number (``"propagate"``) or below (``"skip"``), then the
-    lower index (associative and commutative, as ``reduce_window`` needs); ``-0.0`` and
-    ``+0.0`` are equal, so the first zero wins."""
-    # float compares of the values, not order.key's integer key: the key's bit operations and
-    # a third operand were most of every new shape's program (benchmarks/RESULTS.md, "A new
-    # small shape, round 5")
+def _small(g: Geometry, itemsize: int) -> bool:
+    """Whether `winners` takes the pairs: an input of at most `SMALL_BYTES` (its indices too)
+    and a window of at most `MAX_UNROLLED_TAPS` taps, where compiling is the cost."""
+    if PAIRS is not None:
+        return PAIRS
+    return (math.prod(g.in_shape) * max(itemsize, 4) <= SMALL_BYTES
+            and math.prod(g.window) <= MAX_UNROLLED_TAPS)
+
+
+def _pair_select(nan: str, floating: bool):
+    """The lexicographic maximum of two (value, index) pairs: the greater key
+    (`order.compare_key`: the bits in IEEE total order, ``-0.0`` equal to ``+0.0``, NaN the
+    greatest under ``"propagate"`` and the least under ``"skip"``), then the lower index
+    (associative and commutative, as ``reduce_window`` needs)."""
+    def rank(v):
+        # on the bits, since XLA's CPU float compare takes a subnormal for zero; written out
+        # (order.compare_key's steps) with lax.select, as jnp.where's jitted wrapper would be
+        # one more function in every new shape's program
+        if not floating:
+            return v
+        m = order.monotone_bits(v)
+        m = m - (m >> (8 * m.dtype.itemsize - 1))
+        info = np.iinfo(m.dtype)
+        return lax.select(v != v, np.array(info.max if nan == "propagate" else info.min,
+                                           m.dtype), m)
+
     def select_pair(a, b):
         va, ia = a
         vb, ib = b
-        if floating:
-            na, nb = va != va, vb != vb
-            nan_above = (nb & ~na) if nan == "propagate" else (na & ~nb)
-            above = nan_above | (vb > va)
-            same = (vb == va) | (na & nb)
-        else:
-            above, same = vb > va, vb == va
-        take = above | (same & (ib < ia))
+        ra, rb = rank(va), rank(vb)
+        take = (rb > ra) | ((rb == ra) & (ib < ia))
         return lax.select(take, vb, va), lax.select(take, ib, ia)
 
     return select_pair
 
 
 def winners(x: jax.Array, g: Geometry, nan: str) -> tuple[jax.Array, jax.Array]:
-    """Per window: the winner's value and plane index (``NONE`` without a winner). Padding is
-    the identity at index ``NONE``: it never beats an element but NaN under ``"skip"``, where
-    the value is lowest(T) either way."""
+    """Per window: the winner's value and plane index (``NONE`` without a winner).
+
+    Two forms of one order. Small inputs with small windows (`_small`) reduce (value, index)
+    pairs, each compare computing the two keys: the smallest program (every new shape compiles
+    one). Otherwise (key, value, index) triples with the key computed once per element
+    (`order.key`): 2-3x faster where the windows are long (benchmarks/RESULTS.md, "A new small
+    shape, round 5"). Padding is the identity at index ``NONE``: it never beats an element of
+    its value (under ``"skip"`` the pairs let it beat NaN, where the value is lowest(T) and
+    there is no winner either way)."""
     fill = dtypes.max_identity(x.dtype)
-    return lax.reduce_window((x, _plane_index(g)), (fill, np.int32(NONE)),
-                             _value_select(nan, dtypes.is_floating(x.dtype)), g.window,
-                             g.strides, g.padding, window_dilation=g.dilation)
+    small = _small(g, x.dtype.itemsize)
+    index = _plane_index(g, small)
+    if small:
+        return lax.reduce_window((x, index), (fill, np.int32(NONE)),
+                                 _pair_select(nan, dtypes.is_floating(x.dtype)), g.window,
+                                 g.strides, g.padding, window_dilation=g.dilation)
+    key = order.key(x, descending=True, nan_order="first" if nan == "propagate" else "last")
+    low_key = np.array(np.iinfo(key.dtype).min, key.dtype)
+    _, value, index = lax.reduce_window((key, x, index), (low_key, fill, np.int32(NONE)),
+                                        select, g.window, g.strides, g.padding,
+                                        window_dilation=g.dilation)
+    return value, index
 
 
-def _value(x: jax.Array, value: jax.Array, nan: str) -> jax.Array:
+def _value(x: jax.Array, value: jax.Array, index: jax.Array,
+           nan: str) -> tuple[jax.Array, jax.Array]:
+    """The pooled value of each window's winner `value` under the rule `nan`, and its `index`,
+    ``NONE`` where the rule gives the window no winner."""
     if nan == "skip":  # max(lowest(T), winner): a NaN winner compares false, as its key would
         # (a compare of the values: the key of lowest(T) was a dozen traced operations on a
         # constant, which every new shape's module keeps)
         low = dtypes.lowest(x.dtype)
-        return lax.select(value > low, value, lax.full(value.shape, low, value.dtype))
+        above = value > low
+        return (lax.select(above, value, lax.full(value.shape, low, value.dtype)),
+                lax.select(above, index, lax.full(index.shape, NONE, index.dtype)))
     if dtypes.is_floating(x.dtype):  # one NaN, as every other pooling path gives
-        return lax.select(value != value, lax.full(value.shape, np.nan, value.dtype), value)
-    return value
+        value = lax.select(value != value, lax.full(value.shape, np.nan, value.dtype), value)
+    return value, index
 
 
 def _gather(t: jax.Array, index: jax.Array, g: Geometry) -> jax.Array:
@@ -169,7 +212,7 @@ def _pooled(x: jax.Array, g: Geometry, nan: str) -> tuple[jax.Array, jax.Array]:
     """The values and each window's winner (its plane index, ``NONE`` without one), from one
     reduction: the indices and the derivative read the winner the values came from."""
     value, index = winners(x, g, nan)
-    return _value(x, value, nan), index
+    return _value(x, value, index, nan)
 
 
 @_pooled.defjvp
@@ -195,7 +238,7 @@ def pooled(x: jax.Array, g: Geometry, nan: str) -> tuple[jax.Array, jax.Array]:
     if dtypes.is_floating(x.dtype):
         return _pooled(x, g, nan)
     value, index = winners(x, g, nan)
-    return _value(x, value, nan), index
+    return _value(x, value, index, nan)
 
 
 def max_pool(x: jax.Array, g: Geometry, nan: str) -> jax.Array:
@@ -214,11 +257,9 @@ def _coords(index: jax.Array, g: Geometry, dtype) -> list[jax.Array]:
     return coords[::-1]
 
 
-def indices(index: jax.Array, out: jax.Array, g: Geometry, nan: str, layout: IndexLayout,
-            dtype) -> jax.Array:
-    """The flat index (in `layout`, of `dtype`) of each window's winner under the rule `nan`,
-    from `pooled`'s values `out` and winners `index`: under ``"skip"`` a window whose value is
-    lowest(T) has no winner, under ``"propagate"`` a window without an input element."""
+def indices(index: jax.Array, g: Geometry, layout: IndexLayout, dtype) -> jax.Array:
+    """The flat index (in `layout`, of `dtype`) of each window's winner, from `pooled`'s plane
+    `index` (``NONE``: no winner, written as the layout's ``no_winner``)."""
     dims = layout.dims(len(g.in_shape))
     strides = {d: math.prod(g.in_shape[e] for e in dims[i + 1:]) for i, d in enumerate(dims)}
     if not layout.column_major and layout.first_axis <= g.lead:
@@ -227,20 +268,16 @@ def indices(index: jax.Array, out: jax.Array, g: Geometry, nan: str, layout: Ind
         # shape's module)
         flat = index.astype(dtype)
     else:
-        flat = jnp.zeros(out.shape, dtype)
+        flat = jnp.zeros(index.shape, dtype)
         for d, coord in zip(range(g.lead, len(g.in_shape)), _coords(index, g, dtype),
                             strict=True):
             if d in strides:
                 flat = flat + coord * dtype(strides[d])
-    plane = jnp.zeros(out.shape, dtype)
+    plane = jnp.zeros(index.shape, dtype)
     for d in (d for d in dims if d < g.lead):
-        term = lax.broadcasted_iota(dtype, out.shape, d) * dtype(strides[d])
+        term = lax.broadcasted_iota(dtype, index.shape, d) * dtype(strides[d])
         flat = flat + term
         if d < 2:
             plane = plane + term
     none = plane if layout.no_winner == "plane_start" else dtype(-1)
-    if nan == "skip":
-        has = lax.stop_gradient(out) > dtypes.lowest(out.dtype)
-    else:
-        has = index != NONE
-    return lax.select(has, flat, jnp.broadcast_to(none, flat.shape))
+    return lax.select(index != NONE, flat, jnp.broadcast_to(none, flat.shape))
