@@ -95,10 +95,13 @@ def select(a, b):
 
 def _plane_index(g: Geometry, small: bool) -> jax.Array:
     """The flat index of each element within its plane (row-major over the axes from `lead`):
-    a constant when `small` (no kernel of its own to compile; at most `SMALL_BYTES`)."""
+    when `small`, a constant of the input's whole shape (at most `SMALL_BYTES`), so that no
+    kernel computes or broadcasts it (each kernel costs every new shape compile time and
+    memory)."""
     if small:
         plane = np.arange(math.prod(g.in_shape[g.lead:]), dtype=np.int32)
-        return jnp.asarray(np.broadcast_to(plane.reshape(g.in_shape[g.lead:]), g.in_shape))
+        whole = np.broadcast_to(plane.reshape(g.in_shape[g.lead:]), g.in_shape)
+        return jnp.asarray(np.ascontiguousarray(whole))
     index = None
     step = 1
     for axis in reversed(range(g.lead, len(g.in_shape))):
