@@ -175,8 +175,8 @@ def test_each_platform_gets_its_program():
 def test_compact_forms_order_subnormals_by_their_bits(compact, monkeypatch):
     # XLA's CPU float compare takes a subnormal for zero (docs/semantics.md §9.3); both compact
     # reductions compare keys made of the bits, so the winner is the oracle's (the ONNX value
-    # keeps its bits; OpenVINO's max(lowest(T), winner) is flushed, so only its index is
-    # compared)
+    # keeps its bits; OpenVINO's max(lowest(T), winner) may be flushed, §9.3, so only its index
+    # is compared)
     monkeypatch.setattr(pool_compact, "FORCE", True)
     monkeypatch.setattr(pool_compact, "PAIRS", compact == "pairs")
     jax.clear_caches()

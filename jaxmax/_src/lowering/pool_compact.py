@@ -142,33 +142,45 @@ def _pair_select(nan: str, floating: bool):
         vb, ib = b
         ra, rb = rank(va), rank(vb)
         take = (rb > ra) | ((rb == ra) & (ib < ia))
-        return lax.select(take, vb, va), lax.select(take, ib, ia)
+        v = lax.select(take, vb, va)
+        if floating and nan == "propagate":
+            # one NaN, as every other pooling path gives (here: no kernel after the reduction)
+            v = lax.select(v != v, np.array(np.nan, v.dtype), v)
+        return v, lax.select(take, ib, ia)
 
     return select_pair
 
 
 def winners(x: jax.Array, g: Geometry, nan: str) -> tuple[jax.Array, jax.Array]:
-    """Per window: the winner's value and plane index (``NONE`` without a winner).
+    """Per window: the pooled value under the rule `nan` and the winner's plane index
+    (``NONE`` without a winner).
 
     Two forms of one order. Small inputs with small windows (`_small`) reduce (value, index)
     pairs, each compare computing the two keys: the smallest program (every new shape compiles
     one). Otherwise (key, value, index) triples with the key computed once per element
     (`order.key`): 2-3x faster where the windows are long (benchmarks/RESULTS.md, "A new small
-    shape, round 5"). Padding is the identity at index ``NONE``: it never beats an element of
-    its value (under ``"skip"`` the pairs let it beat NaN, where the value is lowest(T) and
-    there is no winner either way)."""
-    fill = dtypes.max_identity(x.dtype)
+    shape, round 5"). Padding is the init at index ``NONE``: it never beats an element of its
+    value. The pairs' init under ``"skip"`` is lowest(T) itself, which every reduction starts
+    from, so the value is ``max(lowest(T), winner)`` with no step after the reduction (XLA
+    compiles each such step into a kernel of its own)."""
     small = _small(g, x.dtype.itemsize)
     index = _plane_index(g, small)
-    if small:
-        return lax.reduce_window((x, index), (fill, np.int32(NONE)),
-                                 _pair_select(nan, dtypes.is_floating(x.dtype)), g.window,
-                                 g.strides, g.padding, window_dilation=g.dilation)
-    key = order.key(x, descending=True, nan_order="first" if nan == "propagate" else "last")
-    low_key = np.array(np.iinfo(key.dtype).min, key.dtype)
-    _, value, index = lax.reduce_window((key, x, index), (low_key, fill, np.int32(NONE)),
-                                        select, g.window, g.strides, g.padding,
-                                        window_dilation=g.dilation)
+    if not small:
+        key = order.key(x, descending=True,
+                        nan_order="first" if nan == "propagate" else "last")
+        low_key = np.array(np.iinfo(key.dtype).min, key.dtype)
+        _, value, index = lax.reduce_window(
+            (key, x, index), (low_key, dtypes.max_identity(x.dtype), np.int32(NONE)), select,
+            g.window, g.strides, g.padding, window_dilation=g.dilation)
+        return _value(x, value, index, nan)
+    low = dtypes.lowest(x.dtype)
+    init = low if nan == "skip" else dtypes.max_identity(x.dtype)
+    value, index = lax.reduce_window(
+        (x, index), (np.array(init, x.dtype), np.int32(NONE)),
+        _pair_select(nan, dtypes.is_floating(x.dtype)), g.window, g.strides, g.padding,
+        window_dilation=g.dilation)
+    if nan == "skip":  # a value at lowest(T) has no winner
+        index = lax.select(value > low, index, lax.full(index.shape, NONE, index.dtype))
     return value, index
 
 
@@ -214,8 +226,7 @@ def _first_tap(g: Geometry, out_shape: tuple[int, ...]) -> tuple[jax.Array, jax.
 def _pooled(x: jax.Array, g: Geometry, nan: str) -> tuple[jax.Array, jax.Array]:
     """The values and each window's winner (its plane index, ``NONE`` without one), from one
     reduction: the indices and the derivative read the winner the values came from."""
-    value, index = winners(x, g, nan)
-    return _value(x, value, index, nan)
+    return winners(x, g, nan)
 
 
 @_pooled.defjvp
@@ -240,8 +251,7 @@ def pooled(x: jax.Array, g: Geometry, nan: str) -> tuple[jax.Array, jax.Array]:
         raise ValueError(f"max_pool: unknown NaN rule {nan!r}")
     if dtypes.is_floating(x.dtype):
         return _pooled(x, g, nan)
-    value, index = winners(x, g, nan)
-    return _value(x, value, index, nan)
+    return winners(x, g, nan)
 
 
 def max_pool(x: jax.Array, g: Geometry, nan: str) -> jax.Array:
