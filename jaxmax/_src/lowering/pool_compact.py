@@ -50,8 +50,8 @@ from jaxmax._src.lowering import order
 from jaxmax._src.lowering.pool_geometry import Geometry
 from jaxmax._src.lowering.pool_winners import IndexLayout
 
-__all__ = ["FORCE", "MAX_UNROLLED_TAPS", "NONE", "PAIRS", "SMALL_BYTES", "applies", "indices",
-           "max_pool", "pooled", "select", "winners"]
+__all__ = ["FORCE", "MAX_UNROLLED_TAPS", "NONE", "PAIRS", "PAIRS_MAX_WORK", "SMALL_BYTES",
+           "applies", "indices", "max_pool", "pooled", "select", "winners"]
 
 #: Windows of more taps than this take the compact form on any input; see `applies`.
 MAX_UNROLLED_TAPS = 27
@@ -62,6 +62,11 @@ NONE = np.iinfo(np.int32).max
 #: True or False forces the form where it can apply (tests of both forms set it, then clear
 #: JAX's caches: the choice is made while tracing); None chooses by size.
 FORCE: bool | None = None
+#: `winners` reduces pairs up to this many element-taps (input elements times window taps):
+#: each compare computes two keys, so the pairs run slower than the triples (1.0-1.4x at 4,032
+#: elements and 9 taps, 1.1-1.9x at 16,384), and up to here that costs a new shape less than
+#: the triples' larger program (benchmarks/RESULTS.md, "A new small shape, round 5").
+PAIRS_MAX_WORK = 1 << 16
 #: True or False forces the pairs or the triples of `winners` (tests set it, then clear JAX's
 #: caches); None chooses by size (`_small`).
 PAIRS: bool | None = None
@@ -111,13 +116,13 @@ def _plane_index(g: Geometry, small: bool) -> jax.Array:
     return lax.full(g.in_shape, 0, np.int32) if index is None else index
 
 
-def _small(g: Geometry, itemsize: int) -> bool:
-    """Whether `winners` takes the pairs: an input of at most `SMALL_BYTES` (its indices too)
-    and a window of at most `MAX_UNROLLED_TAPS` taps, where compiling is the cost."""
+def _small(g: Geometry) -> bool:
+    """Whether `winners` takes the pairs: at most `PAIRS_MAX_WORK` element-taps (input
+    elements times window taps; their plane index, a constant, at most `SMALL_BYTES`)."""
     if PAIRS is not None:
         return PAIRS
-    return (math.prod(g.in_shape) * max(itemsize, 4) <= SMALL_BYTES
-            and math.prod(g.window) <= MAX_UNROLLED_TAPS)
+    elements = math.prod(g.in_shape)
+    return elements * 4 <= SMALL_BYTES and elements * math.prod(g.window) <= PAIRS_MAX_WORK
 
 
 def _pair_select(nan: str, floating: bool):
@@ -155,15 +160,16 @@ def winners(x: jax.Array, g: Geometry, nan: str) -> tuple[jax.Array, jax.Array]:
     """Per window: the pooled value under the rule `nan` and the winner's plane index
     (``NONE`` without a winner).
 
-    Two forms of one order. Small inputs with small windows (`_small`) reduce (value, index)
-    pairs, each compare computing the two keys: the smallest program (every new shape compiles
-    one). Otherwise (key, value, index) triples with the key computed once per element
-    (`order.key`): 2-3x faster where the windows are long (benchmarks/RESULTS.md, "A new small
-    shape, round 5"). Padding is the init at index ``NONE``: it never beats an element of its
-    value. The pairs' init under ``"skip"`` is lowest(T) itself, which every reduction starts
-    from, so the value is ``max(lowest(T), winner)`` with no step after the reduction (XLA
-    compiles each such step into a kernel of its own)."""
-    small = _small(g, x.dtype.itemsize)
+    Two forms of one order. Up to `PAIRS_MAX_WORK` element-taps (`_small`), (value, index)
+    pairs, each compare computing the two keys: the smallest program (every new shape
+    compiles one). Otherwise (key, value, index) triples with the key computed once per
+    element (`order.key`): 1.7-3.4x faster on 16,384 elements or long windows
+    (benchmarks/RESULTS.md, "A new small shape, round 5"). Padding is the init at index
+    ``NONE``: it never beats an element of its value. The pairs' init under ``"skip"`` is
+    lowest(T) itself, which every reduction starts from, so the value is ``max(lowest(T),
+    winner)`` with no step after the reduction (XLA compiles each such step into a kernel of
+    its own)."""
+    small = _small(g)
     index = _plane_index(g, small)
     if not small:
         key = order.key(x, descending=True,
