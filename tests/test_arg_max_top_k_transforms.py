@@ -27,6 +27,7 @@ from transform_helpers import loop, retrace_check
 from jaxmax import onnx
 from jaxmax import openvino as ov
 from jaxmax._src.lowering import arg_max as lowering
+from jaxmax._src.lowering import top_k as top_k_lowering
 
 
 @pytest.fixture(autouse=True)
@@ -108,14 +109,21 @@ def test_no_retrace():
                   lambda: ov.top_k(x, 2, axis=0, mode="min", sort="index"))
 
 
-def test_jaxpr_holds_the_intended_top_k():
+def test_jaxpr_holds_the_intended_top_k(monkeypatch):
     """Ascending order: one ``top_k`` of the key. float32 descending over the last axis: the
     plain ``top_k`` and, under a ``cond``, the key's (taken when the data hold NaN or a zero is
-    selected); over a moved axis: the key's only (computed inside the transpose)."""
+    selected), but on inputs of at most ``top_k.SMALL_BYTES`` the key's only; over a moved
+    axis: the key's only (computed inside the transpose)."""
     x = data(4, (5, 6))
     ascending = str(jax.make_jaxpr(lambda v: onnx.top_k(v, 3, axis=0, largest=0))(x))
     assert ascending.count("top_k[") == 1 and "cond[" not in ascending
+    small = str(jax.make_jaxpr(lambda v: onnx.top_k(v, 3, axis=1))(x))
+    assert small.count("top_k[") == 1 and "cond[" not in small
+    monkeypatch.setattr(top_k_lowering, "SMALL_BYTES", 0)
+    jax.clear_caches()  # the path is chosen while tracing
     descending = str(jax.make_jaxpr(lambda v: onnx.top_k(v, 3, axis=1))(x))
+    monkeypatch.undo()
+    jax.clear_caches()
     assert descending.count("top_k[") == 2 and descending.count("cond[") == 1
     moved = str(jax.make_jaxpr(lambda v: onnx.top_k(v, 3, axis=0))(x))
     assert moved.count("top_k[") == 1 and "cond[" not in moved

@@ -21,6 +21,7 @@ from helpers import is_float, x64_for
 from jaxmax import onnx
 from jaxmax import openvino as ov
 from jaxmax._src.lowering import arg_max as lowering
+from jaxmax._src.lowering import top_k as top_k_lowering
 
 FLOATS = ["float16", "float32", "float64"]
 INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
@@ -251,10 +252,16 @@ def test_openvino_top_k_corner_rows():
     assert_bits(i, np.array([3, 4], np.int32))
 
 
-def test_top_k_float32_plain_path_and_its_exits():
+@pytest.mark.parametrize("small_bytes", [0, None], ids=["plain_try", "key_only"])
+def test_top_k_float32_plain_path_and_its_exits(small_bytes, monkeypatch):
     """float32 in descending order first tries the plain ``lax.top_k`` (exact without NaN in the
     data and without a selected zero): NaN-free data, data whose selection reaches the zeros
-    (``-0.0`` before ``+0.0`` by index), subnormals next to zeros, and one NaN, per face."""
+    (``-0.0`` before ``+0.0`` by index), subnormals next to zeros, and one NaN, per face. Inputs
+    of at most ``top_k.SMALL_BYTES`` (these) take the key alone, whose float32 form must rank
+    the same data the same way: both paths run, the try forced by ``SMALL_BYTES = 0``."""
+    if small_bytes is not None:
+        monkeypatch.setattr(top_k_lowering, "SMALL_BYTES", small_bytes)
+    jax.clear_caches()  # the path is chosen while tracing
     rng = np.random.default_rng(11)
     tiny = np.float32(ml_dtypes.finfo(np.float32).smallest_subnormal)
     rows = {
@@ -293,6 +300,8 @@ def test_top_k_float32_plain_path_and_its_exits():
             want_v, want_i = top_k(x, k, -1, face="openvino", descending=True)
             assert_bits(v, want_v, f"ov {name} {k}")
             assert_bits(i, want_i.astype(np.int32), f"ov {name} {k}")
+    monkeypatch.undo()
+    jax.clear_caches()
 
 
 def test_arg_max_float32_plain_path_and_its_exits():

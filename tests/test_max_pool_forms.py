@@ -33,6 +33,17 @@ def form(request, monkeypatch):
     jax.clear_caches()
 
 
+@pytest.fixture(params=["pairs", "triples", "unrolled"])
+def pool_form(request, monkeypatch):
+    """MaxPool's forms: the compact form's two reductions (`pool_compact.winners`: pairs on
+    small inputs with small windows, as these are; triples otherwise), and the unrolled taps."""
+    monkeypatch.setattr(pool_compact, "FORCE", request.param != "unrolled")
+    monkeypatch.setattr(pool_compact, "PAIRS", request.param == "pairs")
+    jax.clear_caches()  # the form is chosen while tracing
+    yield request.param
+    jax.clear_caches()
+
+
 def _data(shape, dtype, seed):
     rng = np.random.default_rng(seed)
     x = np.round(rng.standard_normal(shape) * 2)  # ties
@@ -72,7 +83,7 @@ DTYPES = [np.float32, np.float16, jnp.bfloat16, np.int8, np.uint8]
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("geometry", GEOMETRIES)
-def test_openvino_max_pool_8_both_forms(form, geometry, dtype):
+def test_openvino_max_pool_8_both_forms(pool_form, geometry, dtype):
     shape, k, s, pb, pe, d, ceil = geometry
     x = _data(shape, dtype, len(shape) + sum(k))
     rounding = "ceil" if ceil else "floor"
@@ -84,39 +95,43 @@ def test_openvino_max_pool_8_both_forms(form, geometry, dtype):
                                       index_element_type="i32")
     want_v, want_i = openvino_oracle(x, k, s, list(zip(pb, pe, strict=True)), list(d),
                                      rounding, axis=axis)
-    _same_bits(values, want_v, f"values, compact={form}")
-    assert_same(indices, want_i.astype(np.int32), f"indices, compact={form}")
+    _same_bits(values, want_v, f"values, form={pool_form}")
+    assert_same(indices, want_i.astype(np.int32), f"indices, form={pool_form}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("geometry", GEOMETRIES)
-def test_onnx_max_pool_both_forms(form, geometry, dtype):
+def test_onnx_max_pool_both_forms(pool_form, geometry, dtype):
     shape, k, s, pb, pe, d, ceil = geometry
     x = _data(shape, dtype, len(shape) + sum(k) + 1)
     order = int(len(shape) == 5)
     y, indices = onnx.max_pool(x, kernel_shape=k, strides=s, pads=pb + pe, dilations=d,
                                ceil_mode=int(ceil), storage_order=order, return_indices=True)
     want_y, want_i = onnx_oracle(x, k, s, pb + pe, list(d), int(ceil), storage_order=order)
-    _same_bits(y, want_y, f"Y, compact={form}")
-    assert_same(indices, want_i.astype(indices.dtype), f"Indices, compact={form}")
+    _same_bits(y, want_y, f"Y, form={pool_form}")
+    assert_same(indices, want_i.astype(indices.dtype), f"Indices, form={pool_form}")
 
 
+@pytest.mark.parametrize("opset", [1, 8])
 @pytest.mark.parametrize("geometry", [g for g in GEOMETRIES if set(g[5]) == {1}])
-def test_openvino_max_pool_1_gradient_both_forms(form, geometry):
+def test_openvino_max_pool_1_gradient_both_forms(pool_form, geometry, opset):
+    # opset 8 computes the indices beside the values (the compact form: from one reduction),
+    # whose values must differentiate as MaxPool-1's
     shape, k, s, pb, pe, _, ceil = geometry
     x = _data(shape, np.float32, 7)
     x = np.where(np.isnan(x), 0.0, x).astype(np.float32) + np.float32(0.0)  # no -0.0 ties
     rounding = "ceil" if ceil else "floor"
 
     def pooled(v):
-        return ov.max_pool(v, kernel=k, strides=s, pads_begin=pb, pads_end=pe,
-                           rounding_type=rounding)
+        out = ov.max_pool(v, kernel=k, strides=s, pads_begin=pb, pads_end=pe,
+                          rounding_type=rounding, opset=opset)
+        return out[0] if opset == 8 else out
 
     out, vjp = jax.vjp(pooled, jnp.asarray(x))
     ct = np.arange(1, out.size + 1, dtype=np.float32).reshape(out.shape)
     (grad,) = vjp(jnp.asarray(ct))
     want = max_pool_1_grad(x, ct, k, s, pb, pe, rounding)
-    assert_same(np.asarray(grad, np.float64), want, f"gradient, compact={form}")
+    assert_same(np.asarray(grad, np.float64), want, f"gradient, form={pool_form}")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8])
@@ -129,3 +144,52 @@ def test_adaptive_max_pool_both_forms(form, shape, out, dtype):
     want_v, want_i = adaptive_oracle(x, out, np.int32)
     _same_bits(values, want_v, f"values, compact={form}")
     assert_same(indices, want_i, f"indices, compact={form}")
+
+
+def _lowered(f, platforms) -> str:
+    spec = jax.ShapeDtypeStruct((1, 3, 13, 14), np.float32)
+    return jax.jit(f).trace(spec).lower(lowering_platforms=platforms).as_text()
+
+
+def test_each_platform_gets_its_program():
+    # a small input: the compact form (one variadic reduce_window, pairs of value and index)
+    # on CPU; MaxPool-1's values elsewhere XLA's windowed max (`stablehlo.maximum`) under the
+    # NaN check; MaxPool-8 reads values and indices from the one compact reduction everywhere
+    # (its indices need the compact winners on every platform), lowered for one platform or
+    # for several (as jax.export does)
+    attrs = dict(kernel=(3, 3), strides=(2, 2), pads_begin=(1, 1), pads_end=(1, 1))
+    variadic = ':2 = "stablehlo.reduce_window"'
+    jax.clear_caches()
+    values = _lowered(lambda v: ov.max_pool(v, opset=1, **attrs), ("cpu",))
+    assert variadic in values and "stablehlo.maximum" not in values
+    values = _lowered(lambda v: ov.max_pool(v, opset=1, **attrs), ("cuda",))
+    assert variadic not in values and "stablehlo.maximum" in values
+    for platforms in (("cpu",), ("cuda",), ("cpu", "cuda")):
+        both = _lowered(lambda v: ov.max_pool(v, opset=8, index_element_type="i32", **attrs),
+                        platforms)
+        assert both.count('"stablehlo.reduce_window"') == 1, platforms
+        assert variadic in both and "stablehlo.maximum" not in both, platforms
+
+
+@pytest.mark.parametrize("compact", ["pairs", "triples"])
+def test_compact_forms_order_subnormals_by_their_bits(compact, monkeypatch):
+    # XLA's CPU float compare takes a subnormal for zero (docs/semantics.md §9.3); both compact
+    # reductions compare keys made of the bits, so the winner is the oracle's (the ONNX value
+    # keeps its bits; OpenVINO's max(lowest(T), winner) may be flushed, §9.3, so only its index
+    # is compared)
+    monkeypatch.setattr(pool_compact, "FORCE", True)
+    monkeypatch.setattr(pool_compact, "PAIRS", compact == "pairs")
+    jax.clear_caches()
+    tiny = float(np.finfo(np.float32).smallest_subnormal)
+    pool = np.array([0.0, -0.0, tiny, 2 * tiny, -tiny, -1.0], np.float32)
+    x = pool[np.random.default_rng(5).integers(0, len(pool), (1, 2, 9, 8))]
+    y, i = onnx.max_pool(x, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                         return_indices=True)
+    want_y, want_i = onnx_oracle(x, [3, 3], [2, 2], [1, 1, 1, 1], [1, 1], 0)
+    np.testing.assert_array_equal(np.asarray(y).view(np.uint32), want_y.view(np.uint32))
+    assert_same(i, want_i.astype(i.dtype), compact)
+    _, j = ov.max_pool(x, kernel=(3, 3), strides=(2, 2), pads_begin=(1, 1), pads_end=(1, 1),
+                       opset=8, index_element_type="i32")
+    _, want_j = openvino_oracle(x, (3, 3), (2, 2), [(1, 1), (1, 1)], [1, 1], "floor")
+    assert_same(j, want_j.astype(np.int32), compact)
+    jax.clear_caches()

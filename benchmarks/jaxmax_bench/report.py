@@ -130,7 +130,10 @@ def build_table(cases: list[Case], results: Results, notes: list[str],
                 else None
             if r.get("shapes") is not None:
                 split = r.get("split_ms") or {}
+                # the goal is 2 MB per shape: two decimals, which the table's column rounds off
+                rss = r.get("rss_mb")
                 notes.append(f"{case.name} | {impl.label}: over {r['shapes']} new shapes"
+                             + ("" if rss is None else f", {rss:.2f} MB resident each")
                              + "".join(f"; {k} {v:.1f}" for k, v in split.items())
                              + (f" ms per shape; {r['hlo_lines']} StableHLO lines"
                                 if split else ""))

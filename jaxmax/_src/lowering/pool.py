@@ -68,12 +68,17 @@ def _max_pool_jit(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...
     compact = pool_compact.applies(g, x.dtype.itemsize)
 
     def compute(x):
-        values = _values(x, g, nan, cross_device, compact)
         if index_dtype is None:
-            return values
+            return _values(x, g, nan, cross_device, compact)
         dtype = index_dtype.type
         if compact:
-            return values, pool_compact.indices(x, values, g, nan, layout, dtype)
+            # values and indices from one reduction, on every platform: the indices need the
+            # compact form's winners wherever it runs, so the values are read from them (a
+            # platform choice for the values alone kept a second program in every new
+            # shape's jaxpr, and XLA could not share the reduction across it)
+            values, index = pool_compact.pooled(x, g, nan)
+            return values, pool_compact.indices(index, g, layout, dtype)
+        values = _values(x, g, nan, cross_device, compact)
         return values, pool_winners.indices(lax.stop_gradient(x), g, lax.stop_gradient(values),
                                             nan, layout, dtype)
 

@@ -1,27 +1,35 @@
-"""Max pooling as one variadic ``lax.reduce_window`` over (key, value, index) triples: the compact
-form, whose compiled code does not grow with the window, the window count or the input.
+"""Max pooling as one variadic ``lax.reduce_window``: the compact form, whose compiled code does
+not grow with the window, the window count or the input.
 
-Each element carries its ordering key (:func:`jaxmax._src.lowering.order.key`, descending), its
-value and its flat index within its plane (the axes from the first pooled one on). The select
-computation keeps the greater key, and of equal keys the lower index, so each window yields its
+Each element carries its value and its flat index within its plane (the axes from the first
+pooled one on). The select computation keeps the greater ordering key (the bits in IEEE total
+order, ``-0.0`` equal to ``+0.0``, NaN placed by the values rule;
+:mod:`jaxmax._src.lowering.order`), and of equal keys the lower index, so each window yields its
 *winner*: the first element, in row-major window order, of the greatest key. Padding is the
-reduction's init (the lowest key of the key type, index ``NONE``), so it never beats an element
-and a window that reads padding only has no winner.
+reduction's init (the identity, ``-inf`` or ``iinfo.min``, at index ``NONE``), so it never beats
+an element of the same value, and a window that reads padding only has no winner. Two forms of
+that order (`winners`): small inputs with small windows reduce (value, index) pairs and compute
+the keys in each compare (the smallest program); the rest reduce (key, value, index) triples,
+the key computed once per element (faster where windows are long).
 
-The values rule (``nan``) is expressed through the key:
+The values rule (``nan``) is the place of NaN in that order:
 
-* ``"skip"``: NaN gets the lowest key of every float (``order.key``'s NaN-last), so the winner
-  is the first maximal non-NaN element; the value is ``max(lowest(T), winner)``: lowest(T) when
-  no element is above it (padding only, NaN, ``-inf``, elements equal to lowest(T)).
-* ``"propagate"``: NaN gets the highest key, so the winner is the window's first NaN if any, else
+* ``"skip"``: NaN below every number, so the winner is the first maximal non-NaN element; the
+  value is ``max(lowest(T), winner)``: lowest(T) when no element is above it (padding only, NaN,
+  ``-inf``, elements equal to lowest(T)), and then the window has no winner.
+* ``"propagate"``: NaN above every number, so the winner is the window's first NaN if any, else
   its first maximal element; a window without an element gives the identity (``-inf``,
-  ``iinfo.min``) and no winner. ``-0.0`` and ``+0.0`` share a key, so the first zero wins.
+  ``iinfo.min``) and no winner. ``-0.0`` and ``+0.0`` are equal, so the first zero wins.
 
-The derivative (``jax.custom_jvp``) gathers each window's tangent at its winner, within its
-plane, so it is linear in the input tangent and transposes to a scatter-add. Under ``"skip"`` a
-window whose value is lowest(T) is differentiated as the pooling of the clamped input
+`pooled` returns the values with each window's winner, from the one reduction: the indices
+(`indices`) and the derivative read the winner the values came from. The derivative
+(``jax.custom_jvp``) gathers each window's tangent at its winner, within its plane, so it is
+linear in the input tangent and transposes to a scatter-add. Under ``"skip"`` a window whose
+value is lowest(T) is differentiated as the pooling of the clamped input
 ``where(x >= lowest, x, lowest)`` with padding counted as lowest(T): its first tap wins, and
 passes the tangent only when it is an input element equal to lowest(T).
+
+`select` reduces the triples (AdaptiveMaxPool's reductions use it too).
 
 Spec-agnostic: the adapters choose the rule. See docs/semantics.md §5 for the rules and §9 for the
 jit contract.
@@ -42,8 +50,8 @@ from jaxmax._src.lowering import order
 from jaxmax._src.lowering.pool_geometry import Geometry
 from jaxmax._src.lowering.pool_winners import IndexLayout
 
-__all__ = ["FORCE", "MAX_UNROLLED_TAPS", "NONE", "SMALL_BYTES", "applies", "indices", "max_pool",
-           "select"]
+__all__ = ["FORCE", "MAX_UNROLLED_TAPS", "NONE", "PAIRS", "PAIRS_MAX_WORK", "SMALL_BYTES",
+           "applies", "indices", "max_pool", "pooled", "select", "winners"]
 
 #: Windows of more taps than this take the compact form on any input; see `applies`.
 MAX_UNROLLED_TAPS = 27
@@ -54,6 +62,14 @@ NONE = np.iinfo(np.int32).max
 #: True or False forces the form where it can apply (tests of both forms set it, then clear
 #: JAX's caches: the choice is made while tracing); None chooses by size.
 FORCE: bool | None = None
+#: `winners` reduces pairs up to this many element-taps (input elements times window taps):
+#: each compare computes two keys, so the pairs run slower than the triples (1.0-1.4x at 4,032
+#: elements and 9 taps, 1.1-1.9x at 16,384), and up to here that costs a new shape less than
+#: the triples' larger program (benchmarks/RESULTS.md, "A new small shape, round 5").
+PAIRS_MAX_WORK = 1 << 16
+#: True or False forces the pairs or the triples of `winners` (tests set it, then clear JAX's
+#: caches); None chooses by size (`_small`).
+PAIRS: bool | None = None
 
 
 def applies(g: Geometry, itemsize: int) -> bool:
@@ -82,8 +98,15 @@ def select(a, b):
     return lax.select(take, kb, ka), lax.select(take, vb, va), lax.select(take, ib, ia)
 
 
-def _plane_index(g: Geometry) -> jax.Array:
-    """The flat index of each element within its plane (row-major over the axes from `lead`)."""
+def _plane_index(g: Geometry, small: bool) -> jax.Array:
+    """The flat index of each element within its plane (row-major over the axes from `lead`):
+    when `small`, a constant of the input's whole shape (at most `SMALL_BYTES`), so that no
+    kernel computes or broadcasts it (each kernel costs every new shape compile time and
+    memory)."""
+    if small:
+        plane = np.arange(math.prod(g.in_shape[g.lead:]), dtype=np.int32)
+        whole = np.broadcast_to(plane.reshape(g.in_shape[g.lead:]), g.in_shape)
+        return jnp.asarray(np.ascontiguousarray(whole))
     index = None
     step = 1
     for axis in reversed(range(g.lead, len(g.in_shape))):
@@ -93,29 +116,94 @@ def _plane_index(g: Geometry) -> jax.Array:
     return lax.full(g.in_shape, 0, np.int32) if index is None else index
 
 
-def _key(x: jax.Array, nan: str) -> jax.Array:
-    return order.key(x, descending=True, nan_order="first" if nan == "propagate" else "last")
+def _small(g: Geometry) -> bool:
+    """Whether `winners` takes the pairs: at most `PAIRS_MAX_WORK` element-taps (input
+    elements times window taps; their plane index, a constant, at most `SMALL_BYTES`)."""
+    if PAIRS is not None:
+        return PAIRS
+    elements = math.prod(g.in_shape)
+    return elements * 4 <= SMALL_BYTES and elements * math.prod(g.window) <= PAIRS_MAX_WORK
 
 
-def winners(x: jax.Array, g: Geometry, nan: str) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Per window: the winner's key, value and plane index (``NONE`` without a winner)."""
-    key = _key(x, nan)
-    low_key = np.array(np.iinfo(key.dtype).min, key.dtype)
-    fill = dtypes.max_identity(x.dtype)
-    return lax.reduce_window((key, x, _plane_index(g)), (low_key, fill, np.int32(NONE)),
-                             select, g.window, g.strides, g.padding,
-                             window_dilation=g.dilation)
+def _pair_select(nan: str, floating: bool):
+    """The lexicographic maximum of two (value, index) pairs: the greater key
+    (`order.compare_key`: the bits in IEEE total order, ``-0.0`` equal to ``+0.0``, NaN the
+    greatest under ``"propagate"`` and the least under ``"skip"``), then the lower index
+    (associative and commutative, as ``reduce_window`` needs)."""
+    def rank(v):
+        # on the bits, since XLA's CPU float compare takes a subnormal for zero; written out
+        # (order.compare_key's steps) with lax.select, as jnp.where's jitted wrapper would be
+        # one more function in every new shape's program
+        if not floating:
+            return v
+        m = order.monotone_bits(v)
+        m = m - (m >> (8 * m.dtype.itemsize - 1))
+        info = np.iinfo(m.dtype)
+        return lax.select(v != v, np.array(info.max if nan == "propagate" else info.min,
+                                           m.dtype), m)
+
+    def select_pair(a, b):
+        va, ia = a
+        vb, ib = b
+        ra, rb = rank(va), rank(vb)
+        take = (rb > ra) | ((rb == ra) & (ib < ia))
+        v = lax.select(take, vb, va)
+        if floating and nan == "propagate":
+            # one NaN, as every other pooling path gives (here: no kernel after the reduction)
+            v = lax.select(v != v, np.array(np.nan, v.dtype), v)
+        return v, lax.select(take, ib, ia)
+
+    return select_pair
 
 
-def _value(x: jax.Array, value: jax.Array, nan: str) -> jax.Array:
+def winners(x: jax.Array, g: Geometry, nan: str) -> tuple[jax.Array, jax.Array]:
+    """Per window: the pooled value under the rule `nan` and the winner's plane index
+    (``NONE`` without a winner).
+
+    Two forms of one order. Up to `PAIRS_MAX_WORK` element-taps (`_small`), (value, index)
+    pairs, each compare computing the two keys: the smallest program (every new shape
+    compiles one). Otherwise (key, value, index) triples with the key computed once per
+    element (`order.key`): 1.7-3.4x faster on 16,384 elements or long windows
+    (benchmarks/RESULTS.md, "A new small shape, round 5"). Padding is the init at index
+    ``NONE``: it never beats an element of its value. The pairs' init under ``"skip"`` is
+    lowest(T) itself, which every reduction starts from, so the value is ``max(lowest(T),
+    winner)`` with no step after the reduction (XLA compiles each such step into a kernel of
+    its own)."""
+    small = _small(g)
+    index = _plane_index(g, small)
+    if not small:
+        key = order.key(x, descending=True,
+                        nan_order="first" if nan == "propagate" else "last")
+        low_key = np.array(np.iinfo(key.dtype).min, key.dtype)
+        _, value, index = lax.reduce_window(
+            (key, x, index), (low_key, dtypes.max_identity(x.dtype), np.int32(NONE)), select,
+            g.window, g.strides, g.padding, window_dilation=g.dilation)
+        return _value(x, value, index, nan)
+    low = dtypes.lowest(x.dtype)
+    init = low if nan == "skip" else dtypes.max_identity(x.dtype)
+    value, index = lax.reduce_window(
+        (x, index), (np.array(init, x.dtype), np.int32(NONE)),
+        _pair_select(nan, dtypes.is_floating(x.dtype)), g.window, g.strides, g.padding,
+        window_dilation=g.dilation)
+    if nan == "skip":  # a value at lowest(T) has no winner
+        index = lax.select(value > low, index, lax.full(index.shape, NONE, index.dtype))
+    return value, index
+
+
+def _value(x: jax.Array, value: jax.Array, index: jax.Array,
+           nan: str) -> tuple[jax.Array, jax.Array]:
+    """The pooled value of each window's winner `value` under the rule `nan`, and its `index`,
+    ``NONE`` where the rule gives the window no winner."""
     if nan == "skip":  # max(lowest(T), winner): a NaN winner compares false, as its key would
         # (a compare of the values: the key of lowest(T) was a dozen traced operations on a
         # constant, which every new shape's module keeps)
         low = dtypes.lowest(x.dtype)
-        return lax.select(value > low, value, lax.full(value.shape, low, value.dtype))
+        above = value > low
+        return (lax.select(above, value, lax.full(value.shape, low, value.dtype)),
+                lax.select(above, index, lax.full(index.shape, NONE, index.dtype)))
     if dtypes.is_floating(x.dtype):  # one NaN, as every other pooling path gives
-        return lax.select(value != value, lax.full(value.shape, np.nan, value.dtype), value)
-    return value
+        value = lax.select(value != value, lax.full(value.shape, np.nan, value.dtype), value)
+    return value, index
 
 
 def _gather(t: jax.Array, index: jax.Array, g: Geometry) -> jax.Array:
@@ -141,34 +229,40 @@ def _first_tap(g: Geometry, out_shape: tuple[int, ...]) -> tuple[jax.Array, jax.
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(1, 2))
-def _pooled(x: jax.Array, g: Geometry, nan: str) -> jax.Array:
-    _, value, _ = winners(x, g, nan)
-    return _value(x, value, nan)
+def _pooled(x: jax.Array, g: Geometry, nan: str) -> tuple[jax.Array, jax.Array]:
+    """The values and each window's winner (its plane index, ``NONE`` without one), from one
+    reduction: the indices and the derivative read the winner the values came from."""
+    return winners(x, g, nan)
 
 
 @_pooled.defjvp
 def _pooled_jvp(g, nan, primals, tangents):
     (x,), (t,) = primals, tangents
-    out = _pooled(x, g, nan)  # itself, so that higher orders differentiate it again
-    _, _, index = winners(lax.stop_gradient(x), g, nan)
+    out, index = _pooled(x, g, nan)  # itself, so that higher orders differentiate it again
+    at = index
     if nan == "skip" and dtypes.is_floating(x.dtype):
         # windows at lowest(T): the first tap of the clamped input, padding counted
         low = dtypes.lowest(x.dtype)
         first, _ = _first_tap(g, out.shape)
-        index = jnp.where(out > low, index, first)
+        at = jnp.where(out > low, index, first)
         t = jnp.where(x >= low, t, jnp.zeros((), t.dtype))
-    return out, _gather(t, index, g)
+    return (out, index), (_gather(t, at, g), np.zeros(index.shape, jax.dtypes.float0))
 
 
-def max_pool(x: jax.Array, g: Geometry, nan: str) -> jax.Array:
+def pooled(x: jax.Array, g: Geometry, nan: str) -> tuple[jax.Array, jax.Array]:
     """The pooled values under the rule `nan` (``"skip"`` or ``"propagate"``), differentiable
-    for floating `x`."""
+    for floating `x`, and each window's winner as its plane index (``NONE`` without one; see
+    `indices`)."""
     if nan not in ("skip", "propagate"):
         raise ValueError(f"max_pool: unknown NaN rule {nan!r}")
     if dtypes.is_floating(x.dtype):
         return _pooled(x, g, nan)
-    _, value, _ = winners(x, g, nan)
-    return _value(x, value, nan)
+    return winners(x, g, nan)
+
+
+def max_pool(x: jax.Array, g: Geometry, nan: str) -> jax.Array:
+    """The pooled values under the rule `nan`, differentiable for floating `x`."""
+    return pooled(x, g, nan)[0]
 
 
 def _coords(index: jax.Array, g: Geometry, dtype) -> list[jax.Array]:
@@ -182,13 +276,9 @@ def _coords(index: jax.Array, g: Geometry, dtype) -> list[jax.Array]:
     return coords[::-1]
 
 
-def indices(x: jax.Array, out: jax.Array, g: Geometry, nan: str, layout: IndexLayout,
-            dtype) -> jax.Array:
-    """The flat index (in `layout`, of `dtype`) of each window's winner under the rule `nan`
-    (`out` its values): under ``"skip"`` a window whose value is lowest(T) has no winner, under
-    ``"propagate"`` a window without an input element."""
-    x = lax.stop_gradient(x)
-    _, _, index = winners(x, g, nan)
+def indices(index: jax.Array, g: Geometry, layout: IndexLayout, dtype) -> jax.Array:
+    """The flat index (in `layout`, of `dtype`) of each window's winner, from `pooled`'s plane
+    `index` (``NONE``: no winner, written as the layout's ``no_winner``)."""
     dims = layout.dims(len(g.in_shape))
     strides = {d: math.prod(g.in_shape[e] for e in dims[i + 1:]) for i, d in enumerate(dims)}
     if not layout.column_major and layout.first_axis <= g.lead:
@@ -197,20 +287,16 @@ def indices(x: jax.Array, out: jax.Array, g: Geometry, nan: str, layout: IndexLa
         # shape's module)
         flat = index.astype(dtype)
     else:
-        flat = jnp.zeros(out.shape, dtype)
+        flat = jnp.zeros(index.shape, dtype)
         for d, coord in zip(range(g.lead, len(g.in_shape)), _coords(index, g, dtype),
                             strict=True):
             if d in strides:
                 flat = flat + coord * dtype(strides[d])
-    plane = jnp.zeros(out.shape, dtype)
+    plane = jnp.zeros(index.shape, dtype)
     for d in (d for d in dims if d < g.lead):
-        term = lax.broadcasted_iota(dtype, out.shape, d) * dtype(strides[d])
+        term = lax.broadcasted_iota(dtype, index.shape, d) * dtype(strides[d])
         flat = flat + term
         if d < 2:
             plane = plane + term
     none = plane if layout.no_winner == "plane_start" else dtype(-1)
-    if nan == "skip":
-        has = lax.stop_gradient(out) > dtypes.lowest(x.dtype)
-    else:
-        has = index != NONE
-    return lax.select(has, flat, jnp.broadcast_to(none, flat.shape))
+    return lax.select(index != NONE, flat, jnp.broadcast_to(none, flat.shape))

@@ -35,6 +35,11 @@ from jax import lax
 from jaxmax._src import dtypes, explicit_axes
 from jaxmax._src.lowering import order, rules, top_k_chunked
 
+#: Inputs of at most this many bytes are selected by the key alone, without first trying the
+#: plain ``lax.top_k`` of the data (`_select`): compiling dominates their run time, and the try
+#: doubles the program.
+SMALL_BYTES = 64 << 10
+
 
 def top_k(x: jax.Array, k: int, *, axis: int, descending: bool, nan_order: str,
           by_index: bool, index_dtype: np.dtype) -> tuple[jax.Array, jax.Array]:
@@ -61,7 +66,7 @@ def _top_k_jit(x, *, k, axis, descending, nan_order, by_index, index_dtype):
             indices = jnp.zeros(values.shape, index_dtype)
         else:
             values, indices = _select(moved, k, descending, nan_order, by_index,
-                                      try_plain=axis == x.ndim - 1)
+                                      try_plain=axis == x.ndim - 1 and x.nbytes > SMALL_BYTES)
             indices = indices.astype(index_dtype)
         return jnp.moveaxis(values, -1, axis), jnp.moveaxis(indices, -1, axis)
 
@@ -97,8 +102,7 @@ def _select(x, k, descending, nan_order, by_index, try_plain=True):
         return _take(x, indices), indices
 
     def exact():
-        keys = order.top_k_key(x, descending=descending, nan_order=nan_order)
-        return finish(lax.top_k(keys, k)[1])
+        return finish(lax.top_k(_key(x, descending, nan_order), k)[1])
 
     if not (try_plain and descending and x.dtype == np.float32):
         return exact()
@@ -109,21 +113,43 @@ def _select(x, k, descending, nan_order, by_index, try_plain=True):
     return lax.cond(plain, lambda: finish(indices) if by_index else (values, indices), exact)
 
 
+def _key(x, descending, nan_order):
+    """``order.top_k_key(x, ...)``; for float32 in descending order the same bits in fewer
+    operations: each number itself, ``+0.0`` for either zero, and for NaN the float32 whose
+    total order is above (``"first"``) or below (``"last"``) every number, as `order.ranked`
+    maps the key's extremes. Zero and NaN are found on the bits, where XLA's CPU float compare
+    would take a subnormal for zero."""
+    if not (descending and x.dtype == np.float32):
+        return order.top_k_key(x, descending=descending, nan_order=nan_order)
+    # fewer operations in every new shape's program (benchmarks/RESULTS.md, "A new small
+    # shape, round 5")
+    magnitude = lax.bitcast_convert_type(x, np.int32) & np.int32(0x7FFFFFFF)
+    nan_bits = np.int32(0x7FFFFFFF) if nan_order == "first" else np.int32(-1)
+    nan = lax.full(x.shape, np.array(nan_bits).view(np.float32), np.float32)
+    keys = lax.select(magnitude == np.int32(0), lax.full(x.shape, 0.0, np.float32), x)
+    inf_bits = np.int32(np.array(np.inf, np.float32).view(np.int32))
+    return lax.select(magnitude > inf_bits, nan, keys)
+
+
 def _take(x, indices, axis=-1):
     """`x` at `indices` along `axis` with every bit kept (see `_take_exact`)."""
     if dtypes.is_floating(x.dtype):
         return _take_exact(x, indices, axis)
-    return jnp.take_along_axis(x, indices, axis=axis)
+    return jnp.take_along_axis(x, indices, axis=axis, mode="promise_in_bounds")
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(2,))
 def _take_exact(x, indices, axis):
     """The gather done on the data's bits; its derivative is the float gather of the tangent at
     the same indices, whose transpose scatters each cotangent to the element its index names."""
-    return order.from_bits(jnp.take_along_axis(order.bits(x), indices, axis=axis), x.dtype)
+    # promise_in_bounds: every index comes from a selection along the axis (no bounds or sign
+    # handling to compile)
+    return order.from_bits(jnp.take_along_axis(order.bits(x), indices, axis=axis,
+                                               mode="promise_in_bounds"), x.dtype)
 
 
 @_take_exact.defjvp
 def _take_exact_jvp(axis, primals, tangents):
     x, indices = primals
-    return _take_exact(x, indices, axis), jnp.take_along_axis(tangents[0], indices, axis=axis)
+    return _take_exact(x, indices, axis), jnp.take_along_axis(tangents[0], indices, axis=axis,
+                                                              mode="promise_in_bounds")
