@@ -71,6 +71,9 @@ VALUE_CASES = [
      np.array([[1, 5, 2], [4, 0, 3]], F32), np.array([[0, 0, 0], [4, 5, 3]], F32)),
     ("S20", "snd", {}, _f(1, 2), np.zeros((2, 0), np.int64), np.array([[0, 5], [3, 1]], F32),
      _f(3, 5)),
+    # k = 0 into one element (XLA's own scatter keeps the last update there: 3, not 5)
+    ("S20-one-element", "snd", {}, _f(0), np.zeros((4, 0), np.int64),
+     np.array([[5], [1], [2], [3]], F32), _f(5)),
     ("S21", "snd", {}, _f(NAN, 0), np.array([[0]]), _f(1), _f(NAN, 0)),
     ("S23", "snd", {}, np.zeros((2, 3), F32), np.array([[-1, -3]]), _f(7),
      np.array([[0, 0, 0], [7, 0, 0]], F32)),
@@ -104,6 +107,8 @@ VALUE_CASES = [
     ("P3", "sndu", {}, _f(-0.0), np.array([[0]]), _f(0.0), _f(-0.0)),
     ("P4", "sndu", {}, _f(1, 2), np.zeros((2, 0), np.int64), np.array([[0, 5], [3, 1]], F32),
      _f(3, 5)),
+    ("P4-one-element", "sndu", {}, np.zeros((1, 1), F32), np.zeros((3, 0), np.int64),
+     np.array([[[2]], [[7]], [[-1]]], F32), np.array([[7]], F32)),
     ("P5", "sndu", {}, _f(0.0), np.array([[0]]), _f(-0.0), _f(0.0)),
     ("P6", "sndu", {}, np.array([False, True]), np.array([[0], [1]]), np.array([True, False]),
      np.array([True, True])),

@@ -150,14 +150,19 @@ def _by_coordinates(data, indices, updates, *, rule, use_init):
         coords = indices.reshape(n, k)
         dtype = signed_index_dtype(max(data.shape[:k], default=1))
         cols = [normalised(coords[:, j], data.shape[j], dtype) for j in range(k)]
-        if k:
-            dropped = jnp.zeros((n,), bool)
-            for j in range(k):
-                dropped = dropped | (cols[j] == data.shape[j])
-            cols[0] = jnp.where(dropped, dtype.type(data.shape[0]), cols[0])
-            index = jnp.stack(cols, axis=1)
-        else:
-            index = jnp.zeros((n, 0), dtype)
+        if not k:
+            # Every update names the whole tensor. XLA's CPU scatter with an empty index
+            # vector into a one-element operand keeps the last update instead of combining
+            # (lax.scatter_add of 5, 1, 2, 3 into [0.] gives [3.]), so the updates go to
+            # coordinate 0 of a new leading unit axis instead.
+            geom = Geometry("slices", (1, *data.shape), tuple(updates.shape), k=1, keys=keys)
+            return scatter_rules.apply(rule, geom, use_init, data[None], jnp.zeros((n, 1), dtype),
+                                       updates)[0]
+        dropped = jnp.zeros((n,), bool)
+        for j in range(k):
+            dropped = dropped | (cols[j] == data.shape[j])
+        cols[0] = jnp.where(dropped, dtype.type(data.shape[0]), cols[0])
+        index = jnp.stack(cols, axis=1)
         geom = Geometry("slices", tuple(data.shape), tuple(updates.shape), k=k, keys=keys)
         return scatter_rules.apply(rule, geom, use_init, data, index, updates)
 
