@@ -22,7 +22,8 @@ ScatterElementsUpdate-12.
 With ``--data``, a second table instead: every jaxmax form on the data shapes of the cliff rule
 (each operator within 1.2x of its clean-data time): clean; NaN in 1 of 10,000 and in 1 of 100
 elements of `data` and `updates`; heavy ties (values in {-2, ..., 2}); ReLU-like zeros of both
-signs (half of `data` and `updates`, the sign at random). Each cell is the median wall and CPU
+signs (half of `data` and `updates`, the sign at random); ReLU output itself (``max(x, 0)``:
++0 only). Each cell is the median wall and CPU
 time and the ratio of the CPU time to the form's clean time.
 
 With ``--row-forms``, the XLA forms tried for the row path against the read floor: scatter
@@ -146,6 +147,7 @@ def _data_shapes(data, upd, rng) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         "NaN 1e-2": (nan_in(data, 1e-2), nan_in(upd, 1e-2)),
         "ties": (np.round(np.clip(data, -2, 2)), np.round(np.clip(upd, -2, 2))),
         "+-0 zeros": (zeros(data), zeros(upd)),
+        "ReLU (+0)": (np.maximum(data, 0), np.maximum(upd, 0)),
     }
 
 

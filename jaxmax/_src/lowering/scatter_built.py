@@ -3,7 +3,7 @@
 A graph network builds its along-axis index as ``broadcast_to(ids[:, None], updates.shape)``
 inside the same `jit`. The run-time row check (`scatter._row_bounds`) is one read of the index,
 but it keeps the general form alive in a ``lax.cond``, whose operand then forces XLA to write
-the broadcast out in full (four times the cost of the row scatter). When the tracer shows it was
+the broadcast out in full (several times the cost of the row scatter). When the tracer shows it was
 made by ``broadcast_in_dim`` along every axis but the scatter axis (through element-wise type
 conversions), the row form is chosen at trace time instead, as for concrete indices.
 

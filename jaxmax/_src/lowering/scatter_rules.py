@@ -184,10 +184,21 @@ def _forward(rule, geom, use_init, data, index, u):
 def _odd_bits(init, u):
     """Whether `init` or `u` holds a -0 (a fold may then differ from the plain max), and
     whether either holds a subnormal, from the bits."""
-    def any_mark(test):
-        return any_true(test(u)) | any_true(test(init))
+    neg_zero_u, subnormal_u = _marks(u)
+    neg_zero_init, subnormal_init = _marks(init)
+    return neg_zero_u | neg_zero_init, subnormal_u | subnormal_init
 
-    return any_mark(_is_neg_zero), any_mark(order.is_subnormal)
+
+def _marks(x):
+    """Whether `x` holds a -0 and whether it holds a subnormal: both tests in one pass (a
+    variadic float max), since each bit test in front of a reduction costs several reads."""
+    one, zero = np.float32(1), np.float32(0)
+    neg_zero = jnp.where(_is_neg_zero(x), one, zero)
+    subnormal = jnp.where(order.is_subnormal(x), one, zero)
+    found = lax.reduce((neg_zero, subnormal), (zero, zero),
+                       lambda a, b: (lax.max(a[0], b[0]), lax.max(a[1], b[1])),
+                       tuple(range(x.ndim)))
+    return found[0] > 0, found[1] > 0
 
 
 def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
