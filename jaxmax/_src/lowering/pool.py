@@ -12,7 +12,9 @@ Which form computes the values:
 
 * windows of more than ``pool_compact.MAX_UNROLLED_TAPS`` taps, and inputs of at most
   ``pool_compact.SMALL_BYTES``: the compact form (:mod:`jaxmax._src.lowering.pool_compact`:
-  one variadic ``reduce_window``, compiled code independent of the window), values and indices;
+  one variadic ``reduce_window``, compiled code independent of the window); with indices,
+  values and indices from its one reduction on every platform; values alone under ``"skip"``
+  on CPU only (elsewhere as the last item);
 * otherwise the phase-sliced taps, on every platform for ``"propagate"`` and on CPU (or with
   dilation, which ``reduce_window`` cannot differentiate) for ``"skip"``, whose scan skips NaN
   by itself and needs no check;
