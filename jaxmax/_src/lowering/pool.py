@@ -56,7 +56,9 @@ def max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
     if layout.no_winner not in pool_winners.NO_WINNER:
         raise ValueError(f"max_pool: no_winner must be one of {pool_winners.NO_WINNER}, "
                          f"got {layout.no_winner!r}")
-    cross_device = nan == "skip" and rules.cross_device_possible(x)
+    # also whether the compact form may take its pairs, which XLA's SPMD partitioner aborts on
+    # when a pooled axis is sharded over Explicit mesh axes (pool_compact.winners)
+    cross_device = rules.cross_device_possible(x)
     return _max_pool_jit(x, window, strides, padding, dilation, nan, cross_device,
                          None if index_dtype is None else np.dtype(index_dtype), layout)
 
@@ -78,7 +80,7 @@ def _max_pool_jit(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...
             # compact form's winners wherever it runs, so the values are read from them (a
             # platform choice for the values alone kept a second program in every new
             # shape's jaxpr, and XLA could not share the reduction across it)
-            values, index = pool_compact.pooled(x, g, nan)
+            values, index = pool_compact.pooled(x, g, nan, pairs=not cross_device)
             return values, pool_compact.indices(index, g, layout, dtype)
         values = _values(x, g, nan, cross_device, compact)
         return values, pool_winners.indices(lax.stop_gradient(x), g, lax.stop_gradient(values),
@@ -95,7 +97,7 @@ def _values(x: jax.Array, g: Geometry, nan: str, cross_device: bool,
     """The differentiable pooled values, by the form the module docstring lists."""
     def sliced(v):
         if compact:  # large windows and small inputs: no per-tap code
-            return pool_compact.max_pool(v, g, nan)
+            return pool_compact.max_pool(v, g, nan, pairs=not cross_device)
         return pool_tangents.pooled(v, g, nan)
 
     if nan == "propagate" or max(g.dilation) > 1:
