@@ -8,6 +8,7 @@ MaxPool-1 gradients against the hand-computed cotangent.
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import jax
@@ -158,17 +159,19 @@ def test_each_platform_gets_its_program():
     # (its indices need the compact winners on every platform), lowered for one platform or
     # for several (as jax.export does)
     attrs = dict(kernel=(3, 3), strides=(2, 2), pads_begin=(1, 1), pads_end=(1, 1))
-    variadic = ':2 = "stablehlo.reduce_window"'
+    def variadic(text):  # pairs or triples (pool_compact.winners)
+        return re.search(r':[23] = "stablehlo.reduce_window"', text) is not None
+
     jax.clear_caches()
     values = _lowered(lambda v: ov.max_pool(v, opset=1, **attrs), ("cpu",))
-    assert variadic in values and "stablehlo.maximum" not in values
+    assert variadic(values) and "stablehlo.maximum" not in values
     values = _lowered(lambda v: ov.max_pool(v, opset=1, **attrs), ("cuda",))
-    assert variadic not in values and "stablehlo.maximum" in values
+    assert not variadic(values) and "stablehlo.maximum" in values
     for platforms in (("cpu",), ("cuda",), ("cpu", "cuda")):
         both = _lowered(lambda v: ov.max_pool(v, opset=8, index_element_type="i32", **attrs),
                         platforms)
         assert both.count('"stablehlo.reduce_window"') == 1, platforms
-        assert variadic in both and "stablehlo.maximum" not in both, platforms
+        assert variadic(both) and "stablehlo.maximum" not in both, platforms
 
 
 @pytest.mark.parametrize("compact", ["pairs", "triples"])

@@ -12,7 +12,9 @@ Which form computes the values:
 
 * windows of more than ``pool_compact.MAX_UNROLLED_TAPS`` taps, and inputs of at most
   ``pool_compact.SMALL_BYTES``: the compact form (:mod:`jaxmax._src.lowering.pool_compact`:
-  one variadic ``reduce_window``, compiled code independent of the window), values and indices;
+  one variadic ``reduce_window``, compiled code independent of the window); with indices,
+  values and indices from its one reduction on every platform; values alone under ``"skip"``
+  on CPU only (elsewhere as the last item);
 * otherwise the phase-sliced taps, on every platform for ``"propagate"`` and on CPU (or with
   dilation, which ``reduce_window`` cannot differentiate) for ``"skip"``, whose scan skips NaN
   by itself and needs no check;
@@ -54,7 +56,9 @@ def max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
     if layout.no_winner not in pool_winners.NO_WINNER:
         raise ValueError(f"max_pool: no_winner must be one of {pool_winners.NO_WINNER}, "
                          f"got {layout.no_winner!r}")
-    cross_device = nan == "skip" and rules.cross_device_possible(x)
+    # also whether the compact form may take its pairs, which XLA's SPMD partitioner aborts on
+    # when a pooled axis is sharded over Explicit mesh axes (pool_compact.winners)
+    cross_device = rules.cross_device_possible(x)
     return _max_pool_jit(x, window, strides, padding, dilation, nan, cross_device,
                          None if index_dtype is None else np.dtype(index_dtype), layout)
 
@@ -76,7 +80,7 @@ def _max_pool_jit(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...
             # compact form's winners wherever it runs, so the values are read from them (a
             # platform choice for the values alone kept a second program in every new
             # shape's jaxpr, and XLA could not share the reduction across it)
-            values, index = pool_compact.pooled(x, g, nan)
+            values, index = pool_compact.pooled(x, g, nan, pairs=not cross_device)
             return values, pool_compact.indices(index, g, layout, dtype)
         values = _values(x, g, nan, cross_device, compact)
         return values, pool_winners.indices(lax.stop_gradient(x), g, lax.stop_gradient(values),
@@ -93,7 +97,7 @@ def _values(x: jax.Array, g: Geometry, nan: str, cross_device: bool,
     """The differentiable pooled values, by the form the module docstring lists."""
     def sliced(v):
         if compact:  # large windows and small inputs: no per-tap code
-            return pool_compact.max_pool(v, g, nan)
+            return pool_compact.max_pool(v, g, nan, pairs=not cross_device)
         return pool_tangents.pooled(v, g, nan)
 
     if nan == "propagate" or max(g.dilation) > 1:

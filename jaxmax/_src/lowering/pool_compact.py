@@ -116,13 +116,15 @@ def _plane_index(g: Geometry, small: bool) -> jax.Array:
     return lax.full(g.in_shape, 0, np.int32) if index is None else index
 
 
-def _small(g: Geometry) -> bool:
-    """Whether `winners` takes the pairs: at most `PAIRS_MAX_WORK` element-taps (input
-    elements times window taps; their plane index, a constant, at most `SMALL_BYTES`)."""
+def _small(g: Geometry, pairs: bool) -> bool:
+    """Whether `winners` takes the pairs: allowed (`pairs`: the caller knows the input on one
+    device) and at most `PAIRS_MAX_WORK` element-taps (input elements times window taps; their
+    plane index, a constant, at most `SMALL_BYTES`)."""
     if PAIRS is not None:
         return PAIRS
     elements = math.prod(g.in_shape)
-    return elements * 4 <= SMALL_BYTES and elements * math.prod(g.window) <= PAIRS_MAX_WORK
+    return (pairs and elements * 4 <= SMALL_BYTES
+            and elements * math.prod(g.window) <= PAIRS_MAX_WORK)
 
 
 def _pair_select(nan: str, floating: bool):
@@ -156,7 +158,8 @@ def _pair_select(nan: str, floating: bool):
     return select_pair
 
 
-def winners(x: jax.Array, g: Geometry, nan: str) -> tuple[jax.Array, jax.Array]:
+def winners(x: jax.Array, g: Geometry, nan: str,
+            pairs: bool = False) -> tuple[jax.Array, jax.Array]:
     """Per window: the pooled value under the rule `nan` and the winner's plane index
     (``NONE`` without a winner).
 
@@ -168,8 +171,10 @@ def winners(x: jax.Array, g: Geometry, nan: str) -> tuple[jax.Array, jax.Array]:
     ``NONE``: it never beats an element of its value. The pairs' init under ``"skip"`` is
     lowest(T) itself, which every reduction starts from, so the value is ``max(lowest(T),
     winner)`` with no step after the reduction (XLA compiles each such step into a kernel of
-    its own)."""
-    small = _small(g)
+    its own). The pairs also need `pairs` (the input on one device): XLA's SPMD partitioner
+    aborted (``ReshardAsWindowedInput``) on them with a pooled axis sharded over an Explicit
+    mesh axis (tests/test_sharding.py)."""
+    small = _small(g, pairs)
     index = _plane_index(g, small)
     if not small:
         key = order.key(x, descending=True,
@@ -228,17 +233,18 @@ def _first_tap(g: Geometry, out_shape: tuple[int, ...]) -> tuple[jax.Array, jax.
     return jnp.where(inside, index, np.int32(NONE)), inside
 
 
-@partial(jax.custom_jvp, nondiff_argnums=(1, 2))
-def _pooled(x: jax.Array, g: Geometry, nan: str) -> tuple[jax.Array, jax.Array]:
+@partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3))
+def _pooled(x: jax.Array, g: Geometry, nan: str,
+            pairs: bool) -> tuple[jax.Array, jax.Array]:
     """The values and each window's winner (its plane index, ``NONE`` without one), from one
     reduction: the indices and the derivative read the winner the values came from."""
-    return winners(x, g, nan)
+    return winners(x, g, nan, pairs)
 
 
 @_pooled.defjvp
-def _pooled_jvp(g, nan, primals, tangents):
+def _pooled_jvp(g, nan, pairs, primals, tangents):
     (x,), (t,) = primals, tangents
-    out, index = _pooled(x, g, nan)  # itself, so that higher orders differentiate it again
+    out, index = _pooled(x, g, nan, pairs)  # itself, so that higher orders differentiate it again
     at = index
     if nan == "skip" and dtypes.is_floating(x.dtype):
         # windows at lowest(T): the first tap of the clamped input, padding counted
@@ -249,20 +255,22 @@ def _pooled_jvp(g, nan, primals, tangents):
     return (out, index), (_gather(t, at, g), np.zeros(index.shape, jax.dtypes.float0))
 
 
-def pooled(x: jax.Array, g: Geometry, nan: str) -> tuple[jax.Array, jax.Array]:
+def pooled(x: jax.Array, g: Geometry, nan: str, *,
+           pairs: bool = False) -> tuple[jax.Array, jax.Array]:
     """The pooled values under the rule `nan` (``"skip"`` or ``"propagate"``), differentiable
     for floating `x`, and each window's winner as its plane index (``NONE`` without one; see
-    `indices`)."""
+    `indices`). `pairs`: whether `winners` may take its pairs (the caller knows the input on
+    one device)."""
     if nan not in ("skip", "propagate"):
         raise ValueError(f"max_pool: unknown NaN rule {nan!r}")
     if dtypes.is_floating(x.dtype):
-        return _pooled(x, g, nan)
-    return winners(x, g, nan)
+        return _pooled(x, g, nan, pairs)
+    return winners(x, g, nan, pairs)
 
 
-def max_pool(x: jax.Array, g: Geometry, nan: str) -> jax.Array:
+def max_pool(x: jax.Array, g: Geometry, nan: str, *, pairs: bool = False) -> jax.Array:
     """The pooled values under the rule `nan`, differentiable for floating `x`."""
-    return pooled(x, g, nan)[0]
+    return pooled(x, g, nan, pairs=pairs)[0]
 
 
 def _coords(index: jax.Array, g: Geometry, dtype) -> list[jax.Array]:

@@ -92,9 +92,10 @@ def _select(x, k, descending, nan_order, by_index, try_plain=True):
     the data) is not taken. Either way
     the derivative is the gather of the tangent at the returned indices.
 
-    Not `try_plain` (the axis was moved last: a transpose writes the data anyway): the key
-    alone, which XLA computes inside that transpose, so the NaN rule costs no pass of its own
-    (cheaper than the plain try with its NaN sum; benchmarks/RESULTS.md, "TopK and ArgMax").
+    Not `try_plain` (inputs of at most `SMALL_BYTES`, where the try would double the program;
+    or the axis was moved last: a transpose writes the data anyway): the key alone, which XLA
+    computes inside that transpose, so the NaN rule costs no pass of its own (cheaper than the
+    plain try with its NaN sum; benchmarks/RESULTS.md, "TopK and ArgMax").
     """
     def finish(indices):
         if by_index:
