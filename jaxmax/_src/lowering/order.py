@@ -128,7 +128,23 @@ def top_k_key(x: jax.Array, *, descending: bool, nan_order: str) -> jax.Array:
         return key(x, descending=descending, nan_order=nan_order)
     if dtypes.is_floating(x.dtype):
         x = x.astype(np.float32)
+        if descending:
+            return _descending_float32_key(x, nan_order)
     return ranked(key(x, descending=descending, nan_order=nan_order))
+
+
+def _descending_float32_key(x: jax.Array, nan_order: str) -> jax.Array:
+    """``ranked(key(x, descending=True, ...))`` of float32 `x` in fewer operations (6 instead
+    of 14, in every new shape's program): each number itself, ``+0.0`` for either zero, and for
+    NaN the float32 whose total order is above (``"first"``) or below (``"last"``) every
+    number, as `ranked` maps the key's extremes. Zero and NaN are found on the bits, where
+    XLA's CPU float compare would take a subnormal for zero."""
+    magnitude = lax.bitcast_convert_type(x, np.int32) & np.int32(0x7FFFFFFF)
+    nan_bits = np.int32(0x7FFFFFFF) if nan_order == "first" else np.int32(-1)
+    nan = lax.full(x.shape, np.array(nan_bits).view(np.float32), np.float32)
+    keys = lax.select(magnitude == np.int32(0), lax.full(x.shape, 0.0, np.float32), x)
+    inf_bits = np.int32(np.array(np.inf, np.float32).view(np.int32))
+    return lax.select(magnitude > inf_bits, nan, keys)
 
 
 def ranked(keys: jax.Array) -> jax.Array:

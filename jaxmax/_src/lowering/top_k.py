@@ -103,7 +103,8 @@ def _select(x, k, descending, nan_order, by_index, try_plain=True):
         return _take(x, indices), indices
 
     def exact():
-        return finish(lax.top_k(_key(x, descending, nan_order), k)[1])
+        keys = order.top_k_key(x, descending=descending, nan_order=nan_order)
+        return finish(lax.top_k(keys, k)[1])
 
     if not (try_plain and descending and x.dtype == np.float32):
         return exact()
@@ -112,24 +113,6 @@ def _select(x, k, descending, nan_order, by_index, try_plain=True):
     if nan_order == "first":  # an unselected -NaN would rank above every selected value
         plain = plain & ~rules.sum_is_nan(x)
     return lax.cond(plain, lambda: finish(indices) if by_index else (values, indices), exact)
-
-
-def _key(x, descending, nan_order):
-    """``order.top_k_key(x, ...)``; for float32 in descending order the same bits in fewer
-    operations: each number itself, ``+0.0`` for either zero, and for NaN the float32 whose
-    total order is above (``"first"``) or below (``"last"``) every number, as `order.ranked`
-    maps the key's extremes. Zero and NaN are found on the bits, where XLA's CPU float compare
-    would take a subnormal for zero."""
-    if not (descending and x.dtype == np.float32):
-        return order.top_k_key(x, descending=descending, nan_order=nan_order)
-    # fewer operations in every new shape's program (benchmarks/RESULTS.md, "A new small
-    # shape, round 5")
-    magnitude = lax.bitcast_convert_type(x, np.int32) & np.int32(0x7FFFFFFF)
-    nan_bits = np.int32(0x7FFFFFFF) if nan_order == "first" else np.int32(-1)
-    nan = lax.full(x.shape, np.array(nan_bits).view(np.float32), np.float32)
-    keys = lax.select(magnitude == np.int32(0), lax.full(x.shape, 0.0, np.float32), x)
-    inf_bits = np.int32(np.array(np.inf, np.float32).view(np.int32))
-    return lax.select(magnitude > inf_bits, nan, keys)
 
 
 def _take(x, indices, axis=-1):
