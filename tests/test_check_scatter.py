@@ -247,11 +247,7 @@ def test_openvino_scatter_nodes_with_other_reductions_are_not_covered(tmp_path):
              ov15.scatter_nd_update(d, ind, u, reduction="min"),
              ov4.scatter_nd_update(d, ind, u)]
     path = ov_model(tmp_path / "scatters.xml", [n.output(0) for n in nodes], [d, i, u, ind])
-    rng = np.random.default_rng(0)
-    status, out = check(path, d=rng.standard_normal((4, 3)).astype(np.float32),
-                        i=np.array([[0, 3, -1], [3, 3, 0]], np.int64),
-                        u=rng.standard_normal((2, 3)).astype(np.float32),
-                        ind=np.array([[2], [-2]], np.int64))
+    status, out = check(path, **_unbound_feeds())
     assert status == 0, out
     assert re.search(r"^2 of 2 max-family nodes exact, 4 not covered "
                      r"\(ScatterElementsUpdate x2, ScatterNDUpdate x2\)$", out, re.M), out
@@ -259,6 +255,15 @@ def test_openvino_scatter_nodes_with_other_reductions_are_not_covered(tmp_path):
                  "reduction 'min': jaxmax binds reduction 'max' only"):
         assert text in out, out
     assert len(re.findall(r"not covered: ", out)) == 4, out
+
+
+def _unbound_feeds() -> dict[str, np.ndarray]:
+    """Inputs of the two models of scatter nodes with other reductions and versions."""
+    rng = np.random.default_rng(0)
+    return {"d": rng.standard_normal((4, 3)).astype(np.float32),
+            "i": np.array([[0, 3, -1], [3, 3, 0]], np.int64),
+            "u": rng.standard_normal((2, 3)).astype(np.float32),
+            "ind": np.array([[2], [-2]], np.int64)}
 
 
 def test_onnx_scatter_nodes_jaxmax_does_not_bind_are_not_covered(tmp_path):
@@ -279,11 +284,7 @@ def test_onnx_scatter_nodes_jaxmax_does_not_bind_are_not_covered(tmp_path):
         path = tmp_path / f"scatters{opset}.onnx"
         onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                                     ir_version=10), str(path))
-        rng = np.random.default_rng(0)
-        status, out = check(path, d=rng.standard_normal((4, 3)).astype(np.float32),
-                            i=np.array([[0, 3, -1], [3, 3, 0]], np.int64),
-                            u=rng.standard_normal((2, 3)).astype(np.float32),
-                            ind=np.array([[2], [-2]], np.int64))
+        status, out = check(path, **_unbound_feeds())
         assert status == 0, out
         assert re.search(rf"^{want}$", out, re.M), out
         assert ("jaxmax has ScatterElements versions [18], not 16" in out) is (opset == 16)
