@@ -8,12 +8,15 @@ OpenVINO, so that it starts without JAX. DIR holds ``model.xml`` (+ ``.bin``) an
 ``DIR/results.npz`` in the same way. A runtime error is printed on stderr, exit status 1.
 """
 
-import resource
 import sys
 from pathlib import Path
 
-# a crash here is reported by the parent; a core file would only litter the working directory
-resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+try:  # a crash here is reported by the parent; a core file would only litter the directory
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+except (ImportError, ValueError, OSError):  # no such limit on this platform
+    pass
 
 import numpy as np  # noqa: E402 (after the core limit)
 import openvino as ov  # type: ignore[import-untyped]  # noqa: E402
