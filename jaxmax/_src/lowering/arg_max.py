@@ -91,17 +91,25 @@ def _arg_max_jit(x, *, axis, keepdims, last, nan_order, index_dtype):
                                                        keepdims))
 
 
-def _fold_arg_max(x, key, axis, last, index_dtype):
-    """One pass over the `axis` slices: the running best key and its index. Each slice's key is
-    computed from the slice, so the whole fold is one loop fusion reading `x` once."""
-    best = key(lax.index_in_dim(x, 0, axis, keepdims=False))
-    index = jnp.zeros(best.shape, index_dtype)
-    for j in range(1, x.shape[axis]):
-        current = key(lax.index_in_dim(x, j, axis, keepdims=False))
+def _running_best(take, steps, key, last, index_dtype=np.int32):
+    """The fold every ArgMax form runs over `steps` arrays ``take(j)``: per element, the best
+    key so far and the `j` it came from, replaced only by a strictly greater key (`last`:
+    greater or equal), so the first (last) best is kept. Each key is computed from its own
+    slice, so the fold is one loop fusion reading each slice once."""
+    best = key(take(0))
+    at = jnp.zeros(best.shape, index_dtype)
+    for j in range(1, steps):
+        current = key(take(j))
         better = current >= best if last else current > best
         best = jnp.where(better, current, best)
-        index = jnp.where(better, np.array(j, index_dtype), index)
-    return index
+        at = jnp.where(better, np.array(j, index_dtype), at)
+    return best, at
+
+
+def _fold_arg_max(x, key, axis, last, index_dtype):
+    """One pass over the `axis` slices: the running best key and its index."""
+    return _running_best(lambda j: lax.index_in_dim(x, j, axis, keepdims=False),
+                         x.shape[axis], key, last, index_dtype)[1]
 
 
 _F32_TINY = np.float32(np.finfo(np.float32).tiny)  # the smallest normal float32
@@ -146,17 +154,7 @@ def _blocked_arg_max(x, key, axis, last, width):
     zero maxima)."""
     n = x.shape[axis]
     blocks, rest = divmod(n, width)
-
-    def fold(take, steps):
-        best = key(take(0))
-        at = jnp.zeros(best.shape, np.int32)
-        for j in range(1, steps):
-            current = key(take(j))
-            better = current >= best if last else current > best
-            best = jnp.where(better, current, best)
-            at = jnp.where(better, np.int32(j), at)
-        return best, at
-
+    fold = partial(_running_best, key=key, last=last)
     best, at = fold(lambda j: lax.slice_in_dim(x, j, j + (blocks - 1) * width + 1, width, axis),
                     width)
     index = at + lax.broadcasted_iota(np.int32, best.shape, axis) * np.int32(width)
@@ -239,13 +237,7 @@ def _lane_arg_max(x, key, width, last):
     """
     n = x.shape[-1]
     runs = x.reshape(x.shape[:-1] + (n // width, width))
-    best = key(runs[..., 0, :])
-    run = jnp.zeros(best.shape, np.int32)
-    for j in range(1, n // width):
-        current = key(runs[..., j, :])
-        better = current >= best if last else current > best
-        best = jnp.where(better, current, best)
-        run = jnp.where(better, np.int32(j), run)
+    best, run = _running_best(lambda j: runs[..., j, :], n // width, key, last)
     top = lax.reduce_max(best, (best.ndim - 1,))
     index = run * np.int32(width) + lax.broadcasted_iota(np.int32, best.shape, best.ndim - 1)
     return first_index(best == top[..., None], best.ndim - 1, last, np.dtype(np.int32), index, n)
