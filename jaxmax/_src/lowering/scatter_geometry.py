@@ -13,8 +13,9 @@ Four geometries, all with static dimension numbers:
   general per-element form, one scalar index per update element);
 * `rows`: one index per position along `axis`, each update's window being the rest of that row
   (the row-broadcast form: XLA's native row scatter);
-* `slices`: one ``k``-coordinate index per leading position, the window being the trailing
-  ``operand.shape[k:]`` (the slice form, ``k = 0`` included: every window is the whole operand);
+* `slices`: one ``k``-coordinate index per leading position, ``k >= 1``, the window being the
+  trailing ``operand.shape[k:]`` (the slice form; ``k = 0`` reaches it as ``k = 1`` on a new
+  leading unit axis, `scatter.scatter_by_coordinates`);
 * `detect`: along-axis indices whose row layout is known only at run time. The index is the
   triple ``(rows, ids, indices)``: a scalar flag (constant rows), the normalised row ids
   ``(n, 1)`` and the raw indices. `scatter_fast` picks the row or the per-element scatter with a
@@ -170,15 +171,11 @@ class Geometry:
             row_stride = math.prod(window)
             offset = lax.iota(dtype, row_stride).reshape((1,) * self.k + window)
             shape = targets + (1,) * len(window)
-        if targets:
-            dnums = lax.ScatterDimensionNumbers(
-                update_window_dims=(), inserted_window_dims=tuple(range(len(targets))),
-                scatter_dims_to_operand_dims=tuple(range(len(targets))))
-            last_row = lax.scatter_max(jnp.full(targets, -1, dtype), index,
-                                       lax.iota(dtype, rows), dnums, mode=_DROP)
-        else:  # k = 0: every slice is the whole operand
-            last_row = jnp.array(rows - 1, dtype)
-        last_row = last_row.reshape(shape)
+        dnums = lax.ScatterDimensionNumbers(
+            update_window_dims=(), inserted_window_dims=tuple(range(len(targets))),
+            scatter_dims_to_operand_dims=tuple(range(len(targets))))
+        last_row = lax.scatter_max(jnp.full(targets, -1, dtype), index, lax.iota(dtype, rows),
+                                   dnums, mode=_DROP).reshape(shape)
         return jnp.where(last_row >= 0, last_row * dtype.type(row_stride) + offset +
                          dtype.type(1), dtype.type(0))
 
