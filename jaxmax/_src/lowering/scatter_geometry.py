@@ -93,8 +93,12 @@ class Geometry:
             return a.reshape((n,) + window)
         return a
 
-    def _per_element(self, index) -> tuple[Geometry, jax.Array]:
-        """A `detect` geometry as the `elements` one, with the flat offsets of its index."""
+    def per_element(self, index) -> tuple[Geometry, jax.Array]:
+        """A `detect` geometry as the `elements` one, with the flat offsets of its index; any
+        other geometry and its index as they are. A caller that runs several operations on the
+        per-element form builds the offsets once with this."""
+        if self.kind != "detect":
+            return self, index
         _, _, indices = index
         size = self.operand_shape[self.axis]
         norm = normalised(indices, size, signed_index_dtype(size))
@@ -116,7 +120,7 @@ class Geometry:
             return by_rows.scatter(combine, operand, index[1], values)
 
         def elements(operand, index, values):
-            geom, flat = self._per_element(index)
+            geom, flat = self.per_element(index)
             return geom.scatter(combine, operand, flat, values)
 
         return lax.cond(rows_flag, rows, elements, operand, index, values)
@@ -128,7 +132,7 @@ class Geometry:
         the IEEE-754-2019 ``maximum`` (NaN wins, ``+0`` beats ``-0``), computed on ordered
         integer keys."""
         if self.kind == "detect":
-            geom, flat = self._per_element(index)
+            geom, flat = self.per_element(index)
             return geom.scatter(combine, operand, flat, values)
         if combine == "max" and self.keys and jnp.issubdtype(operand.dtype, jnp.floating):
             start = _key(operand)
@@ -148,7 +152,7 @@ class Geometry:
         update reaching each element, 0 where none does. The row and slice forms find the last
         row per target on the index alone (a scatter of row numbers, not of every element)."""
         if self.kind == "detect":
-            geom, flat = self._per_element(index)
+            geom, flat = self.per_element(index)
             return geom.last_positions(flat, dtype)
         dtype = np.dtype(dtype)
         if self.kind == "elements":
@@ -182,7 +186,7 @@ class Geometry:
     def gather(self, operand: jax.Array, index: jax.Array, fill) -> jax.Array:
         """`operand` read at each update's target, update-shaped; `fill` where dropped."""
         if self.kind == "detect":
-            geom, flat = self._per_element(index)
+            geom, flat = self.per_element(index)
             return geom.gather(operand, flat, fill)
         dnums, sizes = self._gather()
         out = lax.gather(self._operand_in(operand), index, dnums, sizes, mode=_DROP,

@@ -228,11 +228,15 @@ def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
     # each part runs only when the input needs it (a NaN, a zero result): each costs a full
     # pass over the updates, several times the plain max
     def acc_gt(init, u):
+        # a `detect` index's per-element offsets, built once for every part below (each part
+        # had rebuilt them from the raw index)
+        each, at = geom.per_element(index)
+
         def with_nan(init, u):
-            lastnan = geom.scatter("max", jnp.where(jnp.isnan(init), kd.type(0), kd.type(-1)),
-                                   index, jnp.where(jnp.isnan(u), p, kd.type(-1)))
-            tail = p > geom.gather(lastnan, index, kd.type(0))
-            top = geom.scatter("max", _select(lastnan < 0, init, minus_inf), index,
+            lastnan = each.scatter("max", jnp.where(jnp.isnan(init), kd.type(0), kd.type(-1)),
+                                   at, jnp.where(jnp.isnan(u), p, kd.type(-1)))
+            tail = p > each.gather(lastnan, at, kd.type(0))
+            top = each.scatter("max", _select(lastnan < 0, init, minus_inf), at,
                                _select(tail, u, minus_inf))
             return lastnan, top
 
@@ -244,13 +248,13 @@ def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
         def signed_zeros(top):
             # the sign of the last zero of the whole sequence: where the tail's maximum is a
             # zero, the tail holds a zero, so the last zero lies in it (no NaN mask needed)
-            key = geom.scatter(
-                "max", jnp.where(_is_zero(init), _sign(init).astype(kd), kd.type(-1)), index,
+            key = each.scatter(
+                "max", jnp.where(_is_zero(init), _sign(init).astype(kd), kd.type(-1)), at,
                 jnp.where(_is_zero(u), p * kd.type(2) + _sign(u).astype(kd), kd.type(-1)))
             return _select(_is_zero(top), _signed_zero(key % 2 == 1, u.dtype), top)
 
         out = lax.cond(fold & any_true(_is_zero(top)), signed_zeros, lambda top: top, top)
-        last = geom.last_positions(index, kd)
+        last = each.last_positions(at, kd)
         out = _select(lastnan == last, jnp.array(np.nan, u.dtype), out)
         return _select(last == 0, init, out)
 
