@@ -281,8 +281,19 @@ def test_sharded_equals_unsharded(name, layout, axis_type):
     _check_sharded(name, spec, mesh, sharded_data(), axis_type)
 
 
+@pytest.fixture
+def sized_forms(monkeypatch):
+    """The forms chosen by axis and length on these small inputs (``SMALL_BYTES = 0``: ArgMax's
+    and TopK's small-input paths are otherwise taken)."""
+    monkeypatch.setattr(lowering, "SMALL_BYTES", 0)
+    monkeypatch.setattr(top_k_lowering, "SMALL_BYTES", 0)
+    jax.clear_caches()  # the form is chosen while tracing
+    yield
+    jax.clear_caches()
+
+
 @pytest.mark.parametrize("name", ["onnx_arg_max_last_axis", "onnx_top_k"])
-def test_sharded_plain_float_paths(name, axis_type):
+def test_sharded_plain_float_paths(name, axis_type, sized_forms):
     """NaN-free normals: the plain float paths (float reductions, plain lax.top_k), with the
     op axis and the last axis sharded, give the unsharded answer too."""
     mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(axis_type,) * 2)
@@ -290,7 +301,7 @@ def test_sharded_plain_float_paths(name, axis_type):
     _check_sharded(name, P(None, "a", "b"), mesh, x, axis_type)
 
 
-def test_sharded_arg_max_takes_the_fold(monkeypatch):
+def test_sharded_arg_max_takes_the_fold(monkeypatch, sized_forms):
     """The (8, 16, 8) arg max over axis 1 above is the fused fold (`_fold_arg_max`): traced
     afresh (the jitted function unwrapped), the fold runs, and the answer is the oracle's."""
     calls = []
@@ -304,7 +315,7 @@ def test_sharded_arg_max_takes_the_fold(monkeypatch):
 
 
 @pytest.mark.parametrize("length", [68, 64])
-def test_sharded_chunked_and_lane_arg_max(length, axis_type):
+def test_sharded_chunked_and_lane_arg_max(length, axis_type, sized_forms):
     """The float32 arg max over a last axis of 68 (chunks of 34) and of 64 (8 runs of 8 lanes)
     with that axis sharded: normals, a NaN after the maximum, an all -0.0/+0.0 row (the key's
     path)."""

@@ -104,6 +104,18 @@ def _quiet_index_warning():
 # ONNX ArgMax
 # --------------------------------------------------------------------------------------------
 
+@pytest.fixture(params=[0, None], ids=["sized_forms", "small_input"])
+def arg_max_forms(request, monkeypatch):
+    """ArgMax's forms for these (small) inputs: with ``SMALL_BYTES = 0`` the forms chosen by
+    axis and length (the fold, blocked, lane, chunked and plain paths these tests name), and
+    as they are, the small-input path (the key's two reductions)."""
+    if request.param is not None:
+        monkeypatch.setattr(lowering, "SMALL_BYTES", request.param)
+    jax.clear_caches()  # the form is chosen while tracing
+    yield request.param
+    jax.clear_caches()
+
+
 @pytest.mark.parametrize("opset", [1, 11, 12, 13])
 def test_onnx_arg_max_oracle(opset):
     version = max(v for v in ARG_MAX_DTYPES if v <= opset)
@@ -133,7 +145,7 @@ def test_onnx_arg_max_corner_rows():
         assert int(got) == expected, (row, last)
 
 
-def test_onnx_arg_max_long_and_folded_axes():
+def test_onnx_arg_max_long_and_folded_axes(arg_max_forms):
     """Both lowerings: a long last axis (reductions) and short non-last axes (fold), and a long
     non-last axis (reductions)."""
     rng = np.random.default_rng(7)
@@ -147,7 +159,7 @@ def test_onnx_arg_max_long_and_folded_axes():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16, np.int32])
-def test_onnx_arg_max_blocked_fold(dtype):
+def test_onnx_arg_max_blocked_fold(dtype, arg_max_forms):
     """An axis before the last of more than 64 elements is folded in blocks: whole blocks (256:
     8 blocks of 32) and blocks with a tail folded on its own (67, 74, 1009: blocks of 16, then 3,
     10 and 1 elements). Special values everywhere (NaN of both signs, +-inf, +-0, subnormals,
@@ -304,7 +316,7 @@ def test_top_k_float32_plain_path_and_its_exits(small_bytes, monkeypatch):
     jax.clear_caches()
 
 
-def test_arg_max_float32_plain_path_and_its_exits():
+def test_arg_max_float32_plain_path_and_its_exits(arg_max_forms):
     """float32 over the last axis (or a long one) first tries three float reductions, exact
     without NaN in the data and with every slice's maximum normal or infinite: NaN-free data,
     -inf rows, maxima that are zeros (``-0.0``/``+0.0`` ties) or subnormals, and one NaN."""
@@ -332,7 +344,7 @@ def test_arg_max_float32_plain_path_and_its_exits():
                 assert_bits(got, want, f"{name} axis {axis} last {last}")
 
 
-def test_arg_max_float32_chunked_path_and_its_exits():
+def test_arg_max_float32_chunked_path_and_its_exits(arg_max_forms):
     """float32 over a last axis with a divisor in [16, 256] (and not a multiple of 8) takes
     per-chunk float maxima and sums: a NaN (either sign) in a later chunk than the maximum, NaN
     in several chunks, a chunk whose sum is NaN without a NaN (``inf - inf``, overflow), ties
@@ -360,7 +372,7 @@ def test_arg_max_float32_chunked_path_and_its_exits():
                         f"jit {data.shape} last {last}")
 
 
-def test_arg_max_float32_lane_fold_and_its_exits():
+def test_arg_max_float32_lane_fold_and_its_exits(arg_max_forms):
     """float32 over a last axis of 8 * c elements, 2 <= c <= 128, folds at most 32 runs of
     8 * m lanes: ties within a lane, across lanes and across runs, -inf rows, a NaN (either
     sign) before or after the maximum, a zero or subnormal slice maximum (the key's path),
@@ -418,7 +430,7 @@ def test_compare_key_orders_like_the_rule(dtype, nan_order):
 
 
 @pytest.mark.parametrize("length", [150, 1009])  # the chunked path (chunks of 75), the plain one
-def test_arg_max_float32_zero_maxima(length):
+def test_arg_max_float32_zero_maxima(length, arg_max_forms):
     """A slice whose maximum is zero keeps the float search unless it holds a subnormal:
     rows of -0.0/+0.0, zeros after negatives, a negative subnormal before the first zero (a
     float compare that treats subnormals as zero would pick it), a positive subnormal after the

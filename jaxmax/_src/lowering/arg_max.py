@@ -3,7 +3,9 @@
 The adapters pass the ordering rule ``nan_order`` (``"first"`` or ``"last"``: where NaN ranks
 among the selected elements), which only decides the key's NaN placement.
 
-The index of the first (or last) element whose key is the largest. On an axis before the last of
+The index of the first (or last) element whose key is the largest. Inputs of at most
+``SMALL_BYTES`` take two integer reductions of ``order.compare_key`` (the smallest program, as
+every new small shape compiles one). On an axis before the last of
 at most ``FOLD_LIMIT`` elements, one fused pass over the slices keeps the running best key and its
 index (a segmentation head's ``(N, classes, H, W)`` over the classes); a longer axis before the
 last is folded the same way in blocks (``_blocked_arg_max``), so the pass and its compiled code
@@ -38,6 +40,9 @@ from jaxmax._src.lowering import order
 
 #: ArgMax over a non-last axis of at most this many elements runs as one fused fold.
 FOLD_LIMIT = 64
+#: Inputs of at most this many bytes take the two integer reductions of the key, the smallest
+#: program: compiling dominates their run time, and every new shape compiles one.
+SMALL_BYTES = 64 << 10
 
 
 def arg_max(x: jax.Array, *, axis: int, keepdims: bool, last: bool, nan_order: str,
@@ -63,7 +68,10 @@ def _arg_max_jit(x, *, axis, keepdims, last, nan_order, index_dtype):
 
         # The float32 forms below are exact unless their `ok` says otherwise; then `exact`.
         last_axis = x.dtype == np.float32 and axis == x.ndim - 1
-        if axis != x.ndim - 1 and x.shape[axis] <= FOLD_LIMIT:
+        if x.size * x.dtype.itemsize <= SMALL_BYTES:
+            out = _reduce_arg_max(order.compare_key(x, nan_order=nan_order), axis, last,
+                                  index_dtype)
+        elif axis != x.ndim - 1 and x.shape[axis] <= FOLD_LIMIT:
             out = _fold_arg_max(x, key, axis, last, index_dtype)
         elif axis != x.ndim - 1:
             data, block_key = _blocked_input(x, nan_order)
