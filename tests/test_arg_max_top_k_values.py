@@ -316,10 +316,12 @@ def test_top_k_float32_plain_path_and_its_exits(small_bytes, monkeypatch):
     jax.clear_caches()
 
 
-def test_arg_max_float32_plain_path_and_its_exits(arg_max_forms):
-    """float32 over the last axis (or a long one) first tries three float reductions, exact
-    without NaN in the data and with every slice's maximum normal or infinite: NaN-free data,
-    -inf rows, maxima that are zeros (``-0.0``/``+0.0`` ties) or subnormals, and one NaN."""
+def test_arg_max_float32_folds_on_special_rows(arg_max_forms):
+    """float32 over a last axis of 90 (12 runs of 8 lanes, the last overlapping the one
+    before), over axis 0 of 90 (the blocked fold) and over a last axis of 9 (element by
+    element): NaN-free data, -inf rows, maxima that are zeros (``-0.0``/``+0.0`` ties) or
+    subnormals, and one NaN."""
+    assert not lowering.lanes(90) and lowering.wide_lanes(90) == 8
     rng = np.random.default_rng(12)
     tiny = np.float32(ml_dtypes.finfo(np.float32).smallest_subnormal)
     ties = rng.integers(-2, 3, (5, 90)).astype(np.float32)
@@ -344,25 +346,31 @@ def test_arg_max_float32_plain_path_and_its_exits(arg_max_forms):
                 assert_bits(got, want, f"{name} axis {axis} last {last}")
 
 
-def test_arg_max_float32_chunked_path_and_its_exits(arg_max_forms):
-    """float32 over a last axis with a divisor in [16, 256] (and not a multiple of 8) takes
-    per-chunk float maxima and sums: a NaN (either sign) in a later chunk than the maximum, NaN
-    in several chunks, a chunk whose sum is NaN without a NaN (``inf - inf``, overflow), ties
-    across chunks, -inf rows."""
+def test_arg_max_float32_overlapping_runs(arg_max_forms):
+    """float32 over a last axis that no run width divides (150: 10 runs of 16 lanes; 100: 13
+    of 8; 34: 5 of 8; the last run starts at ``n - width`` and rereads the run before's tail):
+    a NaN (either sign) after the maximum, NaN in several runs, ``inf`` and ``-inf`` together
+    (a NaN sum without a NaN), the largest finite values, ties across runs and inside the
+    overlap, a maximum only in the last run's own elements, -inf rows; jit and eager."""
     rng = np.random.default_rng(13)
-    base = rng.integers(-3, 4, (8, 150)).astype(np.float32)  # chunks of 75
+    base = rng.integers(-3, 4, (10, 150)).astype(np.float32)
     x = base.copy()
-    x[0, 100] = np.nan            # NaN in the second chunk, maximum in the first
+    x[0, 100] = np.nan            # NaN after the maximum
     x[1, 5], x[1, 110] = -np.nan, np.nan
-    x[2, 3], x[2, 4] = np.inf, -np.inf  # inf - inf: a NaN sum without a NaN
-    x[3, 70], x[3, 71] = np.finfo(np.float32).max, np.finfo(np.float32).max  # overflow
+    x[2, 3], x[2, 4] = np.inf, -np.inf
+    x[3, 70], x[3, 71] = np.finfo(np.float32).max, np.finfo(np.float32).max
     x[4, :] = -np.inf
-    x[5, 10], x[5, 90] = 9.0, 9.0  # a tie across chunks
-    x[6, 61], x[6, 2] = np.inf, -np.inf  # inf - inf in the first chunk, NaN in the second
+    x[5, 10], x[5, 90] = 9.0, 9.0  # a tie across runs
+    x[6, 61], x[6, 2] = np.inf, -np.inf
     x[6, 80] = np.nan
+    x[7, 29], x[7, 31], x[7, 33] = 9.0, 9.0, 9.0  # in the overlap of 34 (its last run 26-33)
+    x[7, 140], x[7, 143] = 9.0, 9.0  # and in the overlap of 150 (the last run 134-149)
+    x[8, 33], x[8, 149], x[8, 99] = 9.0, 9.0, 9.0  # at the end: the last run's own elements
+    x[9, 25], x[9, 26] = 9.0, 9.0  # one before the last run of 34, one its first element
     for last in (0, 1):
-        for data in (x, x[:, :100], x[:, :34]):  # chunks of 75, 50, 17
-            assert lowering._chunk(data.shape[1]) and not lowering.lanes(data.shape[1])
+        for data in (x, x[:, :100], x[:, :34]):
+            n = data.shape[1]
+            assert not lowering.lanes(n) and n % lowering.wide_lanes(n)
             got = onnx.arg_max(data, axis=1, keepdims=0, select_last_index=last)
             want = onnx_arg_max(data, 1, False, bool(last)).astype(np.int32)
             assert_bits(got, want, f"{data.shape} last {last}")
@@ -370,6 +378,23 @@ def test_arg_max_float32_chunked_path_and_its_exits(arg_max_forms):
                 data)
             assert_bits(got, onnx_arg_max(data, 1, True, bool(last)).astype(np.int32),
                         f"jit {data.shape} last {last}")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64", "int8", "uint16",
+                                   "int32", "uint64"])
+def test_arg_max_last_axis_folds_of_every_dtype(dtype, arg_max_forms):
+    """Every dtype over a last axis folds keys: element by element (3, 15), by runs of 8 lanes
+    (16; 17, the last run overlapping) and wider runs (300: 13 runs of 24 lanes; 1001: 16 of
+    64): special values everywhere, heavy ties; first and last index."""
+    rng = np.random.default_rng(23)
+    dt = dtype_of(dtype)
+    for n in (3, 15, 16, 17, 300, 1001):
+        x = draw(rng, (6, n), dt)
+        with x64_for(dt):
+            for last in (0, 1):
+                got = onnx.arg_max(x, axis=-1, keepdims=0, select_last_index=last)
+                want = onnx_arg_max(x, 1, False, bool(last)).astype(index_dtype(np.int64))
+                assert_bits(got, want, f"{dtype} n {n} last {last}")
 
 
 def test_arg_max_float32_lane_fold_and_its_exits(arg_max_forms):
@@ -429,14 +454,14 @@ def test_compare_key_orders_like_the_rule(dtype, nan_order):
             assert np.sign(int(got[i]) - int(got[j])) == want, (values[i], values[j])
 
 
-@pytest.mark.parametrize("length", [150, 1009])  # the chunked path (chunks of 75), the plain one
+@pytest.mark.parametrize("length", [150, 1009])  # 10 runs of 16 lanes, 16 runs of 64
 def test_arg_max_float32_zero_maxima(length, arg_max_forms):
-    """A slice whose maximum is zero keeps the float search unless it holds a subnormal:
-    rows of -0.0/+0.0, zeros after negatives, a negative subnormal before the first zero (a
-    float compare that treats subnormals as zero would pick it), a positive subnormal after the
-    zeros (the true maximum), zero rows next to NaN rows (NaN of either sign: the first or last
-    NaN), a NaN sum without a NaN (inf - inf); first and last index."""
-    assert not lowering.lanes(length) and bool(lowering._chunk(length)) == (length == 150)
+    """Slices whose maximum is zero: rows of -0.0/+0.0, zeros after negatives, a negative
+    subnormal before the first zero (a float compare that treats subnormals as zero would pick
+    it), a positive subnormal after the zeros (the true maximum), zero rows next to NaN rows
+    (NaN of either sign: the first or last NaN), ``inf`` and ``-inf`` together; first and last
+    index."""
+    assert not lowering.lanes(length) and length % lowering.wide_lanes(length)
     rng = np.random.default_rng(21)
     x = -np.abs(rng.standard_normal((8, length))).astype(np.float32) - 1
     x[0, :] = np.where(np.arange(length) % 3, -0.0, 0.0)
