@@ -214,14 +214,15 @@ def _lane_arg_max(x, key, width, last):
     if n % width == 0:
         runs = x.reshape(x.shape[:-1] + (count, width))
         best, run = _running_best(lambda j: runs[..., j, :], count, key, last)
-        start = run * np.int32(width)
     else:
         best, run = _running_best(
             lambda j: lax.slice_in_dim(x, min(j * width, n - width),
                                        min(j * width, n - width) + width, axis=x.ndim - 1),
             count, key, last)
-        start = jnp.minimum(run * np.int32(width), np.int32(n - width))
     top = lax.reduce_max(best, (best.ndim - 1,))
+    start = run * np.int32(width)
+    if n % width:
+        start = jnp.minimum(start, np.int32(n - width))
     index = start + lax.broadcasted_iota(np.int32, best.shape, best.ndim - 1)
     return first_index(best == top[..., None], best.ndim - 1, last, np.dtype(np.int32), index, n)
 
