@@ -4,9 +4,9 @@ The adapters pass the ordering rule ``nan_order`` (``"first"`` or ``"last"``: wh
 among the selected elements), which only decides the key's NaN placement.
 
 The index of the first (or last) element whose key is the largest. Inputs of at most
-``SMALL_BYTES`` take two integer reductions of ``order.compare_key`` (the smallest program, as
-every new small shape compiles one). On an axis before the last of at most ``FOLD_LIMIT``
-elements, one fused pass over the slices keeps the running best key and its index (a
+``SMALL_BYTES`` take one reduction of (``order.compare_key``, index) pairs (the smallest
+program, as every new small shape compiles one). On an axis before the last of at most
+``FOLD_LIMIT`` elements, one fused pass over the slices keeps the running best key and its index (a
 segmentation head's ``(N, classes, H, W)`` over the classes); a longer axis before the last is
 folded the same way in blocks (``_blocked_arg_max``). A last axis of fewer than 16 elements is
 folded element by element; float32 over a last axis of ``8 * c`` elements, ``2 <= c <= 512`` (a
@@ -34,7 +34,7 @@ from jaxmax._src.lowering import order
 
 #: ArgMax over a non-last axis of at most this many elements runs as one fused fold.
 FOLD_LIMIT = 64
-#: Inputs of at most this many bytes take the two integer reductions of the key, the smallest
+#: Inputs of at most this many bytes take one reduction of (key, index) pairs, the smallest
 #: program: compiling dominates their run time, and every new shape compiles one.
 SMALL_BYTES = 64 << 10
 
@@ -59,8 +59,8 @@ def _arg_max_jit(x, *, axis, keepdims, last, nan_order, index_dtype):
 
         n = x.shape[axis]
         if x.size * x.dtype.itemsize <= SMALL_BYTES:
-            out = _reduce_arg_max(order.compare_key(x, nan_order=nan_order), axis, last,
-                                  index_dtype)
+            out = _pair_arg_max(order.compare_key(x, nan_order=nan_order), axis, last,
+                                index_dtype)
         elif axis != x.ndim - 1 and n <= FOLD_LIMIT:
             out = _fold_arg_max(x, key, axis, last, index_dtype)
         elif axis != x.ndim - 1:
@@ -227,10 +227,21 @@ def _lane_arg_max(x, key, width, last):
     return first_index(best == top[..., None], best.ndim - 1, last, np.dtype(np.int32), index, n)
 
 
-def _reduce_arg_max(keys, axis, last, index_dtype):
-    """Two integer reductions: the largest key, then the first (last) index holding it."""
-    top = lax.reduce_max(keys, (axis,))
-    return first_index(keys == lax.expand_dims(top, (axis,)), axis, last, index_dtype)
+def _pair_arg_max(keys, axis, last, index_dtype):
+    """One reduction of (key, index) pairs: the larger key, and on equal keys the smaller
+    (`last`: larger) index, an order in which the reduction may combine pairs in any grouping.
+    The initial pair loses to every element (the lowest key with an index no element has
+    that a tie rejects). One kernel, the smallest program."""
+    index = lax.broadcasted_iota(index_dtype, keys.shape, axis)
+
+    def better(a, b):
+        (key_a, at_a), (key_b, at_b) = a, b
+        take = (key_a > key_b) | (key_a == key_b) & (at_a > at_b if last else at_a < at_b)
+        return lax.select(take, key_a, key_b), lax.select(take, at_a, at_b)
+
+    lowest = np.array(np.iinfo(keys.dtype).min, keys.dtype)
+    none = np.array(-1 if last else np.iinfo(index_dtype).max, index_dtype)
+    return lax.reduce((keys, index), (lowest, none), better, (axis,))[1]
 
 
 def first_index(hit: jax.Array, axis: int, last: bool, dtype: np.dtype,
