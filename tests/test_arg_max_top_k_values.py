@@ -184,6 +184,42 @@ def test_onnx_arg_max_blocked_fold(dtype, arg_max_forms):
             assert_bits(got, want, f"{dtype} n {n} last {last}")
 
 
+def _primitives(jaxpr):
+    """The primitive names of `jaxpr` and of the jaxprs inside its equations."""
+    for eqn in jaxpr.eqns:
+        yield eqn.primitive.name
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, (tuple, list)) else (param,):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    yield from _primitives(inner)
+
+
+@pytest.mark.parametrize("shape, axis, dtype", [
+    ((8, 32000), 1, np.float32), ((16, 50257), 1, np.float32), ((1000, 997), 1, np.float32),
+    ((20000, 10), 1, np.float32), ((256, 1000), 1, np.float32), ((8, 32000), 1, "bfloat16"),
+    ((64, 100, 49), 1, np.float32), ((64, 21, 49), 1, np.float32), ((8, 4096), 1, np.float16)])
+def test_arg_max_paths_do_not_branch_on_the_data(shape, axis, dtype):
+    """Every sized form folds keys in one pass: no ``cond`` (a data-dependent second path, as
+    the float forms' NaN and zero-maximum checks were) and one fused fold (no reduction over
+    the whole input before it): last axes of every length and dtype, axes before the last."""
+    x = jax.ShapeDtypeStruct(shape, dtype_of(dtype) if isinstance(dtype, str) else dtype)
+    names = list(_primitives(jax.make_jaxpr(lambda v: onnx.arg_max(v, axis=axis))(x).jaxpr))
+    assert "cond" not in names and "reduce_sum" not in names, names
+
+
+def test_arg_max_small_input_is_one_reduction():
+    """Inputs of at most `SMALL_BYTES` (every new small shape compiles one program): one
+    reduction of (key, index) pairs, over the last axis and before it."""
+    for shape, axis in (((16, 1024), 1), ((1, 160, 10, 10), 1), ((3, 7), 0)):
+        x = jax.ShapeDtypeStruct(shape, np.float32)
+        assert x.size * 4 <= lowering.SMALL_BYTES
+        names = list(_primitives(jax.make_jaxpr(lambda v, a=axis: onnx.arg_max(v, axis=a))(
+            x).jaxpr))
+        reductions = [n for n in names if n.startswith(("reduce", "argmax", "argmin"))]
+        assert reductions == ["reduce"], (shape, names)
+
+
 def test_onnx_arg_max_empty_other_axes():
     got = onnx.arg_max(np.zeros((0, 3), np.float32), axis=1, keepdims=0)
     assert got.shape == (0,)
