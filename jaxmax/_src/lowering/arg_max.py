@@ -183,9 +183,8 @@ def lanes(n: int) -> int:
 
 
 #: `_lane_arg_max` over any other last axis (`wide_lanes`): at most this many runs. Fewer
-#: runs of wider lanes read faster on long axes (16 against 32: 0.8-0.9x on (8, 32000) and
-#: (64, 4096)), but leave more lanes to the final search, which is slower on ties (8 runs:
-#: 1.4-2x on {-2..2} data): benchmarks/RESULTS.md, "Round 6".
+#: runs of wider lanes read faster on long axes but leave more lanes to the final search, whose
+#: compare-and-select reduction slows on ties (benchmarks/RESULTS.md, "Round 6").
 WIDE_RUNS = 16
 _MIN_LANES = 8
 
