@@ -464,20 +464,25 @@ def test_arg_max_float32_lane_fold_and_its_exits(arg_max_forms):
                     f"NaN, jit, last {last}")
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("name", ["compare_key", "bits_compare_key"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16, np.float64])
 @pytest.mark.parametrize("nan_order", ["first", "last"])
-def test_compare_key_orders_like_the_rule(dtype, nan_order):
-    """`order.compare_key` (the lane fold's key) against a NumPy reading of the rule on every
-    pair of special values: NaN of either sign above (`first`) or below (`last`) every number,
-    -0.0 equal to +0.0, subnormals and infinities in numeric order."""
+def test_compare_key_orders_like_the_rule(dtype, nan_order, name):
+    """`order.compare_key` (the folds' key) and `order.bits_compare_key` (the last-axis folds')
+    against a NumPy reading of the rule on every pair of special values: NaN of either sign
+    above (`first`) or below (`last`) every number, -0.0 equal to +0.0, subnormals and
+    infinities in numeric order."""
     from jaxmax._src.lowering import order
+
+    key_of = getattr(order, name)
 
     info = ml_dtypes.finfo(dtype)
     tiny = float(info.smallest_subnormal)
     values = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, tiny, -tiny, 2 * tiny,
                        float(info.tiny), -float(info.tiny), 1.0, -1.0, float(info.max),
                        -float(info.max)], dtype)
-    got = np.asarray(jax.jit(lambda v: order.compare_key(v, nan_order=nan_order))(values))
+    with x64_for(np.dtype(dtype)):
+        got = np.asarray(jax.jit(lambda v: key_of(v, nan_order=nan_order))(values))
     as_float = values.astype(np.float64)
 
     def rank(v):  # NaN first: above +inf; last: below -inf; -0.0 == +0.0 as floats compare
@@ -488,6 +493,30 @@ def test_compare_key_orders_like_the_rule(dtype, nan_order):
         for j, b in enumerate(as_float):
             want = int(rank(a) > rank(b)) - int(rank(a) < rank(b))
             assert np.sign(int(got[i]) - int(got[j])) == want, (values[i], values[j])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16])
+def test_bits_compare_key_has_compare_keys_values(dtype):
+    """`order.bits_compare_key` is `order.compare_key` in other operations: the same integer
+    for every bit pattern of 16-bit floats and for a million float32 patterns (both NaN orders),
+    so the folds that use it order exactly as the ones that do not."""
+    from jaxmax._src.lowering import order
+
+    width = np.dtype(dtype).itemsize
+    if width == 2:
+        patterns = np.arange(1 << 16, dtype=np.uint16)
+    else:
+        rng = np.random.default_rng(24)
+        patterns = rng.integers(0, 1 << 32, 1 << 20, dtype=np.uint64).astype(np.uint32)
+        patterns[:8] = [0, 0x80000000, 1, 0x80000001, 0x7F800000, 0xFF800000, 0x7F800001,
+                        0xFFFFFFFF]
+    values = patterns.view(dtype)
+    for nan_order in ("first", "last"):
+        want = np.asarray(jax.jit(lambda v, o=nan_order: order.compare_key(v, nan_order=o))(
+            values))
+        got = np.asarray(jax.jit(lambda v, o=nan_order: order.bits_compare_key(v, nan_order=o))(
+            values))
+        np.testing.assert_array_equal(got, want, err_msg=f"{dtype} {nan_order}")
 
 
 @pytest.mark.parametrize("length", [150, 1009])  # 10 runs of 16 lanes, 16 runs of 64
