@@ -294,8 +294,8 @@ def sized_forms(monkeypatch):
 
 @pytest.mark.parametrize("name", ["onnx_arg_max_last_axis", "onnx_top_k"])
 def test_sharded_plain_float_paths(name, axis_type, sized_forms):
-    """NaN-free normals: the plain float paths (float reductions, plain lax.top_k), with the
-    op axis and the last axis sharded, give the unsharded answer too."""
+    """NaN-free normals: ArgMax's element fold over a last axis of 8 and TopK's plain
+    lax.top_k, with the op axis and the last axis sharded, give the unsharded answer too."""
     mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(axis_type,) * 2)
     x = np.random.default_rng(10).standard_normal((8, 16, 8)).astype(np.float32)
     _check_sharded(name, P(None, "a", "b"), mesh, x, axis_type)
@@ -314,16 +314,16 @@ def test_sharded_arg_max_takes_the_fold(monkeypatch, sized_forms):
     assert_bits(got, onnx_arg_max(x, 1, True).astype(np.int32))
 
 
-@pytest.mark.parametrize("length", [68, 64])
-def test_sharded_chunked_and_lane_arg_max(length, axis_type, sized_forms):
-    """The float32 arg max over a last axis of 68 (chunks of 34) and of 64 (8 runs of 8 lanes)
-    with that axis sharded: normals, a NaN after the maximum, an all -0.0/+0.0 row (the key's
-    path)."""
-    assert lowering._chunk(68) == 34 and not lowering.lanes(68) and lowering.lanes(64) == 8
+@pytest.mark.parametrize("length", [68, 64, 12])
+def test_sharded_lane_and_element_folds(length, axis_type, sized_forms):
+    """The float32 arg max over a last axis of 68 (9 runs of 8 lanes, the last overlapping),
+    of 64 (8 runs of 8 lanes) and of 12 (element by element) with that axis sharded: normals,
+    a NaN after the maximum, an all -0.0/+0.0 row."""
+    assert not lowering.lanes(68) and lowering.wide_lanes(68) == 8 and lowering.lanes(64) == 8
     mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(axis_type,) * 2)
     x = np.random.default_rng(14).standard_normal((8, 4, length)).astype(np.float32)
     _check_sharded("onnx_arg_max_last_axis", P(None, "a", "b"), mesh, x, axis_type)
-    x[1, 2, 50] = -np.nan
-    x[3, 0, 40] = np.nan
+    x[1, 2, length - 2] = -np.nan
+    x[3, 0, length - 1] = np.nan
     x[5, 1, :] = np.where(np.arange(length) % 2, 0.0, -0.0)
     _check_sharded("onnx_arg_max_last_axis", P(None, "a", "b"), mesh, x, axis_type)

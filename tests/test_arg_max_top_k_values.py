@@ -184,6 +184,42 @@ def test_onnx_arg_max_blocked_fold(dtype, arg_max_forms):
             assert_bits(got, want, f"{dtype} n {n} last {last}")
 
 
+def _primitives(jaxpr):
+    """The primitive names of `jaxpr` and of the jaxprs inside its equations."""
+    for eqn in jaxpr.eqns:
+        yield eqn.primitive.name
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, (tuple, list)) else (param,):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    yield from _primitives(inner)
+
+
+@pytest.mark.parametrize("shape, axis, dtype", [
+    ((8, 32000), 1, np.float32), ((16, 50257), 1, np.float32), ((1000, 997), 1, np.float32),
+    ((20000, 10), 1, np.float32), ((256, 1000), 1, np.float32), ((8, 32000), 1, "bfloat16"),
+    ((64, 100, 49), 1, np.float32), ((64, 21, 49), 1, np.float32), ((8, 4096), 1, np.float16)])
+def test_arg_max_paths_do_not_branch_on_the_data(shape, axis, dtype):
+    """Every sized form folds keys in one pass: no ``cond`` (a data-dependent second path, as
+    the float forms' NaN and zero-maximum checks were) and one fused fold (no reduction over
+    the whole input before it): last axes of every length and dtype, axes before the last."""
+    x = jax.ShapeDtypeStruct(shape, dtype_of(dtype) if isinstance(dtype, str) else dtype)
+    names = list(_primitives(jax.make_jaxpr(lambda v: onnx.arg_max(v, axis=axis))(x).jaxpr))
+    assert "cond" not in names and "reduce_sum" not in names, names
+
+
+def test_arg_max_small_input_is_one_reduction():
+    """Inputs of at most `SMALL_BYTES` (every new small shape compiles one program): one
+    reduction of (key, index) pairs, over the last axis and before it."""
+    for shape, axis in (((16, 1024), 1), ((1, 160, 10, 10), 1), ((3, 7), 0)):
+        x = jax.ShapeDtypeStruct(shape, np.float32)
+        assert x.size * 4 <= lowering.SMALL_BYTES
+        names = list(_primitives(jax.make_jaxpr(lambda v, a=axis: onnx.arg_max(v, axis=a))(
+            x).jaxpr))
+        reductions = [n for n in names if n.startswith(("reduce", "argmax", "argmin"))]
+        assert reductions == ["reduce"], (shape, names)
+
+
 def test_onnx_arg_max_empty_other_axes():
     got = onnx.arg_max(np.zeros((0, 3), np.float32), axis=1, keepdims=0)
     assert got.shape == (0,)
@@ -316,10 +352,12 @@ def test_top_k_float32_plain_path_and_its_exits(small_bytes, monkeypatch):
     jax.clear_caches()
 
 
-def test_arg_max_float32_plain_path_and_its_exits(arg_max_forms):
-    """float32 over the last axis (or a long one) first tries three float reductions, exact
-    without NaN in the data and with every slice's maximum normal or infinite: NaN-free data,
-    -inf rows, maxima that are zeros (``-0.0``/``+0.0`` ties) or subnormals, and one NaN."""
+def test_arg_max_float32_folds_on_special_rows(arg_max_forms):
+    """float32 over a last axis of 90 (12 runs of 8 lanes, the last overlapping the one
+    before), over axis 0 of 90 (the blocked fold) and over a last axis of 9 (element by
+    element): NaN-free data, -inf rows, maxima that are zeros (``-0.0``/``+0.0`` ties) or
+    subnormals, and one NaN."""
+    assert not lowering.lanes(90) and lowering.wide_lanes(90) == 8
     rng = np.random.default_rng(12)
     tiny = np.float32(ml_dtypes.finfo(np.float32).smallest_subnormal)
     ties = rng.integers(-2, 3, (5, 90)).astype(np.float32)
@@ -344,25 +382,31 @@ def test_arg_max_float32_plain_path_and_its_exits(arg_max_forms):
                 assert_bits(got, want, f"{name} axis {axis} last {last}")
 
 
-def test_arg_max_float32_chunked_path_and_its_exits(arg_max_forms):
-    """float32 over a last axis with a divisor in [16, 256] (and not a multiple of 8) takes
-    per-chunk float maxima and sums: a NaN (either sign) in a later chunk than the maximum, NaN
-    in several chunks, a chunk whose sum is NaN without a NaN (``inf - inf``, overflow), ties
-    across chunks, -inf rows."""
+def test_arg_max_float32_overlapping_runs(arg_max_forms):
+    """float32 over a last axis that no run width divides (150: 10 runs of 16 lanes; 100: 13
+    of 8; 34: 5 of 8; the last run starts at ``n - width`` and rereads the run before's tail):
+    a NaN (either sign) after the maximum, NaN in several runs, ``inf`` and ``-inf`` together
+    (a NaN sum without a NaN), the largest finite values, ties across runs and inside the
+    overlap, a maximum only in the last run's own elements, -inf rows; jit and eager."""
     rng = np.random.default_rng(13)
-    base = rng.integers(-3, 4, (8, 150)).astype(np.float32)  # chunks of 75
+    base = rng.integers(-3, 4, (10, 150)).astype(np.float32)
     x = base.copy()
-    x[0, 100] = np.nan            # NaN in the second chunk, maximum in the first
+    x[0, 100] = np.nan            # NaN after the maximum
     x[1, 5], x[1, 110] = -np.nan, np.nan
-    x[2, 3], x[2, 4] = np.inf, -np.inf  # inf - inf: a NaN sum without a NaN
-    x[3, 70], x[3, 71] = np.finfo(np.float32).max, np.finfo(np.float32).max  # overflow
+    x[2, 3], x[2, 4] = np.inf, -np.inf
+    x[3, 70], x[3, 71] = np.finfo(np.float32).max, np.finfo(np.float32).max
     x[4, :] = -np.inf
-    x[5, 10], x[5, 90] = 9.0, 9.0  # a tie across chunks
-    x[6, 61], x[6, 2] = np.inf, -np.inf  # inf - inf in the first chunk, NaN in the second
+    x[5, 10], x[5, 90] = 9.0, 9.0  # a tie across runs
+    x[6, 61], x[6, 2] = np.inf, -np.inf
     x[6, 80] = np.nan
+    x[7, 29], x[7, 31], x[7, 33] = 9.0, 9.0, 9.0  # in the overlap of 34 (its last run 26-33)
+    x[7, 140], x[7, 143] = 9.0, 9.0  # and in the overlap of 150 (the last run 134-149)
+    x[8, 33], x[8, 149], x[8, 99] = 9.0, 9.0, 9.0  # at the end: the last run's own elements
+    x[9, 25], x[9, 26] = 9.0, 9.0  # one before the last run of 34, one its first element
     for last in (0, 1):
-        for data in (x, x[:, :100], x[:, :34]):  # chunks of 75, 50, 17
-            assert lowering._chunk(data.shape[1]) and not lowering.lanes(data.shape[1])
+        for data in (x, x[:, :100], x[:, :34]):
+            n = data.shape[1]
+            assert not lowering.lanes(n) and n % lowering.wide_lanes(n)
             got = onnx.arg_max(data, axis=1, keepdims=0, select_last_index=last)
             want = onnx_arg_max(data, 1, False, bool(last)).astype(np.int32)
             assert_bits(got, want, f"{data.shape} last {last}")
@@ -370,6 +414,23 @@ def test_arg_max_float32_chunked_path_and_its_exits(arg_max_forms):
                 data)
             assert_bits(got, onnx_arg_max(data, 1, True, bool(last)).astype(np.int32),
                         f"jit {data.shape} last {last}")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64", "int8", "uint16",
+                                   "int32", "uint64"])
+def test_arg_max_last_axis_folds_of_every_dtype(dtype, arg_max_forms):
+    """Every dtype over a last axis folds keys: element by element (3, 15), by runs of 8 lanes
+    (16; 17, the last run overlapping) and wider runs (300: 13 runs of 24 lanes; 1001: 16 of
+    64): special values everywhere, heavy ties; first and last index."""
+    rng = np.random.default_rng(23)
+    dt = dtype_of(dtype)
+    for n in (3, 15, 16, 17, 300, 1001):
+        x = draw(rng, (6, n), dt)
+        with x64_for(dt):
+            for last in (0, 1):
+                got = onnx.arg_max(x, axis=-1, keepdims=0, select_last_index=last)
+                want = onnx_arg_max(x, 1, False, bool(last)).astype(index_dtype(np.int64))
+                assert_bits(got, want, f"{dtype} n {n} last {last}")
 
 
 def test_arg_max_float32_lane_fold_and_its_exits(arg_max_forms):
@@ -403,20 +464,25 @@ def test_arg_max_float32_lane_fold_and_its_exits(arg_max_forms):
                     f"NaN, jit, last {last}")
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("name", ["compare_key", "bits_compare_key"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16, np.float64])
 @pytest.mark.parametrize("nan_order", ["first", "last"])
-def test_compare_key_orders_like_the_rule(dtype, nan_order):
-    """`order.compare_key` (the lane fold's key) against a NumPy reading of the rule on every
-    pair of special values: NaN of either sign above (`first`) or below (`last`) every number,
-    -0.0 equal to +0.0, subnormals and infinities in numeric order."""
+def test_compare_key_orders_like_the_rule(dtype, nan_order, name):
+    """`order.compare_key` (the folds' key) and `order.bits_compare_key` (the last-axis folds')
+    against a NumPy reading of the rule on every pair of special values: NaN of either sign
+    above (`first`) or below (`last`) every number, -0.0 equal to +0.0, subnormals and
+    infinities in numeric order."""
     from jaxmax._src.lowering import order
+
+    key_of = getattr(order, name)
 
     info = ml_dtypes.finfo(dtype)
     tiny = float(info.smallest_subnormal)
     values = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, tiny, -tiny, 2 * tiny,
                        float(info.tiny), -float(info.tiny), 1.0, -1.0, float(info.max),
                        -float(info.max)], dtype)
-    got = np.asarray(jax.jit(lambda v: order.compare_key(v, nan_order=nan_order))(values))
+    with x64_for(np.dtype(dtype)):
+        got = np.asarray(jax.jit(lambda v: key_of(v, nan_order=nan_order))(values))
     as_float = values.astype(np.float64)
 
     def rank(v):  # NaN first: above +inf; last: below -inf; -0.0 == +0.0 as floats compare
@@ -429,14 +495,38 @@ def test_compare_key_orders_like_the_rule(dtype, nan_order):
             assert np.sign(int(got[i]) - int(got[j])) == want, (values[i], values[j])
 
 
-@pytest.mark.parametrize("length", [150, 1009])  # the chunked path (chunks of 75), the plain one
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16])
+def test_bits_compare_key_has_compare_keys_values(dtype):
+    """`order.bits_compare_key` is `order.compare_key` in other operations: the same integer
+    for every bit pattern of 16-bit floats and for a million float32 patterns (both NaN orders),
+    so the folds that use it order exactly as the ones that do not."""
+    from jaxmax._src.lowering import order
+
+    width = np.dtype(dtype).itemsize
+    if width == 2:
+        patterns = np.arange(1 << 16, dtype=np.uint16)
+    else:
+        rng = np.random.default_rng(24)
+        patterns = rng.integers(0, 1 << 32, 1 << 20, dtype=np.uint64).astype(np.uint32)
+        patterns[:8] = [0, 0x80000000, 1, 0x80000001, 0x7F800000, 0xFF800000, 0x7F800001,
+                        0xFFFFFFFF]
+    values = patterns.view(dtype)
+    for nan_order in ("first", "last"):
+        want = np.asarray(jax.jit(lambda v, o=nan_order: order.compare_key(v, nan_order=o))(
+            values))
+        got = np.asarray(jax.jit(lambda v, o=nan_order: order.bits_compare_key(v, nan_order=o))(
+            values))
+        np.testing.assert_array_equal(got, want, err_msg=f"{dtype} {nan_order}")
+
+
+@pytest.mark.parametrize("length", [150, 1009])  # 10 runs of 16 lanes, 16 runs of 64
 def test_arg_max_float32_zero_maxima(length, arg_max_forms):
-    """A slice whose maximum is zero keeps the float search unless it holds a subnormal:
-    rows of -0.0/+0.0, zeros after negatives, a negative subnormal before the first zero (a
-    float compare that treats subnormals as zero would pick it), a positive subnormal after the
-    zeros (the true maximum), zero rows next to NaN rows (NaN of either sign: the first or last
-    NaN), a NaN sum without a NaN (inf - inf); first and last index."""
-    assert not lowering.lanes(length) and bool(lowering._chunk(length)) == (length == 150)
+    """Slices whose maximum is zero: rows of -0.0/+0.0, zeros after negatives, a negative
+    subnormal before the first zero (a float compare that treats subnormals as zero would pick
+    it), a positive subnormal after the zeros (the true maximum), zero rows next to NaN rows
+    (NaN of either sign: the first or last NaN), ``inf`` and ``-inf`` together; first and last
+    index."""
+    assert not lowering.lanes(length) and length % lowering.wide_lanes(length)
     rng = np.random.default_rng(21)
     x = -np.abs(rng.standard_normal((8, length))).astype(np.float32) - 1
     x[0, :] = np.where(np.arange(length) % 3, -0.0, 0.0)

@@ -64,6 +64,12 @@ def cases(sz: Sizes) -> list[Case]:
         _case("data shapes: ONNX ArgMax last axis 256x1000", "shape:256x1000",
               lambda: lambda x: jonnx().arg_max(x, axis=1, keepdims=0),
               ("x",), dense, "ONNX ArgMax, logits (jit)"),
+        # long last axes that no lane width divides (LLM logits, odd class counts): the
+        # paths the 256x1000 row does not take, whose float forms had cliffed on zeros and NaN
+        *[_case(f"data shapes: ONNX ArgMax last axis {rows}x{n}", f"shape:{rows}x{n}",
+                lambda: lambda x: jonnx().arg_max(x, axis=1, keepdims=0),
+                ("x",), dense, "ONNX ArgMax, long last axis (jit)")
+          for rows, n in ((8, 32000), (16, 50257), (1000, 997))],
         _case("data shapes: ONNX TopK k=5 last axis 256x1000", "shape:256x1000",
               lambda: lambda x: jonnx().top_k(x, 5, axis=1),
               ("x",), dense, "ONNX TopK, logits (jit)"),

@@ -42,6 +42,27 @@ def _segments(rng: Any, shape: tuple[int, ...]) -> tuple:
     return data, np.sort(rng.integers(0, h, n * c * h)).astype(np.int32), h
 
 
+def _classes(rng: Any, shape: tuple[int, ...]) -> tuple:
+    """A segmentation head's scores, (n, 32 + 16 (c - 1) + w - 8, h - 4, 4) (a distinct
+    shape for each image shape, at most 63,488 bytes), with a NaN: ArgMax over the classes."""
+    n, c, h, w = shape
+    h = min(h, 20)  # the split's taller shapes stay small too
+    x = rng.standard_normal((n, 32 + 16 * (c - 1) + w - 8, h - 4, 4), dtype=np.float32)
+    x.reshape(-1)[rng.integers(x.size)] = np.nan
+    return (x,)
+
+
+def _logits(rng: Any, shape: tuple[int, ...]) -> tuple:
+    """A classifier's logits, (6 (n - 1) + c, 4 (16 + 13 (h - 8) + w - 8)) (1-12 rows of 64-736
+    classes, a distinct shape for each image shape), with a NaN: ArgMax over the last axis."""
+    n, c, h, w = shape
+    h = min(h, 20)
+    x = rng.standard_normal((6 * (n - 1) + c, 4 * (16 + 13 * (h - 8) + w - 8)),
+                            dtype=np.float32)
+    x.reshape(-1)[rng.integers(x.size)] = np.nan
+    return (x,)
+
+
 def _sweep(make: Callable[[], Callable], inputs: Callable, count: int, budget_s: float
            ) -> Callable[[Ctx], ShapeSweep]:
     return lambda ctx: ShapeSweep(make, inputs, _shapes(count), budget_s)
@@ -72,11 +93,17 @@ def cases(sz: Sizes) -> list[Case]:
         ("jaxmax.openvino.top_k TopK-11 k=3 max, by value (eager)",
          lambda: lambda x: jov().top_k(x, 3, axis=-1, mode="max", sort="value"), _image,
          JAXMAX),
+        ("jaxmax.onnx.arg_max axis 1 of (n, 32-124, 4-16, 4) (eager)",
+         lambda: lambda x: jonnx().arg_max(x, axis=1, keepdims=0), _classes, JAXMAX),
+        ("jaxmax.onnx.arg_max last axis of (1-12, 64-736) logits (eager)",
+         lambda: lambda x: jonnx().arg_max(x, axis=-1, keepdims=0), _logits, JAXMAX),
         ("jaxmax.openvino.segment_max ZERO (eager)",
          lambda: lambda x, i, n: jov().segment_max(x, i, n, fill_mode="ZERO"), _segments,
          JAXMAX),
         ("lax.reduce_window max k3 s2 p1 (eager)", lambda: reduce_window(3, 2, 1, 2), _image,
          "competitor"),
+        ("jnp.argmax axis 1 of (n, 32-124, 4-16, 4) (eager)",
+         lambda: lambda x: jnp().argmax(x, axis=1), _classes, "competitor"),
         ("jnp.max axes (2, 3) (eager)", lambda: lambda x: jnp().max(x, axis=(2, 3)), _image,
          "competitor"),
     ]

@@ -118,6 +118,28 @@ def compare_key(x: jax.Array, *, nan_order: str) -> jax.Array:
     return jnp.where(x != x, np.array(info.max if nan_order == "first" else info.min, m.dtype), m)
 
 
+def bits_compare_key(x: jax.Array, *, nan_order: str) -> jax.Array:
+    """:func:`compare_key`'s values in fewer operations, all on the integer bits: a negative
+    number's key is ``(bits ^ INT_MAX) + 1`` (its magnitude negated, so ``-0.0`` meets ``+0.0``
+    at 0), computed as ``(bits ^ (sign & INT_MAX)) - sign`` with ``sign = bits >> (width - 1)``,
+    and NaN is a magnitude above infinity's bits (no float compare). For folds that key every
+    element they read (four integer operations and a compare before the NaN select, against
+    five and a float compare)."""
+    if nan_order not in NAN_ORDERS:
+        raise ValueError(f"nan_order must be one of {NAN_ORDERS}, got {nan_order!r}")
+    if not dtypes.is_floating(x.dtype):
+        return key(x, descending=True, nan_order=nan_order)
+    int_type = signed_bits_dtype(x.dtype)
+    info = np.iinfo(int_type)
+    b = lax.bitcast_convert_type(x, int_type)
+    sign = b >> (8 * int_type.itemsize - 1)
+    numeric = (b ^ (sign & np.array(info.max, int_type))) - sign
+    magnitude = b & np.array(info.max, int_type)
+    inf_bits = np.array(np.array(np.inf, x.dtype).view(int_type), int_type)
+    nan_key = np.array(info.max if nan_order == "first" else info.min, int_type)
+    return jnp.where(magnitude > inf_bits, nan_key, numeric)
+
+
 def top_k_key(x: jax.Array, *, descending: bool, nan_order: str) -> jax.Array:
     """The key for ``lax.top_k``: as :func:`key`, but a float32 array ordered by IEEE total
     order wherever float32 holds every value of `x` exactly (float16, bfloat16, float32,
