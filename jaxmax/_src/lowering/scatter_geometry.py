@@ -34,6 +34,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from jaxmax._src.lowering import scatter_combiner
+
 _DROP = lax.GatherScatterMode.FILL_OR_DROP
 
 
@@ -127,13 +129,17 @@ class Geometry:
 
     def scatter(self, combine: str, operand: jax.Array, index,
                 values: jax.Array) -> jax.Array:
-        """`operand` combined (``"max"``, ``"min"`` or ``"add"``) with the update-shaped
-        `values` at their targets; dropped targets leave it unchanged. A floating ``"max"`` is
-        the IEEE-754-2019 ``maximum`` (NaN wins, ``+0`` beats ``-0``), computed on ordered
-        integer keys."""
+        """`operand` combined (``"max"``, ``"min"`` or ``"add"``, or a floating combine of
+        `scatter_combiner.KINDS`) with the update-shaped `values` at their targets; dropped
+        targets leave it unchanged. A floating ``"max"`` is the IEEE-754-2019 ``maximum`` (NaN
+        wins, ``+0`` beats ``-0``), computed on ordered integer keys."""
         if self.kind == "detect":
             geom, flat = self.per_element(index)
             return geom.scatter(combine, operand, flat, values)
+        if combine in scatter_combiner.KINDS:
+            out = scatter_combiner.scatter(combine, self._operand_in(operand), index,
+                                           self._updates_in(values), self._scatter_dnums())
+            return out.reshape(self.operand_shape)
         if combine == "max" and self.keys and jnp.issubdtype(operand.dtype, jnp.floating):
             start = _key(operand)
             out = self.scatter("max", start, index, _key(values))

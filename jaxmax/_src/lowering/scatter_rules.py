@@ -50,7 +50,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes
-from jaxmax._src.lowering import order
+from jaxmax._src.lowering import order, scatter_combiner
 from jaxmax._src.lowering.scatter_geometry import Geometry, any_true, signed_index_dtype
 
 RULES = ("maximum", "acc_gt", "acc_lt")
@@ -145,9 +145,12 @@ def _forward(rule, geom, use_init, data, index, u):
     init = _start(geom, use_init, data, index)
     if geom.keys:
         return _exact(rule, geom, index, init, u)
-    # XLA's float scatter-max first: it is the IEEE maximum, except that it flushes a subnormal
-    # result to zero, and it is every fold on NaN-free sequences but for the sign of a zero tie;
-    # so a result without a zero (and, for the folds, without a NaN) is exact as it stands
+    if scatter_combiner.supports(data.dtype):
+        return _combined(rule, geom, index, init, u)
+    # without the combiner scatter, XLA's float scatter-max first: it is the IEEE maximum,
+    # except that it flushes a subnormal result to zero, and it is every fold on NaN-free
+    # sequences but for the sign of a zero tie; so a result without a zero (and, for the
+    # folds, without a NaN) is exact as it stands
     fast = geom.scatter_fast("max", init, index, u)
     # float sums, which XLA's CPU runs vectorised (a compare in front of a reduction costs
     # several times more, and a vectorised min or max may drop a NaN): the sum of `fast` is NaN
@@ -179,6 +182,60 @@ def _forward(rule, geom, use_init, data, index, u):
                         lambda init, u: fast, init, u)
 
     return lax.cond(suspect, recheck, lambda init, u: fast, init, u)
+
+
+def _combined(rule, geom, index, init, u):
+    """The rule off a mesh from scatters whose combiner reads the bits (`scatter_combiner`):
+    one pass over the unmodified updates is exact for the IEEE maximum on every input, so no
+    data shape costs more. A fold is that maximum (NaN updates skipped for ``acc_lt``, whose
+    NaN ``e0`` sticks) except where a NaN reaches a target (``acc_gt``: the closed form) or
+    where a ``+0`` result had a ``-0`` among its elements (the sign of the fold's zero: one
+    scatter of the bits' minimum finds those targets, then one of zero positions)."""
+    if rule == "maximum":
+        return geom.scatter_fast("ieee_max", init, index, u)
+    if rule == "acc_lt":
+        top = _select(jnp.isnan(init), init, geom.scatter_fast("max_skip_nan", init, index, u))
+    else:
+        top = geom.scatter_fast("ieee_max", init, index, u)
+
+    def zero_ties(top):
+        low = geom.scatter_fast("bits_min", init, index, u)
+        tie = _is_zero(top) & ~_sign(top) & _is_neg_zero(low)
+        return lax.cond(any_true(tie), partial(_zero_signs, rule, geom, index, init, u),
+                        lambda top: top, top)
+
+    def numbers(top):
+        # a float sum rules out a zero result at the speed of a read
+        return lax.cond(_maybe_tiny(top), zero_ties, lambda top: top, top)
+
+    if rule == "acc_lt":
+        return numbers(top)
+    # the sum is NaN when a NaN (or both infinities) is there; the compare then confirms
+    nan = lax.cond(jnp.isnan(jnp.sum(top)), lambda top: any_true(jnp.isnan(top)),
+                   lambda top: jnp.array(False), top)
+    keyed = dataclasses.replace(geom, keys=True)
+    return lax.cond(nan, lambda top: _exact(rule, keyed, index, init, u, fold=True, nan=True,
+                                            fast=(top, False)),
+                    numbers, top)
+
+
+def _zero_signs(rule, geom, index, init, u, top):
+    """`top` with each zero result given the fold's sign: that of the sequence's last zero
+    (``acc_gt``, whose caller has left no NaN before it) or of its first (``acc_lt``, ``e0``
+    first); one scatter of zero positions, ``2 * p + sign``."""
+    kd = _key_dtype(geom)
+    p = _positions(geom, kd)
+    zero_key = p * kd.type(2) + _sign(u).astype(kd)
+    zero_top = _is_zero(top)
+    if rule == "acc_gt":
+        key = geom.scatter("max", jnp.where(_is_zero(init), _sign(init).astype(kd), kd.type(-1)),
+                           index, jnp.where(_is_zero(u), zero_key, kd.type(-1)))
+        return _select(zero_top, _signed_zero(key % 2 == 1, u.dtype), top)
+    big = kd.type(np.iinfo(kd).max)
+    first_zero = geom.scatter("min", jnp.full(init.shape, big, kd), index,
+                              jnp.where(_is_zero(u), zero_key, big))
+    out = _select(zero_top, _signed_zero(first_zero % 2 == 1, u.dtype), top)
+    return _select(zero_top & _is_zero(init), init, out)
 
 
 def _odd_bits(init, u):
@@ -245,15 +302,10 @@ def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
 
         lastnan, top = lax.cond(masked, with_nan, without_nan, init, u)
 
-        def signed_zeros(top):
-            # the sign of the last zero of the whole sequence: where the tail's maximum is a
-            # zero, the tail holds a zero, so the last zero lies in it (no NaN mask needed)
-            key = each.scatter(
-                "max", jnp.where(_is_zero(init), _sign(init).astype(kd), kd.type(-1)), at,
-                jnp.where(_is_zero(u), p * kd.type(2) + _sign(u).astype(kd), kd.type(-1)))
-            return _select(_is_zero(top), _signed_zero(key % 2 == 1, u.dtype), top)
-
-        out = lax.cond(fold & any_true(_is_zero(top)), signed_zeros, lambda top: top, top)
+        # the sign of the last zero of the whole sequence: where the tail's maximum is a
+        # zero, the tail holds a zero, so the last zero lies in it (no NaN mask needed)
+        out = lax.cond(fold & any_true(_is_zero(top)),
+                       partial(_zero_signs, "acc_gt", each, at, init, u), lambda top: top, top)
         last = each.last_positions(at, kd)
         out = _select(lastnan == last, jnp.array(np.nan, u.dtype), out)
         return _select(last == 0, init, out)
@@ -262,16 +314,9 @@ def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
         top = lax.cond(masked, lambda init, u: geom.scatter(
             "max", init, index, _select(jnp.isnan(u), minus_inf, u)), plain, init, u)
 
-        def signed_zeros(top):
-            big = kd.type(np.iinfo(kd).max)
-            first_zero = geom.scatter(
-                "min", jnp.full(init.shape, big, kd), index,
-                jnp.where(_is_zero(u), p * kd.type(2) + _sign(u).astype(kd), big))
-            zero_top = _is_zero(top)
-            out = _select(zero_top, _signed_zero(first_zero % 2 == 1, u.dtype), top)
-            return _select(zero_top & _is_zero(init), init, out)
-
-        return lax.cond(fold & any_true(_is_zero(top)), signed_zeros, lambda top: top, top)
+        return lax.cond(fold & any_true(_is_zero(top)),
+                        partial(_zero_signs, "acc_lt", geom, index, init, u), lambda top: top,
+                        top)
 
     # one program for every case (the plain max is the NaN-free branch): fewer copies of the
     # scatters compile faster
