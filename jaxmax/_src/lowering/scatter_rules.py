@@ -213,8 +213,7 @@ def _combined(rule, geom, index, init, u):
     # the sum is NaN when a NaN (or both infinities) is there; the compare then confirms
     nan = lax.cond(jnp.isnan(jnp.sum(top)), lambda top: any_true(jnp.isnan(top)),
                    lambda top: jnp.array(False), top)
-    keyed = dataclasses.replace(geom, keys=True)
-    return lax.cond(nan, lambda top: _exact(rule, keyed, index, init, u, fold=True, nan=True,
+    return lax.cond(nan, lambda top: _exact(rule, geom, index, init, u, fold=True, nan=True,
                                             fast=(top, False)),
                     numbers, top)
 
@@ -281,6 +280,9 @@ def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
     # result may hold a flushed subnormal; otherwise the plain max stands (the caller's, if any)
     masked = nan if fast is None else nan | fast[1]
     plain = plain_max if fast is None else (lambda init, u: fast[0])
+    # a geometry without keys comes from `_combined`: its combiner scatter is the exact max
+    # without a keyed copy of the masked values
+    float_max = "max" if geom.keys else "ieee_max"
 
     # each part runs only when the input needs it (a NaN, a zero result): each costs a full
     # pass over the updates, several times the plain max
@@ -293,7 +295,7 @@ def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
             lastnan = each.scatter("max", jnp.where(jnp.isnan(init), kd.type(0), kd.type(-1)),
                                    at, jnp.where(jnp.isnan(u), p, kd.type(-1)))
             tail = p > each.gather(lastnan, at, kd.type(0))
-            top = each.scatter("max", _select(lastnan < 0, init, minus_inf), at,
+            top = each.scatter(float_max, _select(lastnan < 0, init, minus_inf), at,
                                _select(tail, u, minus_inf))
             return lastnan, top
 
@@ -312,7 +314,7 @@ def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
 
     def acc_lt(init, u):
         top = lax.cond(masked, lambda init, u: geom.scatter(
-            "max", init, index, _select(jnp.isnan(u), minus_inf, u)), plain, init, u)
+            float_max, init, index, _select(jnp.isnan(u), minus_inf, u)), plain, init, u)
 
         return lax.cond(fold & any_true(_is_zero(top)),
                         partial(_zero_signs, "acc_lt", geom, index, init, u), lambda top: top,
