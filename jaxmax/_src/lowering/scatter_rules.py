@@ -213,9 +213,36 @@ def _combined(rule, geom, index, init, u):
     # the sum is NaN when a NaN (or both infinities) is there; the compare then confirms
     nan = lax.cond(jnp.isnan(jnp.sum(top)), lambda top: any_true(jnp.isnan(top)),
                    lambda top: jnp.array(False), top)
-    return lax.cond(nan, lambda top: _exact(rule, geom, index, init, u, fold=True, nan=True,
-                                            fast=(top, False)),
-                    numbers, top)
+
+    def with_nan(top):
+        each, at = geom.per_element(index)
+        kd = _key_dtype(geom)
+        lastnan, tail_top = _after_last_nan(each, at, init, u, kd, "ieee_max")
+        last = each.last_positions(at, kd)
+        return tail_top, lastnan == last, last == 0
+
+    def without_nan(top):
+        none = jnp.zeros(top.shape, bool)
+        return top, none, none
+
+    # the zero ties are settled on the tail's maximum, one copy for both branches: where it is
+    # a zero the tail holds a zero, so the last zero of the whole sequence lies in it
+    top, nan_last, untouched = lax.cond(nan, with_nan, without_nan, top)
+    out = _select(nan_last, jnp.array(np.nan, u.dtype), numbers(top))
+    return _select(untouched, init, out)
+
+
+def _after_last_nan(geom, index, init, u, kd, float_max):
+    """The position of each target's last NaN (0 for a NaN ``e0``, -1 for none) and the
+    maximum of the elements after it (``e0`` counted when it is not NaN)."""
+    p = _positions(geom, kd)
+    minus_inf = dtypes.max_identity(u.dtype)
+    lastnan = geom.scatter("max", jnp.where(jnp.isnan(init), kd.type(0), kd.type(-1)), index,
+                           jnp.where(jnp.isnan(u), p, kd.type(-1)))
+    tail = p > geom.gather(lastnan, index, kd.type(0))
+    top = geom.scatter(float_max, _select(lastnan < 0, init, minus_inf), index,
+                       _select(tail, u, minus_inf))
+    return lastnan, top
 
 
 def _zero_signs(rule, geom, index, init, u, top):
@@ -271,7 +298,6 @@ def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
         return plain_max(init, u)
     minus_inf = dtypes.max_identity(u.dtype)
     kd = _key_dtype(geom)
-    p = _positions(geom, kd)
     if fold is None:
         nan_u = any_true(jnp.isnan(u))
         nan = nan_u | any_true(jnp.isnan(init)) if rule == "acc_gt" else nan_u
@@ -280,9 +306,7 @@ def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
     # result may hold a flushed subnormal; otherwise the plain max stands (the caller's, if any)
     masked = nan if fast is None else nan | fast[1]
     plain = plain_max if fast is None else (lambda init, u: fast[0])
-    # a geometry without keys comes from `_combined`: its combiner scatter is the exact max
-    # without a keyed copy of the masked values
-    float_max = "max" if geom.keys else "ieee_max"
+    float_max = "max"  # on keys: this path runs on a mesh or without the combiner scatter
 
     # each part runs only when the input needs it (a NaN, a zero result): each costs a full
     # pass over the updates, several times the plain max
@@ -292,12 +316,7 @@ def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
         each, at = geom.per_element(index)
 
         def with_nan(init, u):
-            lastnan = each.scatter("max", jnp.where(jnp.isnan(init), kd.type(0), kd.type(-1)),
-                                   at, jnp.where(jnp.isnan(u), p, kd.type(-1)))
-            tail = p > each.gather(lastnan, at, kd.type(0))
-            top = each.scatter(float_max, _select(lastnan < 0, init, minus_inf), at,
-                               _select(tail, u, minus_inf))
-            return lastnan, top
+            return _after_last_nan(each, at, init, u, kd, float_max)
 
         def without_nan(init, u):
             return jnp.full(init.shape, -1, kd), plain(init, u)
