@@ -242,7 +242,8 @@ def data_ab_table(args, data, upd, ids, full, coord) -> None:
     base = importlib.import_module("jaxmax_base")
     rng = np.random.default_rng(1)
     shapes = {k: tuple(jax.device_put(a) for a in v)
-              for k, v in _data_shapes(data, upd, rng).items()}
+              for k, v in _data_shapes(data, upd, rng).items()
+              if not args.shapes or k in args.shapes.split(",")}
     index = {"ids": jax.device_put(ids), "full": jax.device_put(full),
              "coord": jax.device_put(coord)}
     wanted = [f for f in _faces(jaxmax) if not args.forms or any(
@@ -263,12 +264,12 @@ def data_ab_table(args, data, upd, ids, full, coord) -> None:
     print(f"before ({args.base}) and after in one process, data ({data.shape[0]}, "
           f"{data.shape[1]}) f32, updates ({upd.shape[0]}, {upd.shape[1]}); {args.rounds} "
           "interleaved rounds, medians; results equal bit for bit (NaN: any payload); "
-          "cell: wall ms / CPU ms (CPU x the form's clean time)")
+          "cell: wall ms / CPU ms (CPU x the form's time on the first shape)")
     print("| form | " + " | ".join(shapes) + " |")
     print("|---|" + "---:|" * len(shapes))
     for f in wanted:
         for t in trees:
-            clean = statistics.median(cpu[(t, f, "clean")])
+            clean = statistics.median(cpu[(t, f, next(iter(shapes)))])
             cells = []
             for k in shapes:
                 c = statistics.median(cpu[(t, f, k)])
@@ -407,6 +408,9 @@ def main() -> None:
     parser.add_argument("--compile", action="store_true",
                         help="with --base: the compile-time table of the data table's forms")
     parser.add_argument("--forms", default="", help="comma-separated parts of form names")
+    parser.add_argument("--shapes", default="",
+                        help="with --data --base: comma-separated data shapes (the first is "
+                        "the ratios' reference)")
     args = parser.parse_args()
     if args.compile:
         compile_ab_table(args)

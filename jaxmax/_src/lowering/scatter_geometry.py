@@ -109,10 +109,13 @@ class Geometry:
         geom = Geometry("elements", self.operand_shape, self.updates_shape, keys=self.keys)
         return geom, flat
 
-    def scatter_fast(self, combine: str, operand: jax.Array, index,
-                     values: jax.Array) -> jax.Array:
-        """`scatter`, through the row form when a `detect` index has constant rows."""
+    def scatter_fast(self, combine: str, operand: jax.Array, index, values: jax.Array,
+                     elements=None) -> jax.Array:
+        """`scatter`, through the row form when a `detect` index has constant rows; the
+        per-element scatter is ``elements(geometry, operand, index, values)`` when given."""
         if self.kind != "detect":
+            if self.kind == "elements" and elements is not None:
+                return elements(self, operand, index, values)
             return self.scatter(combine, operand, index, values)
         rows_flag, ids, _ = index
         by_rows = Geometry("rows", self.operand_shape, self.updates_shape, axis=self.axis,
@@ -121,11 +124,13 @@ class Geometry:
         def rows(operand, index, values):
             return by_rows.scatter(combine, operand, index[1], values)
 
-        def elements(operand, index, values):
+        def each(operand, index, values):
             geom, flat = self.per_element(index)
+            if elements is not None:
+                return elements(geom, operand, flat, values)
             return geom.scatter(combine, operand, flat, values)
 
-        return lax.cond(rows_flag, rows, elements, operand, index, values)
+        return lax.cond(rows_flag, rows, each, operand, index, values)
 
     def scatter(self, combine: str, operand: jax.Array, index,
                 values: jax.Array) -> jax.Array:

@@ -15,7 +15,16 @@ Targets no update reaches keep the operand bit for bit. The rules:
   skipped, and the earliest of equal elements wins (``e0`` first).
 
 Integers and bool have no NaN and no signed zero, so every rule is one scatter-max (on bool
-that is logical OR). Floats off a mesh start with XLA's float scatter-max: it is the IEEE
+that is logical OR). float32 and float64 off a mesh take `scatter_combiner`'s scatters, whose
+combiner reads the bits (`_combined`): one pass over the unmodified updates is the exact IEEE
+``maximum`` (and, for ``acc_lt``, the max with NaN updates skipped), so ``"maximum"`` is that
+scatter alone; a fold differs from it only where a NaN reached a target (``acc_gt``: the
+closed form below, on the tail after the last NaN) or where a ``+0`` result had a ``-0`` among
+its elements (one scatter of the bits' minimum finds them, one scatter of zero positions gives
+the fold's sign). With one index per update element the combiner has nothing to vectorise
+over, so that form runs XLA's float scatter-max first and keeps it when its result shows it
+exact. Other floats (and a JAX without the private primitive) start with XLA's float
+scatter-max: it is the IEEE
 ``maximum`` except that it flushes a subnormal result to zero, and on sequences without NaN it
 is every fold but for the sign of a zero tie. So when its result holds no zero and no NaN it
 is exact for every rule (two float sums decide, ``lax.cond``). Otherwise: ``"maximum"``
@@ -192,11 +201,12 @@ def _combined(rule, geom, index, init, u):
     where a ``+0`` result had a ``-0`` among its elements (the sign of the fold's zero: one
     scatter of the bits' minimum finds those targets, then one of zero positions)."""
     if rule == "maximum":
-        return geom.scatter_fast("ieee_max", init, index, u)
+        return geom.scatter_fast("ieee_max", init, index, u, elements=_checked_ieee)
     if rule == "acc_lt":
-        top = _select(jnp.isnan(init), init, geom.scatter_fast("max_skip_nan", init, index, u))
+        top = _select(jnp.isnan(init), init, geom.scatter_fast("max_skip_nan", init, index, u,
+                                                                 elements=_checked_skip_nan))
     else:
-        top = geom.scatter_fast("ieee_max", init, index, u)
+        top = geom.scatter_fast("ieee_max", init, index, u, elements=_checked_ieee)
 
     def zero_ties(top):
         low = geom.scatter_fast("bits_min", init, index, u)
@@ -228,8 +238,12 @@ def _combined(rule, geom, index, init, u):
     # the zero ties are settled on the tail's maximum, one copy for both branches: where it is
     # a zero the tail holds a zero, so the last zero of the whole sequence lies in it
     top, nan_last, untouched = lax.cond(nan, with_nan, without_nan, top)
-    out = _select(nan_last, jnp.array(np.nan, u.dtype), numbers(top))
-    return _select(untouched, init, out)
+
+    def finish(out, nan_last, untouched):
+        return _select(untouched, init, _select(nan_last, jnp.array(np.nan, u.dtype), out))
+
+    # the selects pass over the output only when a NaN was found
+    return lax.cond(nan, finish, lambda out, *_: out, numbers(top), nan_last, untouched)
 
 
 def _after_last_nan(geom, index, init, u, kd, float_max):
@@ -243,6 +257,36 @@ def _after_last_nan(geom, index, init, u, kd, float_max):
     top = geom.scatter(float_max, _select(lastnan < 0, init, minus_inf), index,
                        _select(tail, u, minus_inf))
     return lastnan, top
+
+
+# One index per update element leaves the combiner nothing to vectorise over: there it costs
+# 1.6x XLA's float scatter-max, so the per-element form runs that first and keeps it when its
+# result shows it exact (no zero, which a flushed subnormal would be; for the NaN-skipping
+# order, no NaN either), the combiner otherwise.
+def _checked_ieee(geom, operand, index, values):
+    fast = geom.scatter("max", operand, index, values)
+    suspect = lax.cond(jnp.isnan(jnp.sum(fast)), lambda fast: any_true(fast == 0), _maybe_tiny,
+                       fast)
+
+    def recheck(operand, values):
+        subnormal = _any_subnormal(operand) | _any_subnormal(values)
+        return lax.cond(subnormal, lambda o, v: geom.scatter("ieee_max", o, index, v),
+                        lambda o, v: fast, operand, values)
+
+    return lax.cond(suspect, recheck, lambda operand, values: fast, operand, values)
+
+
+def _checked_skip_nan(geom, operand, index, values):
+    fast = geom.scatter("max", operand, index, values)
+    nan = jnp.isnan(jnp.sum(fast))
+
+    def recheck(operand, values):
+        redo = nan | _any_subnormal(operand) | _any_subnormal(values)
+        return lax.cond(redo, lambda o, v: geom.scatter("max_skip_nan", o, index, v),
+                        lambda o, v: fast, operand, values)
+
+    return lax.cond(nan | _maybe_tiny(fast), recheck, lambda operand, values: fast, operand,
+                    values)
 
 
 def _zero_signs(rule, geom, index, init, u, top):
