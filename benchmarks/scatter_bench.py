@@ -249,6 +249,8 @@ def data_ab_table(args, data, upd, ids, full, coord) -> None:
     wanted = [f for f in _faces(jaxmax) if not args.forms or any(
         w in f for w in args.forms.split(","))]
     trees = {"before": _faces(base), "after": _faces(jaxmax)}
+    if args.after_first:  # the run after a per-element form pays for its freed temporaries
+        trees = {"after": trees["after"], "before": trees["before"]}
     jitted = {(t, f): jax.jit(trees[t][f][0]) for t in trees for f in wanted}
     runs = {(t, f, k): (lambda j=jitted[(t, f)], i=index[trees[t][f][1]], dk=shapes[k]:
                         j(dk[0], i, dk[1]))
@@ -408,6 +410,8 @@ def main() -> None:
     parser.add_argument("--compile", action="store_true",
                         help="with --base: the compile-time table of the data table's forms")
     parser.add_argument("--forms", default="", help="comma-separated parts of form names")
+    parser.add_argument("--after-first", action="store_true",
+                        help="with --data --base: run this tree's form before the base's")
     parser.add_argument("--shapes", default="",
                         help="with --data --base: comma-separated data shapes (the first is "
                         "the ratios' reference)")
