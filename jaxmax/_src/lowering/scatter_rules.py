@@ -229,21 +229,13 @@ def _combined(rule, geom, index, init, u):
         kd = _key_dtype(geom)
         lastnan, tail_top = _after_last_nan(each, at, init, u, kd, "ieee_max")
         last = each.last_positions(at, kd)
-        return tail_top, lastnan == last, last == 0
+        out = _select(lastnan == last, jnp.array(np.nan, u.dtype), tail_top)
+        return _select(last == 0, init, out)
 
-    def without_nan(top):
-        none = jnp.zeros(top.shape, bool)
-        return top, none, none
-
-    # the zero ties are settled on the tail's maximum, one copy for both branches: where it is
-    # a zero the tail holds a zero, so the last zero of the whole sequence lies in it
-    top, nan_last, untouched = lax.cond(nan, with_nan, without_nan, top)
-
-    def finish(out, nan_last, untouched):
-        return _select(untouched, init, _select(nan_last, jnp.array(np.nan, u.dtype), out))
-
-    # the selects pass over the output only when a NaN was found
-    return lax.cond(nan, finish, lambda out, *_: out, numbers(top), nan_last, untouched)
+    # the zero ties are settled after, one copy for both branches: where the tail's maximum is
+    # a zero the tail holds a zero, so the last zero of the whole sequence lies in it (a NaN
+    # result is no zero, and an untouched target's zero is its own)
+    return numbers(lax.cond(nan, with_nan, lambda top: top, top))
 
 
 def _after_last_nan(geom, index, init, u, kd, float_max):
