@@ -30,8 +30,15 @@ With ``--row-forms``, the XLA forms tried for the row path against the read floo
 modes, pre-sorted ids, sorting in the jit, a transposed layout, row chunks, column blocks,
 target blocks, an integer scatter of integer input.
 
+With ``--base COMMIT``: ``--data`` gives that table for the commit's tree (exported with ``git
+archive`` and imported renamed ``jaxmax_base``) and this tree side by side in one process, each
+result of this tree checked equal bit for bit to the base's; ``--compile`` gives the compile
+seconds of the same forms at (1000, 64) / (10000, 64) and at the anchor's shapes. ``--forms``
+and ``--shapes`` pick forms and data shapes by name; ``--after-first`` runs this tree's form
+before the base's (the run after a large form pays for its freed temporaries).
+
 Run: ``PYTHONPATH=$PWD .venv/bin/python benchmarks/scatter_bench.py [--rounds N]
-[--data | --row-forms]``.
+[--data | --row-forms | --compile] [--base COMMIT]``.
 """
 
 from __future__ import annotations
