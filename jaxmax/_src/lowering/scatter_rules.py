@@ -283,8 +283,9 @@ def _checked_skip_nan(geom, operand, index, values):
 
 def _zero_signs(rule, geom, index, init, u, top):
     """`top` with each zero result given the fold's sign: that of the sequence's last zero
-    (``acc_gt``, whose caller has left no NaN before it) or of its first (``acc_lt``, ``e0``
-    first); one scatter of zero positions, ``2 * p + sign``."""
+    (``acc_gt``: `top` is the maximum of the elements after the last NaN, and where it is a
+    zero they hold one, so the last zero of the whole sequence is theirs) or of its first
+    (``acc_lt``, ``e0`` first); one scatter of zero positions, ``2 * p + sign``."""
     kd = _key_dtype(geom)
     p = _positions(geom, kd)
     zero_key = p * kd.type(2) + _sign(u).astype(kd)
