@@ -30,8 +30,15 @@ With ``--row-forms``, the XLA forms tried for the row path against the read floo
 modes, pre-sorted ids, sorting in the jit, a transposed layout, row chunks, column blocks,
 target blocks, an integer scatter of integer input.
 
+With ``--base COMMIT``: ``--data`` gives that table for the commit's tree (exported with ``git
+archive`` and imported renamed ``jaxmax_base``) and this tree side by side in one process, each
+result of this tree checked equal bit for bit to the base's; ``--compile`` gives the compile
+seconds of the same forms at (1000, 64) / (10000, 64) and at the anchor's shapes. ``--forms``
+and ``--shapes`` pick forms and data shapes by name; ``--after-first`` runs this tree's form
+before the base's (the run after a large form pays for its freed temporaries).
+
 Run: ``PYTHONPATH=$PWD .venv/bin/python benchmarks/scatter_bench.py [--rounds N]
-[--data | --row-forms]``.
+[--data | --row-forms | --compile] [--base COMMIT]``.
 """
 
 from __future__ import annotations
@@ -187,6 +194,133 @@ def data_table(args, data, upd, ids, full, coord) -> None:
         print(f"| {f} | " + " | ".join(cells) + " |")
 
 
+def _faces(jm) -> dict:
+    """The data table's forms written against the package `jm` (this tree or the base)."""
+    def se(d, idx, u):
+        return jm.onnx.scatter_elements(d, idx, u, reduction="max")
+
+    def seu(d, idx, u):
+        return jm.openvino.scatter_elements_update(d, idx, u, 0, reduction="max")
+
+    def built(fn):
+        return lambda d, ids, u: fn(d, jnp.broadcast_to(ids[:, None], u.shape), u)
+
+    return {
+        "SE rows (broadcast_to)": (built(se), "ids"),
+        "SE rows (materialised index)": (se, "full"),
+        "SEU-12 rows (materialised index)": (seu, "full"),
+        "SE general": (se, "coord"),
+        "SND rows (k=1)": (
+            lambda d, ids, u: jm.onnx.scatter_nd(d, ids[:, None], u, reduction="max"), "ids"),
+        "SEU-12 rows (broadcast_to)": (built(seu), "ids"),
+        "SNDU-15 rows (k=1)": (
+            lambda d, ids, u: jm.openvino.scatter_nd_update(d, ids[:, None], u, reduction="max"),
+            "ids"),
+    }
+
+
+def _export_base(commit: str, into: str) -> None:
+    """`commit`'s jaxmax package as ``jaxmax_base`` under `into` (imported beside this tree)."""
+    import pathlib
+    import re
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    archive = subprocess.run(["git", "-C", str(root), "archive", commit, "jaxmax"], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "x", "-C", into], input=archive, check=True)
+    (pathlib.Path(into) / "jaxmax").rename(pathlib.Path(into) / "jaxmax_base")
+    for path in (pathlib.Path(into) / "jaxmax_base").rglob("*.py"):
+        path.write_text(re.sub(r"\bjaxmax\b", "jaxmax_base", path.read_text()))
+    sys.path.insert(0, into)
+
+
+def data_ab_table(args, data, upd, ids, full, coord) -> None:
+    """The data table for `args.base` (imported renamed) and this tree, interleaved in one
+    process; each result of this tree checked equal bit for bit to the base's."""
+    import importlib
+    import tempfile
+
+    import jaxmax
+
+    tmp = tempfile.mkdtemp()
+    _export_base(args.base, tmp)
+    base = importlib.import_module("jaxmax_base")
+    rng = np.random.default_rng(1)
+    shapes = {k: tuple(jax.device_put(a) for a in v)
+              for k, v in _data_shapes(data, upd, rng).items()
+              if not args.shapes or k in args.shapes.split(",")}
+    index = {"ids": jax.device_put(ids), "full": jax.device_put(full),
+             "coord": jax.device_put(coord)}
+    wanted = [f for f in _faces(jaxmax) if not args.forms or any(
+        w in f for w in args.forms.split(","))]
+    trees = {"before": _faces(base), "after": _faces(jaxmax)}
+    if args.after_first:  # the run after a per-element form pays for its freed temporaries
+        trees = {"after": trees["after"], "before": trees["before"]}
+    jitted = {(t, f): jax.jit(trees[t][f][0]) for t in trees for f in wanted}
+    runs = {(t, f, k): (lambda j=jitted[(t, f)], i=index[trees[t][f][1]], dk=shapes[k]:
+                        j(dk[0], i, dk[1]))
+            for f in wanted for t in trees for k in shapes}
+    for f in wanted:
+        for k in shapes:
+            got, want = (np.asarray(runs[(t, f, k)]()).view(np.uint32) for t in ("after",
+                                                                                  "before"))
+            nan = np.isnan(np.asarray(runs[("before", f, k)]()))
+            assert np.array_equal(got[~nan], want[~nan]) and np.isnan(
+                np.asarray(runs[("after", f, k)]())[nan]).all(), (f, k)
+    wall, cpu = _interleaved(runs, args.rounds)
+    print(f"before ({args.base}) and after in one process, data ({data.shape[0]}, "
+          f"{data.shape[1]}) f32, updates ({upd.shape[0]}, {upd.shape[1]}); {args.rounds} "
+          "interleaved rounds, medians; results equal bit for bit (NaN: any payload); "
+          "cell: wall ms / CPU ms (CPU x the form's time on the first shape)")
+    print("| form | " + " | ".join(shapes) + " |")
+    print("|---|" + "---:|" * len(shapes))
+    for f in wanted:
+        for t in trees:
+            clean = statistics.median(cpu[(t, f, next(iter(shapes)))])
+            cells = []
+            for k in shapes:
+                c = statistics.median(cpu[(t, f, k)])
+                cells.append(f"{1e3 * statistics.median(wall[(t, f, k)]):.0f} / {1e3 * c:.0f} "
+                             f"({c / clean:.2f})")
+            print(f"| {f}, {t} | " + " | ".join(cells) + " |")
+
+
+def compile_ab_table(args) -> None:
+    """Compile seconds of every data-table form, `args.base` and this tree, in one process:
+    ``jax.clear_caches(); jit(f).lower(...).compile()``, median of 3, at (1000, 64) /
+    (10000, 64) and at the anchor's shapes."""
+    import importlib
+    import tempfile
+
+    import jaxmax
+
+    tmp = tempfile.mkdtemp()
+    _export_base(args.base, tmp)
+    base = importlib.import_module("jaxmax_base")
+    trees = {"before": _faces(base), "after": _faces(jaxmax)}
+    sizes = {"small": (1000, 10000), "anchor": (args.rows, args.updates)}
+    f = args.features
+    print(f"compile s, before ({args.base}) and after, median of 3")
+    print("| form | " + " | ".join(f"{z} {t}" for z in sizes for t in trees) + " |")
+    print("|---|" + "---:|" * (len(sizes) * len(trees)))
+    for name in _faces(jaxmax):
+        if args.forms and not any(w in name for w in args.forms.split(",")):
+            continue
+        cells = []
+        for n, m in sizes.values():
+            spec = {"ids": jax.ShapeDtypeStruct((m,), jnp.int32),
+                    "full": jax.ShapeDtypeStruct((m, f), jnp.int32),
+                    "coord": jax.ShapeDtypeStruct((m, f), jnp.int32)}
+            for t in trees:
+                fn, key = trees[t][name]
+                cells.append(_compile_time(fn, (jax.ShapeDtypeStruct((n, f), jnp.float32),
+                                                spec[key],
+                                                jax.ShapeDtypeStruct((m, f), jnp.float32))))
+        print(f"| {name} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
+
+
 def _row_forms(data, upd, ids) -> dict:
     """The row-path forms tried against the read floor: name -> (function, arguments)."""
     from jax import lax
@@ -278,7 +412,20 @@ def main() -> None:
                         help="the row-path forms against the read floor instead")
     parser.add_argument("--no-general", action="store_true",
                         help="leave the per-element path out of the data-shape table")
+    parser.add_argument("--base", help="with --data or --compile: also this commit's tree, "
+                        "imported renamed, side by side")
+    parser.add_argument("--compile", action="store_true",
+                        help="with --base: the compile-time table of the data table's forms")
+    parser.add_argument("--forms", default="", help="comma-separated parts of form names")
+    parser.add_argument("--after-first", action="store_true",
+                        help="with --data --base: run this tree's form before the base's")
+    parser.add_argument("--shapes", default="",
+                        help="with --data --base: comma-separated data shapes (the first is "
+                        "the ratios' reference)")
     args = parser.parse_args()
+    if args.compile:
+        compile_ab_table(args)
+        return
     n, m, f = args.rows, args.updates, args.features
     rng = np.random.default_rng(0)
     data = rng.standard_normal((n, f)).astype(np.float32)
@@ -286,6 +433,9 @@ def main() -> None:
     ids = rng.integers(0, n, m).astype(np.int32)
     full = np.broadcast_to(ids[:, None], (m, f)).copy()
     coord = (full + rng.integers(0, 2, (m, f)).astype(np.int32)) % n  # not row-constant
+    if args.data and args.base:
+        data_ab_table(args, data, upd, ids, full, coord)
+        return
     if args.data:
         data_table(args, data, upd, ids, full, coord)
         return

@@ -34,6 +34,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from jaxmax._src.lowering import scatter_combiner
+
 _DROP = lax.GatherScatterMode.FILL_OR_DROP
 
 
@@ -107,10 +109,13 @@ class Geometry:
         geom = Geometry("elements", self.operand_shape, self.updates_shape, keys=self.keys)
         return geom, flat
 
-    def scatter_fast(self, combine: str, operand: jax.Array, index,
-                     values: jax.Array) -> jax.Array:
-        """`scatter`, through the row form when a `detect` index has constant rows."""
+    def scatter_fast(self, combine: str, operand: jax.Array, index, values: jax.Array,
+                     elements=None) -> jax.Array:
+        """`scatter`, through the row form when a `detect` index has constant rows; the
+        per-element scatter is ``elements(geometry, operand, index, values)`` when given."""
         if self.kind != "detect":
+            if self.kind == "elements" and elements is not None:
+                return elements(self, operand, index, values)
             return self.scatter(combine, operand, index, values)
         rows_flag, ids, _ = index
         by_rows = Geometry("rows", self.operand_shape, self.updates_shape, axis=self.axis,
@@ -119,21 +124,27 @@ class Geometry:
         def rows(operand, index, values):
             return by_rows.scatter(combine, operand, index[1], values)
 
-        def elements(operand, index, values):
+        def each(operand, index, values):
             geom, flat = self.per_element(index)
+            if elements is not None:
+                return elements(geom, operand, flat, values)
             return geom.scatter(combine, operand, flat, values)
 
-        return lax.cond(rows_flag, rows, elements, operand, index, values)
+        return lax.cond(rows_flag, rows, each, operand, index, values)
 
     def scatter(self, combine: str, operand: jax.Array, index,
                 values: jax.Array) -> jax.Array:
-        """`operand` combined (``"max"``, ``"min"`` or ``"add"``) with the update-shaped
-        `values` at their targets; dropped targets leave it unchanged. A floating ``"max"`` is
-        the IEEE-754-2019 ``maximum`` (NaN wins, ``+0`` beats ``-0``), computed on ordered
-        integer keys."""
+        """`operand` combined (``"max"``, ``"min"`` or ``"add"``, or a floating combine of
+        `scatter_combiner.KINDS`) with the update-shaped `values` at their targets; dropped
+        targets leave it unchanged. A floating ``"max"`` is the IEEE-754-2019 ``maximum`` (NaN
+        wins, ``+0`` beats ``-0``), computed on ordered integer keys."""
         if self.kind == "detect":
             geom, flat = self.per_element(index)
             return geom.scatter(combine, operand, flat, values)
+        if combine in scatter_combiner.KINDS:
+            out = scatter_combiner.scatter(combine, self._operand_in(operand), index,
+                                           self._updates_in(values), self._scatter_dnums())
+            return out.reshape(self.operand_shape)
         if combine == "max" and self.keys and jnp.issubdtype(operand.dtype, jnp.floating):
             start = _key(operand)
             out = self.scatter("max", start, index, _key(values))

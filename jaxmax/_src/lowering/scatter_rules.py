@@ -15,7 +15,16 @@ Targets no update reaches keep the operand bit for bit. The rules:
   skipped, and the earliest of equal elements wins (``e0`` first).
 
 Integers and bool have no NaN and no signed zero, so every rule is one scatter-max (on bool
-that is logical OR). Floats off a mesh start with XLA's float scatter-max: it is the IEEE
+that is logical OR). float32 and float64 off a mesh take `scatter_combiner`'s scatters, whose
+combiner reads the bits (`_combined`): one pass over the unmodified updates is the exact IEEE
+``maximum`` (and, for ``acc_lt``, the max with NaN updates skipped), so ``"maximum"`` is that
+scatter alone; a fold differs from it only where a NaN reached a target (``acc_gt``: the
+closed form below, on the tail after the last NaN) or where a ``+0`` result had a ``-0`` among
+its elements (one scatter of the bits' minimum finds them, one scatter of zero positions gives
+the fold's sign). With one index per update element the combiner has nothing to vectorise
+over, so that form runs XLA's float scatter-max first and keeps it when its result shows it
+exact. Other floats (and a JAX without the private primitive) start with XLA's float
+scatter-max: it is the IEEE
 ``maximum`` except that it flushes a subnormal result to zero, and on sequences without NaN it
 is every fold but for the sign of a zero tie. So when its result holds no zero and no NaN it
 is exact for every rule (two float sums decide, ``lax.cond``). Otherwise: ``"maximum"``
@@ -50,7 +59,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes
-from jaxmax._src.lowering import order
+from jaxmax._src.lowering import order, scatter_combiner
 from jaxmax._src.lowering.scatter_geometry import Geometry, any_true, signed_index_dtype
 
 RULES = ("maximum", "acc_gt", "acc_lt")
@@ -145,9 +154,12 @@ def _forward(rule, geom, use_init, data, index, u):
     init = _start(geom, use_init, data, index)
     if geom.keys:
         return _exact(rule, geom, index, init, u)
-    # XLA's float scatter-max first: it is the IEEE maximum, except that it flushes a subnormal
-    # result to zero, and it is every fold on NaN-free sequences but for the sign of a zero tie;
-    # so a result without a zero (and, for the folds, without a NaN) is exact as it stands
+    if scatter_combiner.supports(data.dtype):
+        return _combined(rule, geom, index, init, u)
+    # without the combiner scatter, XLA's float scatter-max first: it is the IEEE maximum,
+    # except that it flushes a subnormal result to zero, and it is every fold on NaN-free
+    # sequences but for the sign of a zero tie; so a result without a zero (and, for the
+    # folds, without a NaN) is exact as it stands
     fast = geom.scatter_fast("max", init, index, u)
     # float sums, which XLA's CPU runs vectorised (a compare in front of a reduction costs
     # several times more, and a vectorised min or max may drop a NaN): the sum of `fast` is NaN
@@ -179,6 +191,114 @@ def _forward(rule, geom, use_init, data, index, u):
                         lambda init, u: fast, init, u)
 
     return lax.cond(suspect, recheck, lambda init, u: fast, init, u)
+
+
+def _combined(rule, geom, index, init, u):
+    """The rule off a mesh from scatters whose combiner reads the bits (`scatter_combiner`):
+    one pass over the unmodified updates is exact for the IEEE maximum on every input, so no
+    data shape costs more. A fold is that maximum (NaN updates skipped for ``acc_lt``, whose
+    NaN ``e0`` sticks) except where a NaN reaches a target (``acc_gt``: the closed form) or
+    where a ``+0`` result had a ``-0`` among its elements (the sign of the fold's zero: one
+    scatter of the bits' minimum finds those targets, then one of zero positions)."""
+    if rule == "maximum":
+        return geom.scatter_fast("ieee_max", init, index, u, elements=_checked_ieee)
+    if rule == "acc_lt":
+        top = _select(jnp.isnan(init), init, geom.scatter_fast("max_skip_nan", init, index, u,
+                                                                 elements=_checked_skip_nan))
+    else:
+        top = geom.scatter_fast("ieee_max", init, index, u, elements=_checked_ieee)
+
+    def zero_ties(top):
+        low = geom.scatter_fast("bits_min", init, index, u)
+        tie = _is_zero(top) & ~_sign(top) & _is_neg_zero(low)
+        return lax.cond(any_true(tie), partial(_zero_signs, rule, geom, index, init, u),
+                        lambda top: top, top)
+
+    def numbers(top):
+        # a float sum rules out a zero result at the speed of a read
+        return lax.cond(_maybe_tiny(top), zero_ties, lambda top: top, top)
+
+    if rule == "acc_lt":
+        return numbers(top)
+    # the sum is NaN when a NaN (or both infinities) is there; the compare then confirms
+    nan = lax.cond(jnp.isnan(jnp.sum(top)), lambda top: any_true(jnp.isnan(top)),
+                   lambda top: jnp.array(False), top)
+
+    def with_nan(top):
+        each, at = geom.per_element(index)
+        kd = _key_dtype(geom)
+        lastnan, tail_top = _after_last_nan(each, at, init, u, kd, "ieee_max")
+        last = each.last_positions(at, kd)
+        out = _select(lastnan == last, jnp.array(np.nan, u.dtype), tail_top)
+        return _select(last == 0, init, out)
+
+    # the zero ties are settled after, one copy for both branches: where the tail's maximum is
+    # a zero the tail holds a zero, so the last zero of the whole sequence lies in it (a NaN
+    # result is no zero, and an untouched target's zero is its own)
+    return numbers(lax.cond(nan, with_nan, lambda top: top, top))
+
+
+def _after_last_nan(geom, index, init, u, kd, float_max):
+    """The position of each target's last NaN (0 for a NaN ``e0``, -1 for none) and the
+    maximum of the elements after it (``e0`` counted when it is not NaN)."""
+    p = _positions(geom, kd)
+    minus_inf = dtypes.max_identity(u.dtype)
+    lastnan = geom.scatter("max", jnp.where(jnp.isnan(init), kd.type(0), kd.type(-1)), index,
+                           jnp.where(jnp.isnan(u), p, kd.type(-1)))
+    tail = p > geom.gather(lastnan, index, kd.type(0))
+    top = geom.scatter(float_max, _select(lastnan < 0, init, minus_inf), index,
+                       _select(tail, u, minus_inf))
+    return lastnan, top
+
+
+# One index per update element leaves the combiner nothing to vectorise over: there it costs
+# 1.6x XLA's float scatter-max, so the per-element form runs that first and keeps it when its
+# result shows it exact (no zero, which a flushed subnormal would be; for the NaN-skipping
+# order, no NaN either), the combiner otherwise.
+def _checked_ieee(geom, operand, index, values):
+    fast = geom.scatter("max", operand, index, values)
+    suspect = lax.cond(jnp.isnan(jnp.sum(fast)), lambda fast: any_true(fast == 0), _maybe_tiny,
+                       fast)
+
+    def recheck(operand, values):
+        subnormal = _any_subnormal(operand) | _any_subnormal(values)
+        return lax.cond(subnormal, lambda o, v: geom.scatter("ieee_max", o, index, v),
+                        lambda o, v: fast, operand, values)
+
+    return lax.cond(suspect, recheck, lambda operand, values: fast, operand, values)
+
+
+def _checked_skip_nan(geom, operand, index, values):
+    fast = geom.scatter("max", operand, index, values)
+    nan = jnp.isnan(jnp.sum(fast))
+
+    def recheck(operand, values):
+        redo = nan | _any_subnormal(operand) | _any_subnormal(values)
+        return lax.cond(redo, lambda o, v: geom.scatter("max_skip_nan", o, index, v),
+                        lambda o, v: fast, operand, values)
+
+    return lax.cond(nan | _maybe_tiny(fast), recheck, lambda operand, values: fast, operand,
+                    values)
+
+
+def _zero_signs(rule, geom, index, init, u, top):
+    """`top` with each zero result given the fold's sign: that of the sequence's last zero
+    (``acc_gt``: `top` is the maximum of the elements after the last NaN, and where it is a
+    zero they hold one, so the last zero of the whole sequence is theirs) or of its first
+    (``acc_lt``, ``e0`` first); one scatter of zero positions, ``2 * p + sign``."""
+    kd = _key_dtype(geom)
+    p = _positions(geom, kd)
+    zero_key = p * kd.type(2) + _sign(u).astype(kd)
+    zero_top = _is_zero(top)
+    if rule == "acc_gt":
+        key = geom.scatter("max", jnp.where(_is_zero(init), _sign(init).astype(kd), kd.type(-1)),
+                           index, jnp.where(_is_zero(u), zero_key, kd.type(-1)))
+        return _select(zero_top, _signed_zero(key % 2 == 1, u.dtype), top)
+    big = kd.type(np.iinfo(kd).max)
+    first_zero = geom.scatter("min", jnp.full(init.shape, big, kd), index,
+                              jnp.where(_is_zero(u), zero_key, big))
+    out = _select(zero_top, _signed_zero(first_zero % 2 == 1, u.dtype), top)
+    return _select(zero_top & _is_zero(init), init, out)
 
 
 def _odd_bits(init, u):
@@ -215,7 +335,6 @@ def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
         return plain_max(init, u)
     minus_inf = dtypes.max_identity(u.dtype)
     kd = _key_dtype(geom)
-    p = _positions(geom, kd)
     if fold is None:
         nan_u = any_true(jnp.isnan(u))
         nan = nan_u | any_true(jnp.isnan(init)) if rule == "acc_gt" else nan_u
@@ -224,6 +343,7 @@ def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
     # result may hold a flushed subnormal; otherwise the plain max stands (the caller's, if any)
     masked = nan if fast is None else nan | fast[1]
     plain = plain_max if fast is None else (lambda init, u: fast[0])
+    float_max = "max"  # on keys: this path runs on a mesh or without the combiner scatter
 
     # each part runs only when the input needs it (a NaN, a zero result): each costs a full
     # pass over the updates, several times the plain max
@@ -233,45 +353,28 @@ def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
         each, at = geom.per_element(index)
 
         def with_nan(init, u):
-            lastnan = each.scatter("max", jnp.where(jnp.isnan(init), kd.type(0), kd.type(-1)),
-                                   at, jnp.where(jnp.isnan(u), p, kd.type(-1)))
-            tail = p > each.gather(lastnan, at, kd.type(0))
-            top = each.scatter("max", _select(lastnan < 0, init, minus_inf), at,
-                               _select(tail, u, minus_inf))
-            return lastnan, top
+            return _after_last_nan(each, at, init, u, kd, float_max)
 
         def without_nan(init, u):
             return jnp.full(init.shape, -1, kd), plain(init, u)
 
         lastnan, top = lax.cond(masked, with_nan, without_nan, init, u)
 
-        def signed_zeros(top):
-            # the sign of the last zero of the whole sequence: where the tail's maximum is a
-            # zero, the tail holds a zero, so the last zero lies in it (no NaN mask needed)
-            key = each.scatter(
-                "max", jnp.where(_is_zero(init), _sign(init).astype(kd), kd.type(-1)), at,
-                jnp.where(_is_zero(u), p * kd.type(2) + _sign(u).astype(kd), kd.type(-1)))
-            return _select(_is_zero(top), _signed_zero(key % 2 == 1, u.dtype), top)
-
-        out = lax.cond(fold & any_true(_is_zero(top)), signed_zeros, lambda top: top, top)
+        # the sign of the last zero of the whole sequence: where the tail's maximum is a
+        # zero, the tail holds a zero, so the last zero lies in it (no NaN mask needed)
+        out = lax.cond(fold & any_true(_is_zero(top)),
+                       partial(_zero_signs, "acc_gt", each, at, init, u), lambda top: top, top)
         last = each.last_positions(at, kd)
         out = _select(lastnan == last, jnp.array(np.nan, u.dtype), out)
         return _select(last == 0, init, out)
 
     def acc_lt(init, u):
         top = lax.cond(masked, lambda init, u: geom.scatter(
-            "max", init, index, _select(jnp.isnan(u), minus_inf, u)), plain, init, u)
+            float_max, init, index, _select(jnp.isnan(u), minus_inf, u)), plain, init, u)
 
-        def signed_zeros(top):
-            big = kd.type(np.iinfo(kd).max)
-            first_zero = geom.scatter(
-                "min", jnp.full(init.shape, big, kd), index,
-                jnp.where(_is_zero(u), p * kd.type(2) + _sign(u).astype(kd), big))
-            zero_top = _is_zero(top)
-            out = _select(zero_top, _signed_zero(first_zero % 2 == 1, u.dtype), top)
-            return _select(zero_top & _is_zero(init), init, out)
-
-        return lax.cond(fold & any_true(_is_zero(top)), signed_zeros, lambda top: top, top)
+        return lax.cond(fold & any_true(_is_zero(top)),
+                        partial(_zero_signs, "acc_lt", geom, index, init, u), lambda top: top,
+                        top)
 
     # one program for every case (the plain max is the NaN-free branch): fewer copies of the
     # scatters compile faster

@@ -1,0 +1,145 @@
+"""Floating max-scatters whose combiner reads the bits: exact orders in one pass over `updates`.
+
+XLA's float scatter-max on CPU flushes a subnormal result to zero, and a scatter of computed
+values (an ordered integer key of every update) makes XLA write that array out first, a pass
+over the updates as costly as the scatter itself. Here the combiner does the work: XLA calls it
+as ``(current value, update)`` with the update's raw bits, and the current value holds an
+ordered key (the operand is keyed before the scatter and decoded after it, both
+operand-sized). So one scatter of the unmodified `updates` gives, on every input:
+
+* ``"ieee_max"``: the IEEE-754-2019 ``maximum`` (NaN of either sign on top, ``+0`` above
+  ``-0``, subnormals kept);
+* ``"max_skip_nan"``: the same with every NaN *update* below every number, so NaN updates never
+  win (a NaN operand value is the caller's to keep);
+* ``"bits_min"``: the minimum of the raw bits read as signed integers: the sign-bit pattern
+  alone (``-0``) is the smallest, so a result equal to it says a ``-0`` reached the target.
+
+Keys: the bits as a signed integer with the magnitude bits of negative numbers flipped (IEEE
+total order, ``-NaN`` lowest), viewed unsigned and shifted by a constant (wrapping) so that the
+NaNs land above ``+inf`` (``"ieee_max"``) or below ``-inf`` (``"max_skip_nan"``); a wrapping shift
+keeps the order of the numbers. Only integer operations touch the values, so nothing flushes.
+
+The combiner is bound through JAX's private scatter primitive (`jax.lax` exposes fixed
+combiners only), as `jaxmax/_src/lowering/segment.py` does; `available` probes it once, and
+callers keep a public form for a JAX without it.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+try:  # the scatter primitive that takes its combiner as a jaxpr
+    from jax._src import core as _jax_core
+    from jax._src.lax import lax as _jax_lax
+    from jax._src.lax import slicing as _jax_slicing
+
+    _PRIVATE = True
+except ImportError:  # pragma: no cover - a JAX without these internals takes the public form
+    _PRIVATE = False
+
+KINDS = ("ieee_max", "max_skip_nan", "bits_min")
+
+_SIGNED: dict[int, type[np.signedinteger]] = {4: np.int32, 8: np.int64}
+_UNSIGNED: dict[int, type[np.unsignedinteger]] = {4: np.uint32, 8: np.uint64}
+_DROP = lax.GatherScatterMode.FILL_OR_DROP
+
+
+def supports(dtype) -> bool:
+    """Whether `dtype` takes these scatters: float32 and float64. XLA's CPU computes 16-bit
+    floats in float32, and the conversions quiet a NaN's bits, which a key may be."""
+    return np.dtype(dtype).itemsize in (4, 8) and available()
+
+
+@functools.cache
+def available() -> bool:
+    """Whether this JAX's private combiner scatter binds as used here (probed once, abstractly):
+    an internal that moved or changed makes the callers take their public form instead."""
+    if not _PRIVATE:
+        return False
+    numbers = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                          scatter_dims_to_operand_dims=(0,))
+    try:
+        for kind in KINDS:
+            jax.eval_shape(lambda o, i, u, kind=kind: scatter(kind, o, i, u, numbers),
+                           jax.ShapeDtypeStruct((2,), jnp.float32),
+                           jax.ShapeDtypeStruct((1, 1), jnp.int32),
+                           jax.ShapeDtypeStruct((1,), jnp.float32))
+    except Exception:  # noqa: BLE001 - any failure of a private API means: do not use it
+        return False
+    return True
+
+
+def scatter(kind: str, operand: jax.Array, index: jax.Array, values: jax.Array,
+            numbers: lax.ScatterDimensionNumbers) -> jax.Array:
+    """`operand` combined by `kind` with the floating `values` at `index` (out-of-range targets
+    dropped), with XLA's scatter dimension `numbers`."""
+    dtype = np.dtype(operand.dtype)
+    if kind == "bits_min":
+        return _bind(_bits_min(dtype), operand, index, values, numbers)
+    start = lax.bitcast_convert_type(_key(operand, kind), dtype)
+    out = _bind(_keyed_max(kind, dtype), start, index, values, numbers)
+    return _unkey(lax.bitcast_convert_type(out, _UNSIGNED[dtype.itemsize]), kind, dtype)
+
+
+def _bind(combine, operand, index, values, numbers):
+    jaxpr, consts = _jax_lax._reduction_jaxpr(combine,
+                                              _jax_core.ShapedArray((), operand.dtype))
+    return _jax_slicing.scatter_max_p.bind(
+        operand, index, values, update_jaxpr=jaxpr, update_consts=consts,
+        dimension_numbers=numbers, indices_are_sorted=False, unique_indices=False, mode=_DROP)
+
+
+def _flip(b):
+    """The IEEE total order as signed integers (its own inverse)."""
+    top = np.array(np.iinfo(b.dtype).max, b.dtype)
+    return b ^ ((b >> (8 * b.dtype.itemsize - 1)) & top)
+
+
+def _shift(kind: str, dtype: np.dtype):
+    """The unsigned constant subtracted from a flipped key: the key of -inf for ``ieee_max``
+    (NaN then wraps above +inf), one past that of +inf for ``max_skip_nan`` (NaN below -inf)."""
+    signed, unsigned = _SIGNED[dtype.itemsize], _UNSIGNED[dtype.itemsize]
+    edge = np.array(-np.inf if kind == "ieee_max" else np.inf, dtype).view(signed)
+    flipped = edge ^ ((edge >> (8 * dtype.itemsize - 1)) & np.iinfo(signed).max)
+    return np.array(flipped.view(unsigned) + (0 if kind == "ieee_max" else 1), unsigned)
+
+
+def _key(x, kind: str):
+    dtype = np.dtype(x.dtype)
+    flipped = _flip(lax.bitcast_convert_type(x, _SIGNED[dtype.itemsize]))
+    return lax.bitcast_convert_type(flipped, _UNSIGNED[dtype.itemsize]) - _shift(kind, dtype)
+
+
+def _unkey(k, kind: str, dtype: np.dtype):
+    signed = lax.bitcast_convert_type(k + _shift(kind, dtype), _SIGNED[dtype.itemsize])
+    return lax.bitcast_convert_type(_flip(signed), dtype)
+
+
+@functools.cache
+def _keyed_max(kind: str, dtype: np.dtype):
+    unsigned = _UNSIGNED[dtype.itemsize]
+
+    def combine(current, update):
+        # `current` holds a key already; the update's key is a few integer operations on its
+        # bits, and the max of keys vectorises where a select would not
+        held = lax.bitcast_convert_type(current, unsigned)
+        return lax.bitcast_convert_type(lax.max(held, _key(update, kind)), dtype)
+
+    return combine
+
+
+@functools.cache
+def _bits_min(dtype: np.dtype):
+    signed = _SIGNED[dtype.itemsize]
+
+    def combine(current, update):
+        low = lax.min(lax.bitcast_convert_type(current, signed),
+                      lax.bitcast_convert_type(update, signed))
+        return lax.bitcast_convert_type(low, dtype)
+
+    return combine
