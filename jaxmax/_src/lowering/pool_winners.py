@@ -27,6 +27,7 @@ check that the range fits it).
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -166,12 +167,8 @@ def _first_nan_or_equal(x: jax.Array, g: Geometry, out: jax.Array, *,
     flat index over `dims` (`_origin_and_offsets`; no winner: `no_winner`, see `NO_WINNER`), or
     with `dims` None as its tap number in `dtype` (default `index_dtype`; -1 without one).
 
-    When every value is finite, `first_equal`'s one pass; otherwise, instead, one pass of
-    `_nan_or_equal_taps` over the interior outputs (every tap a plain slice, every window
-    covered) and one per border box (``Geometry.boxes``), written into the result in place, as
-    the values are; its labels are per-tap constant offsets, the window origin's flat index
-    added once. Either result is an array in memory (a ``lax.cond``'s result), which a caller
-    reading it once per tap needs.
+    On CPU one compare per tap whatever the data (`_first_above`); elsewhere `_by_finiteness`.
+    Either result is an array in memory, which a caller reading it once per tap needs.
     """
     if dtype is None:
         dtype = index_dtype(len(g.taps))
@@ -179,7 +176,121 @@ def _first_nan_or_equal(x: jax.Array, g: Geometry, out: jax.Array, *,
         label, none = _labels(g, dims, no_winner, dtype)
         return first_equal(x, g, out, dtypes.max_identity(x.dtype), inside=True, label=label,
                            none=none, dtype=dtype)
+    # `_first_above` needs to know how the platform compares subnormals, which only the CPU
+    # branch probes (`_flushes`); the other platforms keep the search that needs no such fact
+    return rules.by_platform(
+        out, cpu=lambda o: _first_above(x, g, o, dims, no_winner, dtype),
+        default=lambda o: _by_finiteness(x, g, o, dims, no_winner, dtype))
 
+
+def _first_above(x: jax.Array, g: Geometry, out: jax.Array, dims: list[int] | None,
+                 no_winner: str, dtype) -> jax.Array:
+    """`_first_nan_or_equal` on CPU: per output, the first tap ``!(tap <= below)``, where
+    ``below`` (`_below`) is +inf in a NaN window (only a NaN tap is not ``<=`` it) and otherwise
+    the value next below `out` as the compare sees it (a tap is above it exactly when it equals
+    `out`, which no tap exceeds); padding reads ``-inf``, never above. A window whose value is
+    ``-inf`` has nothing below it: its winner is its first input element (`_first_input`).
+
+    One compare per tap, as the search of clean data, so NaN data costs what clean data costs;
+    the values `out` are read from memory (an optimization barrier: XLA would otherwise fuse
+    and recompute them in the search).
+    """
+    if x.dtype == jnp.bfloat16:  # compared as the values scan compares it (pool_values)
+        x, out = x.astype(np.float32), out.astype(np.float32)
+    out = lax.optimization_barrier(out)
+    label, none = _labels(g, dims, no_winner, dtype)
+    if label is None:
+        label = dtype
+    below = _below(out, _flushes(out.dtype))
+    index = jnp.broadcast_to(jnp.asarray(none, dtype), out.shape)
+    taps = pool_taps.taps(x, g, -np.inf)
+    for j in range(len(taps) - 1, -1, -1):
+        index = select(~(taps[j] <= below), label(j), index)
+    first = _first_input(g, dims, dtype, label(0), none)
+    return lax.optimization_barrier(select(out == -np.inf, first, index))
+
+
+@functools.lru_cache(maxsize=8)
+def _flushes(dtype: np.dtype) -> bool:
+    """Whether XLA on CPU compares the subnormals of `dtype` as zero (it flushes float32 and
+    float64, and bfloat16 compared as float32; float16, widened to float32, keeps them).
+
+    Probed once by running the compare on an array, which no compiler can fold (XLA folds a
+    compare of constants with IEEE subnormals). Without a CPU backend the CPU branch that asks
+    never runs, and any answer does."""
+    tiny = np.full(8, jnp.finfo(dtype).smallest_subnormal, dtype)
+    try:
+        cpu = jax.devices("cpu")[0]
+    except RuntimeError:
+        return True
+    with jax.ensure_compile_time_eval(), jax.transfer_guard("allow"):
+        above = jax.jit(lambda v: v > 0)(jax.device_put(tiny, cpu))
+        return not bool(np.asarray(above).all())
+
+
+def _below(out: jax.Array, flushes: bool) -> jax.Array:
+    """Per value of `out`, the target of `_first_above`: for a NaN, +inf; for ``-inf``,
+    ``-inf``; otherwise the largest value the compare orders below `out` (the next float down,
+    or with `flushes`, for a zero or subnormal value, ``-smallest_normal``: every zero and
+    subnormal then compares equal to zero)."""
+    ft = out.dtype
+    it = np.dtype(f"int{8 * ft.itemsize}")
+
+    def bits(v) -> np.ndarray:
+        return np.asarray(v, ft).view(it)
+
+    def whole(v: int) -> np.ndarray:
+        return np.asarray(v, it)
+
+    inf, normal = bits(np.inf), bits(jnp.finfo(ft).smallest_normal)
+    b = lax.bitcast_convert_type(out, it)
+    magnitude = lax.bitwise_and(b, whole(np.iinfo(it).max))
+    # the next float toward -inf: +0 as -0, whose next is -smallest_subnormal
+    signed = select(b == whole(0), whole(np.iinfo(it).min), b)
+    t = select(signed < whole(0), signed + whole(1), signed - whole(1))
+    if flushes:
+        t = select(magnitude < normal, bits(-jnp.finfo(ft).smallest_normal), t)
+    t = select(magnitude > inf, inf, t)  # NaN of either sign
+    t = select(b == bits(-np.inf), bits(-np.inf), t)
+    return lax.bitcast_convert_type(t, ft)
+
+
+def _first_input(g: Geometry, dims: list[int] | None, dtype, first_tap, none) -> jax.Array:
+    """Per output, the label of its window's first tap that reads an input element (tap 0's
+    `first_tap` moved by a per-axis step where padding comes first), `none` without one."""
+    counts, step = [a.k for a in g.axes], 1
+    scale = {}
+    for d in reversed(range(len(g.axes))):  # a tap number's place value per axis
+        scale[d] = step
+        step *= counts[d]
+    if dims is not None:
+        scale, step = {}, 1
+        for d in reversed(dims):
+            scale[d] = step * g.axes[d].d  # an element's place value, per tap
+            step *= g.in_shape[d]
+    label, valid = first_tap, None
+    for d, a in enumerate(g.axes):
+        o = np.arange(a.out)
+        start = o * a.s - a.lo
+        skip = np.where(start < 0, -(start // a.d), 0)  # taps in the begin padding
+        if skip.any() and d in scale:
+            label = label + lax.broadcast_in_dim(jnp.asarray(skip * scale[d], dtype),
+                                                 g.out_shape, (d,))
+        inside = (skip < a.k) & (start + skip * a.d < a.size)
+        if not inside.all():
+            has = lax.broadcast_in_dim(jnp.asarray(inside), g.out_shape, (d,))
+            valid = has if valid is None else valid & has
+    return label if valid is None else select(valid, label, none)
+
+
+def _by_finiteness(x: jax.Array, g: Geometry, out: jax.Array, dims: list[int] | None,
+                   no_winner: str, dtype) -> jax.Array:
+    """`_first_nan_or_equal` off CPU: when every value is finite, `first_equal`'s one pass;
+    otherwise, instead, one pass of `_nan_or_equal_taps` over the interior outputs (every tap a
+    plain slice, every window covered) and one per border box (``Geometry.boxes``), written
+    into the result in place, as the values are; its labels are per-tap constant offsets, the
+    window origin's flat index added once.
+    """
     def search(gb: Geometry, view: jax.Array) -> jax.Array:
         covered = not any(0 in t.counts or _padded(gb, t) for t in gb.taps)
         if dims is None:
