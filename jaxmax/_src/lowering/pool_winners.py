@@ -28,7 +28,8 @@ check that the range fits it).
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -167,8 +168,8 @@ def _first_nan_or_equal(x: jax.Array, g: Geometry, out: jax.Array, *,
     flat index over `dims` (`_origin_and_offsets`; no winner: `no_winner`, see `NO_WINNER`), or
     with `dims` None as its tap number in `dtype` (default `index_dtype`; -1 without one).
 
-    On CPU one compare per tap whatever the data (`_first_above`); elsewhere `_by_finiteness`.
-    Either result is an array in memory, which a caller reading it once per tap needs.
+    Indices on CPU: one compare per tap whatever the data (`_first_above`); tap numbers, and
+    indices elsewhere: `_by_finiteness`, whose result is an array in memory.
     """
     if dtype is None:
         dtype = index_dtype(len(g.taps))
@@ -176,6 +177,10 @@ def _first_nan_or_equal(x: jax.Array, g: Geometry, out: jax.Array, *,
         label, none = _labels(g, dims, no_winner, dtype)
         return first_equal(x, g, out, dtypes.max_identity(x.dtype), inside=True, label=label,
                            none=none, dtype=dtype)
+    if dims is None:
+        # a tangent reads the winner once per tap, so it must be an array in memory, which the
+        # lax.cond's result is (an optimization barrier is removed before fusion)
+        return _by_finiteness(x, g, out, dims, no_winner, dtype)
     # `_first_above` needs to know how the platform compares subnormals, which only the CPU
     # branch probes (`_flushes`); the other platforms keep the search that needs no such fact
     return rules.by_platform(
@@ -183,31 +188,27 @@ def _first_nan_or_equal(x: jax.Array, g: Geometry, out: jax.Array, *,
         default=lambda o: _by_finiteness(x, g, o, dims, no_winner, dtype))
 
 
-def _first_above(x: jax.Array, g: Geometry, out: jax.Array, dims: list[int] | None,
+def _first_above(x: jax.Array, g: Geometry, out: jax.Array, dims: list[int],
                  no_winner: str, dtype) -> jax.Array:
-    """`_first_nan_or_equal` on CPU: per output, the first tap ``!(tap <= below)``, where
-    ``below`` (`_below`) is +inf in a NaN window (only a NaN tap is not ``<=`` it) and otherwise
-    the value next below `out` as the compare sees it (a tap is above it exactly when it equals
-    `out`, which no tap exceeds); padding reads ``-inf``, never above. A window whose value is
-    ``-inf`` has nothing below it: its winner is its first input element (`_first_input`).
+    """`_first_nan_or_equal`'s indices on CPU: per output, the first tap ``!(tap <= below)``,
+    where ``below`` (`_below`) is +inf in a NaN window (only a NaN tap is not ``<=`` it) and
+    otherwise the largest value the compare orders below `out` (a tap is above it exactly when
+    it equals `out`, which no tap exceeds); padding reads ``-inf``, never above. In a window
+    whose value is ``-inf`` no tap is above ``below``, and its winner is its first input
+    element (`_first_input`), the value the search starts from.
 
-    One compare per tap, as the search of clean data, so NaN data costs what clean data costs;
-    the values `out` are read from memory (an optimization barrier: XLA would otherwise fuse
-    and recompute them in the search).
+    One compare per tap, as the search of clean data, so NaN data costs what clean data costs.
     """
     if x.dtype == jnp.bfloat16:  # compared as the values scan compares it (pool_values)
         x, out = x.astype(np.float32), out.astype(np.float32)
-    out = lax.optimization_barrier(out)
     label, none = _labels(g, dims, no_winner, dtype)
-    if label is None:
-        label = dtype
+    label = cast(Callable[[int], jax.Array], label)  # a label per tap, since dims is given
     below = _below(out, _flushes(out.dtype))
-    index = jnp.broadcast_to(jnp.asarray(none, dtype), out.shape)
+    index = _first_input(g, dims, dtype, label(0), none)
     taps = pool_taps.taps(x, g, -np.inf)
     for j in range(len(taps) - 1, -1, -1):
         index = select(~(taps[j] <= below), label(j), index)
-    first = _first_input(g, dims, dtype, label(0), none)
-    return lax.optimization_barrier(select(out == -np.inf, first, index))
+    return jnp.broadcast_to(index, out.shape)
 
 
 @functools.lru_cache(maxsize=8)
@@ -229,30 +230,25 @@ def _flushes(dtype: np.dtype) -> bool:
 
 
 def _below(out: jax.Array, flushes: bool) -> jax.Array:
-    """Per value of `out`, the target of `_first_above`: for a NaN, +inf; for ``-inf``,
-    ``-inf``; otherwise the largest value the compare orders below `out` (the next float down,
-    or with `flushes`, for a zero or subnormal value, ``-smallest_normal``: every zero and
-    subnormal then compares equal to zero)."""
+    """Per value of `out`, the target of `_first_above`: +inf for a NaN; otherwise the largest
+    value the compare orders below `out` (``-inf`` gives +inf: nothing is below it).
+
+    The next float down, ``bits - 1`` (``bits + 1`` when negative; from ``+0`` a NaN), taken
+    when below ``2 * |out| - z``, which is otherwise the target: ``-z`` for a zero (and, with
+    `flushes`, for a subnormal, which the compare sees as zero), z being the smallest normal
+    with `flushes` (every zero and subnormal compares equal to zero), the smallest subnormal
+    without. A compare and a select instead of a NaN-propagating minimum; this short form
+    matters: a longer chain of selects here, which the search reads once per tap, made XLA's
+    CPU code 3-5x slower (benchmarks/RESULTS.md, "Round 6")."""
     ft = out.dtype
     it = np.dtype(f"int{8 * ft.itemsize}")
-
-    def bits(v) -> np.ndarray:
-        return np.asarray(v, ft).view(it)
-
-    def whole(v: int) -> np.ndarray:
-        return np.asarray(v, it)
-
-    inf, normal = bits(np.inf), bits(jnp.finfo(ft).smallest_normal)
+    finfo = jnp.finfo(ft)
+    z = np.asarray(finfo.smallest_normal if flushes else finfo.smallest_subnormal, ft)
     b = lax.bitcast_convert_type(out, it)
-    magnitude = lax.bitwise_and(b, whole(np.iinfo(it).max))
-    # the next float toward -inf: +0 as -0, whose next is -smallest_subnormal
-    signed = select(b == whole(0), whole(np.iinfo(it).min), b)
-    t = select(signed < whole(0), signed + whole(1), signed - whole(1))
-    if flushes:
-        t = select(magnitude < normal, bits(-jnp.finfo(ft).smallest_normal), t)
-    t = select(magnitude > inf, inf, t)  # NaN of either sign
-    t = select(b == bits(-np.inf), bits(-np.inf), t)
-    return lax.bitcast_convert_type(t, ft)
+    sign = lax.shift_right_arithmetic(b, np.asarray(8 * ft.itemsize - 1, it))
+    down = lax.bitcast_convert_type(b - lax.bitwise_or(sign, np.asarray(1, it)), ft)
+    floor = np.asarray(2, ft) * lax.abs(out) - z
+    return select(out != out, np.asarray(np.inf, ft), select(down < floor, down, floor))
 
 
 def _first_input(g: Geometry, dims: list[int] | None, dtype, first_tap, none) -> jax.Array:
