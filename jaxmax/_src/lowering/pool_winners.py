@@ -27,9 +27,7 @@ check that the range fits it).
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import NamedTuple, cast
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -168,8 +166,12 @@ def _first_nan_or_equal(x: jax.Array, g: Geometry, out: jax.Array, *,
     flat index over `dims` (`_origin_and_offsets`; no winner: `no_winner`, see `NO_WINNER`), or
     with `dims` None as its tap number in `dtype` (default `index_dtype`; -1 without one).
 
-    Indices on CPU: one compare per tap whatever the data (`_first_above`); tap numbers, and
-    indices elsewhere: `_by_finiteness`, whose result is an array in memory.
+    When every value is finite, `first_equal`'s one pass; otherwise, instead, one pass of
+    `_nan_or_equal_taps` over the interior outputs (every tap a plain slice, every window
+    covered) and one per border box (``Geometry.boxes``), written into the result in place, as
+    the values are; its labels are per-tap constant offsets, the window origin's flat index
+    added once. Either result is an array in memory (a ``lax.cond``'s result), which a caller
+    reading it once per tap needs.
     """
     if dtype is None:
         dtype = index_dtype(len(g.taps))
@@ -177,116 +179,7 @@ def _first_nan_or_equal(x: jax.Array, g: Geometry, out: jax.Array, *,
         label, none = _labels(g, dims, no_winner, dtype)
         return first_equal(x, g, out, dtypes.max_identity(x.dtype), inside=True, label=label,
                            none=none, dtype=dtype)
-    if dims is None:
-        # a tangent reads the winner once per tap, so it must be an array in memory, which the
-        # lax.cond's result is (an optimization barrier is removed before fusion)
-        return _by_finiteness(x, g, out, dims, no_winner, dtype)
-    # `_first_above` needs to know how the platform compares subnormals, which only the CPU
-    # branch probes (`_flushes`); the other platforms keep the search that needs no such fact
-    return rules.by_platform(
-        out, cpu=lambda o: _first_above(x, g, o, dims, no_winner, dtype),
-        default=lambda o: _by_finiteness(x, g, o, dims, no_winner, dtype))
 
-
-def _first_above(x: jax.Array, g: Geometry, out: jax.Array, dims: list[int],
-                 no_winner: str, dtype) -> jax.Array:
-    """`_first_nan_or_equal`'s indices on CPU: per output, the first tap ``!(tap <= below)``,
-    where ``below`` (`_below`) is +inf in a NaN window (only a NaN tap is not ``<=`` it) and
-    otherwise the largest value the compare orders below `out` (a tap is above it exactly when
-    it equals `out`, which no tap exceeds); padding reads ``-inf``, never above. In a window
-    whose value is ``-inf`` no tap is above ``below``, and its winner is its first input
-    element (`_first_input`), the value the search starts from.
-
-    One compare per tap, as the search of clean data, so NaN data costs what clean data costs.
-    """
-    if x.dtype == jnp.bfloat16:  # compared as the values scan compares it (pool_values)
-        x, out = x.astype(np.float32), out.astype(np.float32)
-    label, none = _labels(g, dims, no_winner, dtype)
-    label = cast(Callable[[int], jax.Array], label)  # a label per tap, since dims is given
-    below = _below(out, _flushes(out.dtype))
-    index = _first_input(g, dims, dtype, label(0), none)
-    taps = pool_taps.taps(x, g, -np.inf)
-    for j in range(len(taps) - 1, -1, -1):
-        index = select(~(taps[j] <= below), label(j), index)
-    return jnp.broadcast_to(index, out.shape)
-
-
-@functools.lru_cache(maxsize=8)
-def _flushes(dtype: np.dtype) -> bool:
-    """Whether XLA on CPU compares the subnormals of `dtype` as zero (it flushes float32 and
-    float64, and bfloat16 compared as float32; float16, widened to float32, keeps them).
-
-    Probed once by running the compare on an array, which no compiler can fold (XLA folds a
-    compare of constants with IEEE subnormals). Without a CPU backend the CPU branch that asks
-    never runs, and any answer does."""
-    tiny = np.full(8, jnp.finfo(dtype).smallest_subnormal, dtype)
-    try:
-        cpu = jax.devices("cpu")[0]
-    except RuntimeError:
-        return True
-    with jax.ensure_compile_time_eval(), jax.transfer_guard("allow"):
-        above = jax.jit(lambda v: v > 0)(jax.device_put(tiny, cpu))
-        return not bool(np.asarray(above).all())
-
-
-def _below(out: jax.Array, flushes: bool) -> jax.Array:
-    """Per value of `out`, the target of `_first_above`: +inf for a NaN; otherwise the largest
-    value the compare orders below `out` (``-inf`` gives +inf: nothing is below it).
-
-    The next float down, ``bits - 1`` (``bits + 1`` when negative; from ``+0`` a NaN), taken
-    when below ``2 * |out| - z``, which is otherwise the target: ``-z`` for a zero (and, with
-    `flushes`, for a subnormal, which the compare sees as zero), z being the smallest normal
-    with `flushes` (every zero and subnormal compares equal to zero), the smallest subnormal
-    without. A compare and a select instead of a NaN-propagating minimum; this short form
-    matters: a longer chain of selects here, which the search reads once per tap, made XLA's
-    CPU code 3-5x slower (benchmarks/RESULTS.md, "Round 6")."""
-    ft = out.dtype
-    it = np.dtype(f"int{8 * ft.itemsize}")
-    finfo = jnp.finfo(ft)
-    z = np.asarray(finfo.smallest_normal if flushes else finfo.smallest_subnormal, ft)
-    b = lax.bitcast_convert_type(out, it)
-    sign = lax.shift_right_arithmetic(b, np.asarray(8 * ft.itemsize - 1, it))
-    down = lax.bitcast_convert_type(b - lax.bitwise_or(sign, np.asarray(1, it)), ft)
-    floor = np.asarray(2, ft) * lax.abs(out) - z
-    return select(out != out, np.asarray(np.inf, ft), select(down < floor, down, floor))
-
-
-def _first_input(g: Geometry, dims: list[int] | None, dtype, first_tap, none) -> jax.Array:
-    """Per output, the label of its window's first tap that reads an input element (tap 0's
-    `first_tap` moved by a per-axis step where padding comes first), `none` without one."""
-    counts, step = [a.k for a in g.axes], 1
-    scale = {}
-    for d in reversed(range(len(g.axes))):  # a tap number's place value per axis
-        scale[d] = step
-        step *= counts[d]
-    if dims is not None:
-        scale, step = {}, 1
-        for d in reversed(dims):
-            scale[d] = step * g.axes[d].d  # an element's place value, per tap
-            step *= g.in_shape[d]
-    label, valid = first_tap, None
-    for d, a in enumerate(g.axes):
-        o = np.arange(a.out)
-        start = o * a.s - a.lo
-        skip = np.where(start < 0, -(start // a.d), 0)  # taps in the begin padding
-        if skip.any() and d in scale:
-            label = label + lax.broadcast_in_dim(jnp.asarray(skip * scale[d], dtype),
-                                                 g.out_shape, (d,))
-        inside = (skip < a.k) & (start + skip * a.d < a.size)
-        if not inside.all():
-            has = lax.broadcast_in_dim(jnp.asarray(inside), g.out_shape, (d,))
-            valid = has if valid is None else valid & has
-    return label if valid is None else select(valid, label, none)
-
-
-def _by_finiteness(x: jax.Array, g: Geometry, out: jax.Array, dims: list[int] | None,
-                   no_winner: str, dtype) -> jax.Array:
-    """`_first_nan_or_equal` off CPU: when every value is finite, `first_equal`'s one pass;
-    otherwise, instead, one pass of `_nan_or_equal_taps` over the interior outputs (every tap a
-    plain slice, every window covered) and one per border box (``Geometry.boxes``), written
-    into the result in place, as the values are; its labels are per-tap constant offsets, the
-    window origin's flat index added once.
-    """
     def search(gb: Geometry, view: jax.Array) -> jax.Array:
         covered = not any(0 in t.counts or _padded(gb, t) for t in gb.taps)
         if dims is None:
