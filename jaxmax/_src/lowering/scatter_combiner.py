@@ -19,9 +19,9 @@ total order, ``-NaN`` lowest), viewed unsigned and shifted by a constant (wrappi
 NaNs land above ``+inf`` (``"ieee_max"``) or below ``-inf`` (``"max_skip_nan"``); a wrapping shift
 keeps the order of the numbers. Only integer operations touch the values, so nothing flushes.
 
-The combiner is bound through JAX's private scatter primitive (`jax.lax` exposes fixed
-combiners only), as `jaxmax/_src/lowering/segment.py` does; `available` probes it once, and
-callers keep a public form for a JAX without it.
+The combiner is bound through JAX's private scatter primitive
+(:mod:`jaxmax._src.lowering.private_scatter`, as SegmentMax's is); `available` probes it once,
+and callers keep a public form for a JAX without it.
 """
 
 from __future__ import annotations
@@ -29,24 +29,15 @@ from __future__ import annotations
 import functools
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-try:  # the scatter primitive that takes its combiner as a jaxpr
-    from jax._src import core as _jax_core
-    from jax._src.lax import lax as _jax_lax
-    from jax._src.lax import slicing as _jax_slicing
-
-    _PRIVATE = True
-except ImportError:  # pragma: no cover - a JAX without these internals takes the public form
-    _PRIVATE = False
+from jaxmax._src.lowering import private_scatter
 
 KINDS = ("ieee_max", "max_skip_nan", "bits_min")
 
 _SIGNED: dict[int, type[np.signedinteger]] = {4: np.int32, 8: np.int64}
 _UNSIGNED: dict[int, type[np.unsignedinteger]] = {4: np.uint32, 8: np.uint64}
-_DROP = lax.GatherScatterMode.FILL_OR_DROP
 
 
 def supports(dtype) -> bool:
@@ -57,21 +48,13 @@ def supports(dtype) -> bool:
 
 @functools.cache
 def available() -> bool:
-    """Whether this JAX's private combiner scatter binds as used here (probed once, abstractly):
-    an internal that moved or changed makes the callers take their public form instead."""
-    if not _PRIVATE:
-        return False
-    numbers = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
-                                          scatter_dims_to_operand_dims=(0,))
-    try:
-        for kind in KINDS:
-            jax.eval_shape(lambda o, i, u, kind=kind: scatter(kind, o, i, u, numbers),
-                           jax.ShapeDtypeStruct((2,), jnp.float32),
-                           jax.ShapeDtypeStruct((1, 1), jnp.int32),
-                           jax.ShapeDtypeStruct((1,), jnp.float32))
-    except Exception:  # noqa: BLE001 - any failure of a private API means: do not use it
-        return False
-    return True
+    """Whether this JAX's private combiner scatter binds as used here (probed once): an
+    internal that moved or changed makes the callers take their public form instead."""
+    return all(private_scatter.binds(functools.partial(_probe, kind)) for kind in KINDS)
+
+
+def _probe(kind: str, operand: jax.Array, index: jax.Array, values: jax.Array) -> jax.Array:
+    return scatter(kind, operand, index, values, private_scatter.NUMBERS_1D)
 
 
 def scatter(kind: str, operand: jax.Array, index: jax.Array, values: jax.Array,
@@ -80,18 +63,10 @@ def scatter(kind: str, operand: jax.Array, index: jax.Array, values: jax.Array,
     dropped), with XLA's scatter dimension `numbers`."""
     dtype = np.dtype(operand.dtype)
     if kind == "bits_min":
-        return _bind(_bits_min(dtype), operand, index, values, numbers)
+        return private_scatter.bind(_bits_min(dtype), operand, index, values, numbers)
     start = lax.bitcast_convert_type(_key(operand, kind), dtype)
-    out = _bind(_keyed_max(kind, dtype), start, index, values, numbers)
+    out = private_scatter.bind(_keyed_max(kind, dtype), start, index, values, numbers)
     return _unkey(lax.bitcast_convert_type(out, _UNSIGNED[dtype.itemsize]), kind, dtype)
-
-
-def _bind(combine, operand, index, values, numbers):
-    jaxpr, consts = _jax_lax._reduction_jaxpr(combine,
-                                              _jax_core.ShapedArray((), operand.dtype))
-    return _jax_slicing.scatter_max_p.bind(
-        operand, index, values, update_jaxpr=jaxpr, update_consts=consts,
-        dimension_numbers=numbers, indices_are_sorted=False, unique_indices=False, mode=_DROP)
 
 
 def _flip(b):

@@ -16,37 +16,16 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import rules
-
-try:  # the scatter primitive that takes its combiner as a jaxpr (lax exposes fixed combiners)
-    from jax._src import core as _jax_core
-    from jax._src.lax import lax as _jax_lax
-    from jax._src.lax import slicing as _jax_slicing
-
-    _PRIVATE = True
-except ImportError:  # pragma: no cover - a JAX without these internals takes the public form
-    _PRIVATE = False
+from jaxmax._src.lowering import private_scatter, rules
 
 
 @functools.cache
 def _combiner_scatter() -> bool:
-    """Whether this JAX's private combiner scatter binds as used here (probed once, abstractly):
-    an internal that moved or changed its signature makes `_scatter_rule_max` take the public
-    masked form instead of failing."""
-    if not _PRIVATE:
-        return False
-    try:
-        jax.eval_shape(lambda o, i, u: _bind_rule_scatter(o, i, u, _NUMBERS_1D),
-                       jax.ShapeDtypeStruct((2,), jnp.float32),
-                       jax.ShapeDtypeStruct((1, 1), jnp.int32),
-                       jax.ShapeDtypeStruct((1,), jnp.float32))
-    except Exception:  # noqa: BLE001 - any failure of a private API means: do not use it
-        return False
-    return True
-
-
-_NUMBERS_1D = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
-                                          scatter_dims_to_operand_dims=(0,))
+    """Whether this JAX's private combiner scatter binds as used here (probed once): an internal
+    that moved or changed its signature makes `_scatter_rule_max` take the public masked form
+    instead of failing."""
+    return private_scatter.binds(
+        lambda o, i, u: _bind_rule_scatter(o, i, u, private_scatter.NUMBERS_1D))
 
 
 def segment_max(data: jax.Array, segment_ids: jax.Array, num_segments: int,
@@ -146,11 +125,7 @@ def _scatter_rule_max(out: jax.Array, segment_ids: jax.Array, data: jax.Array) -
 def _bind_rule_scatter(out: jax.Array, ids: jax.Array, data: jax.Array,
                        numbers: lax.ScatterDimensionNumbers) -> jax.Array:
     """The scatter of `_max_skipping_nan`, NaN updates skipped, ids outside `out` dropped."""
-    jaxpr, consts = _jax_lax._reduction_jaxpr(
-        _max_skipping_nan, _jax_core.ShapedArray((), data.dtype))
-    return _jax_slicing.scatter_max_p.bind(
-        out, ids, data, update_jaxpr=jaxpr, update_consts=consts, dimension_numbers=numbers,
-        indices_are_sorted=False, unique_indices=False, mode=lax.GatherScatterMode.FILL_OR_DROP)
+    return private_scatter.bind(_max_skipping_nan, out, ids, data, numbers)
 
 
 def _max_skipping_nan(current: jax.Array, update: jax.Array) -> jax.Array:
