@@ -59,6 +59,22 @@ def x64_for(*dtypes):
     return contextlib.nullcontext()
 
 
+@contextlib.contextmanager
+def pool_form(compact: bool):
+    """MaxPool's compact form forced on or off (`pool_compact.FORCE`) for the block: the form is
+    chosen while tracing, so JAX's caches are cleared on the way in and out."""
+    from jaxmax._src.lowering import pool_compact
+
+    saved = pool_compact.FORCE
+    pool_compact.FORCE = compact
+    jax.clear_caches()
+    try:
+        yield
+    finally:
+        pool_compact.FORCE = saved
+        jax.clear_caches()
+
+
 def special_floats(rng, shape, dtype=np.float32, p_nan=0.12, p_ninf=0.12, p_inf=0.04):
     """Random floats (normal, scale 10) with NaN, -inf and +inf sprinkled in."""
     x = rng.standard_normal(shape) * 10

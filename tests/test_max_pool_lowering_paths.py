@@ -24,11 +24,10 @@ import jax.numpy as jnp
 import numpy as np
 import pool_oracle
 import pytest
-from helpers import assert_same
+from helpers import assert_same, pool_form
 
 from jaxmax import onnx as jonnx
 from jaxmax import openvino as jov
-from jaxmax._src.lowering import pool_compact
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -36,12 +35,8 @@ def _unrolled():
     """The paths above are the unrolled taps': these inputs are small enough for the compact
     form (tests/test_max_pool_forms.py), which is forced off here (the form is chosen while
     tracing, so JAX's caches are cleared on the way in and out)."""
-    saved = pool_compact.FORCE
-    pool_compact.FORCE = False
-    jax.clear_caches()
-    yield
-    pool_compact.FORCE = saved
-    jax.clear_caches()
+    with pool_form(compact=False):
+        yield
 
 LOW = np.finfo(np.float32).min
 

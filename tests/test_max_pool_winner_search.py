@@ -21,20 +21,16 @@ import ml_dtypes
 import numpy as np
 import pool_oracle
 import pytest
+from helpers import pool_form
 
 from jaxmax import onnx as jonnx
-from jaxmax._src.lowering import pool_compact
 
 
 @pytest.fixture(autouse=True, scope="module")
 def _unrolled():
     """The unrolled taps' search (these small inputs would take the compact form)."""
-    saved = pool_compact.FORCE
-    pool_compact.FORCE = False
-    jax.clear_caches()
-    yield
-    pool_compact.FORCE = saved
-    jax.clear_caches()
+    with pool_form(compact=False):
+        yield
 
 
 def _nan(bits: int) -> np.float32:

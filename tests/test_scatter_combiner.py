@@ -51,18 +51,22 @@ def test_the_combiner_scatter_binds_on_this_jax():
     assert not scatter_combiner.supports(np.float16)
 
 
+def _every_face_matches_the_oracle(dtype, seed, count):
+    for axis, data, indices, updates in _cases(dtype, seed, count):
+        for face, kw in (("se", {}), ("seu", {}), ("seu", {"use_init_val": False})):
+            matches_oracle(face, data, indices, updates, dict(kw, axis=axis),
+                           f"{indices.tolist()} {updates.tolist()} {data.tolist()}")
+        nd_idx = indices.reshape(-1, 1) % data.shape[0]
+        nd_upd = np.random.default_rng(axis).choice(_pool(dtype),
+                                                    (nd_idx.shape[0],) + data.shape[1:])
+        for face in ("snd", "sndu"):
+            matches_oracle(face, data, nd_idx, nd_upd, {}, f"{nd_idx.tolist()}")
+
+
 @pytest.mark.parametrize("dtype", FLOAT_WIDE, ids=lambda d: np.dtype(d).name)
 def test_subnormals_against_zeros_on_every_face(dtype):
     with x64(dtype):
-        for axis, data, indices, updates in _cases(dtype, 23, 12):
-            for face, kw in (("se", {}), ("seu", {}), ("seu", {"use_init_val": False})):
-                matches_oracle(face, data, indices, updates, dict(kw, axis=axis),
-                               f"{indices.tolist()} {updates.tolist()} {data.tolist()}")
-            nd_idx = indices.reshape(-1, 1) % data.shape[0]
-            nd_upd = np.random.default_rng(axis).choice(_pool(dtype),
-                                                        (nd_idx.shape[0],) + data.shape[1:])
-            for face in ("snd", "sndu"):
-                matches_oracle(face, data, nd_idx, nd_upd, {}, f"{nd_idx.tolist()}")
+        _every_face_matches_the_oracle(dtype, 23, 12)
 
 
 @pytest.mark.parametrize("kind", scatter_combiner.KINDS)
@@ -97,14 +101,6 @@ def test_the_public_form_without_the_combiner(monkeypatch):
     monkeypatch.setattr(scatter_combiner, "supports", lambda dtype: False)
     jax.clear_caches()
     try:
-        for axis, data, indices, updates in _cases(np.float32, 29, 8):
-            for face, kw in (("se", {}), ("seu", {}), ("seu", {"use_init_val": False})):
-                matches_oracle(face, data, indices, updates, dict(kw, axis=axis),
-                               f"{indices.tolist()} {updates.tolist()} {data.tolist()}")
-            nd_idx = indices.reshape(-1, 1) % data.shape[0]
-            nd_upd = np.random.default_rng(axis).choice(_pool(np.float32),
-                                                        (nd_idx.shape[0],) + data.shape[1:])
-            for face in ("snd", "sndu"):
-                matches_oracle(face, data, nd_idx, nd_upd, {}, f"{nd_idx.tolist()}")
+        _every_face_matches_the_oracle(np.float32, 29, 8)
     finally:
         jax.clear_caches()

@@ -218,10 +218,11 @@ def _lane_arg_max(x, key, width, last, float_search=False):
         runs = x.reshape(x.shape[:-1] + (count, width))
         best, run = _running_best(lambda j: runs[..., j, :], count, key, last)
     else:
-        best, run = _running_best(
-            lambda j: lax.slice_in_dim(x, min(j * width, n - width),
-                                       min(j * width, n - width) + width, axis=x.ndim - 1),
-            count, key, last)
+        def run_at(j):  # the last run ends at the axis's end
+            start = min(j * width, n - width)
+            return lax.slice_in_dim(x, start, start + width, axis=x.ndim - 1)
+
+        best, run = _running_best(run_at, count, key, last)
     top = lax.reduce_max(best, (best.ndim - 1,))
     start = run * np.int32(width)
     if n % width:
