@@ -115,7 +115,10 @@ def compare_key(x: jax.Array, *, nan_order: str) -> jax.Array:
     m = monotone_bits(x)
     m = m - (m >> (8 * m.dtype.itemsize - 1))
     info = np.iinfo(m.dtype)
-    return jnp.where(x != x, np.array(info.max if nan_order == "first" else info.min, m.dtype), m)
+    # lax.select, not jnp.where: a jitted wrapper would be one more function in the program of
+    # every new shape (MaxPool's compact form keys inside its reduction)
+    nan_key = lax.full_like(m, info.max if nan_order == "first" else info.min)
+    return lax.select(x != x, nan_key, m)
 
 
 def bits_compare_key(x: jax.Array, *, nan_order: str) -> jax.Array:

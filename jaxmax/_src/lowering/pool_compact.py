@@ -133,16 +133,10 @@ def _pair_select(nan: str, floating: bool):
     greatest under ``"propagate"`` and the least under ``"skip"``), then the lower index
     (associative and commutative, as ``reduce_window`` needs)."""
     def rank(v):
-        # on the bits, since XLA's CPU float compare takes a subnormal for zero; written out
-        # (order.compare_key's steps) with lax.select, as jnp.where's jitted wrapper would be
-        # one more function in every new shape's program
+        # on the bits, since XLA's CPU float compare takes a subnormal for zero
         if not floating:
             return v
-        m = order.monotone_bits(v)
-        m = m - (m >> (8 * m.dtype.itemsize - 1))
-        info = np.iinfo(m.dtype)
-        return lax.select(v != v, np.array(info.max if nan == "propagate" else info.min,
-                                           m.dtype), m)
+        return order.compare_key(v, nan_order="first" if nan == "propagate" else "last")
 
     def select_pair(a, b):
         va, ia = a

@@ -14,8 +14,8 @@ operand-sized). So one scatter of the unmodified `updates` gives, on every input
 * ``"bits_min"``: the minimum of the raw bits read as signed integers: the sign-bit pattern
   alone (``-0``) is the smallest, so a result equal to it says a ``-0`` reached the target.
 
-Keys: the bits as a signed integer with the magnitude bits of negative numbers flipped (IEEE
-total order, ``-NaN`` lowest), viewed unsigned and shifted by a constant (wrapping) so that the
+Keys: `order.monotone_bits` (the bits as a signed integer in IEEE total order, ``-NaN``
+lowest), viewed unsigned and shifted by a constant (wrapping) so that the
 NaNs land above ``+inf`` (``"ieee_max"``) or below ``-inf`` (``"max_skip_nan"``); a wrapping shift
 keeps the order of the numbers. Only integer operations touch the values, so nothing flushes.
 
@@ -32,12 +32,10 @@ import jax
 import numpy as np
 from jax import lax
 
-from jaxmax._src.lowering import private_scatter
+from jaxmax._src.lowering import order, private_scatter
 
 KINDS = ("ieee_max", "max_skip_nan", "bits_min")
 
-_SIGNED: dict[int, type[np.signedinteger]] = {4: np.int32, 8: np.int64}
-_UNSIGNED: dict[int, type[np.unsignedinteger]] = {4: np.uint32, 8: np.uint64}
 
 
 def supports(dtype) -> bool:
@@ -66,19 +64,13 @@ def scatter(kind: str, operand: jax.Array, index: jax.Array, values: jax.Array,
         return private_scatter.bind(_bits_min(dtype), operand, index, values, numbers)
     start = lax.bitcast_convert_type(_key(operand, kind), dtype)
     out = private_scatter.bind(_keyed_max(kind, dtype), start, index, values, numbers)
-    return _unkey(lax.bitcast_convert_type(out, _UNSIGNED[dtype.itemsize]), kind, dtype)
-
-
-def _flip(b):
-    """The IEEE total order as signed integers (its own inverse)."""
-    top = np.array(np.iinfo(b.dtype).max, b.dtype)
-    return b ^ ((b >> (8 * b.dtype.itemsize - 1)) & top)
+    return _unkey(lax.bitcast_convert_type(out, order.unsigned_bits_dtype(dtype)), kind, dtype)
 
 
 def _shift(kind: str, dtype: np.dtype):
     """The unsigned constant subtracted from a flipped key: the key of -inf for ``ieee_max``
     (NaN then wraps above +inf), one past that of +inf for ``max_skip_nan`` (NaN below -inf)."""
-    signed, unsigned = _SIGNED[dtype.itemsize], _UNSIGNED[dtype.itemsize]
+    signed, unsigned = order.signed_bits_dtype(dtype), order.unsigned_bits_dtype(dtype)
     edge = np.array(-np.inf if kind == "ieee_max" else np.inf, dtype).view(signed)
     flipped = edge ^ ((edge >> (8 * dtype.itemsize - 1)) & np.iinfo(signed).max)
     return np.array(flipped.view(unsigned) + (0 if kind == "ieee_max" else 1), unsigned)
@@ -86,18 +78,18 @@ def _shift(kind: str, dtype: np.dtype):
 
 def _key(x, kind: str):
     dtype = np.dtype(x.dtype)
-    flipped = _flip(lax.bitcast_convert_type(x, _SIGNED[dtype.itemsize]))
-    return lax.bitcast_convert_type(flipped, _UNSIGNED[dtype.itemsize]) - _shift(kind, dtype)
+    return (lax.bitcast_convert_type(order.monotone_bits(x), order.unsigned_bits_dtype(dtype))
+            - _shift(kind, dtype))
 
 
 def _unkey(k, kind: str, dtype: np.dtype):
-    signed = lax.bitcast_convert_type(k + _shift(kind, dtype), _SIGNED[dtype.itemsize])
-    return lax.bitcast_convert_type(_flip(signed), dtype)
+    signed = lax.bitcast_convert_type(k + _shift(kind, dtype), order.signed_bits_dtype(dtype))
+    return order.from_monotone_bits(signed, dtype)
 
 
 @functools.cache
 def _keyed_max(kind: str, dtype: np.dtype):
-    unsigned = _UNSIGNED[dtype.itemsize]
+    unsigned = order.unsigned_bits_dtype(dtype)
 
     def combine(current, update):
         # `current` holds a key already; the update's key is a few integer operations on its
@@ -110,7 +102,7 @@ def _keyed_max(kind: str, dtype: np.dtype):
 
 @functools.cache
 def _bits_min(dtype: np.dtype):
-    signed = _SIGNED[dtype.itemsize]
+    signed = order.signed_bits_dtype(dtype)
 
     def combine(current, update):
         low = lax.min(lax.bitcast_convert_type(current, signed),
