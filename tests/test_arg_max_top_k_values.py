@@ -495,15 +495,17 @@ def test_compare_key_orders_like_the_rule(dtype, nan_order, name):
             assert np.sign(int(got[i]) - int(got[j])) == want, (values[i], values[j])
 
 
+@pytest.mark.parametrize("name", ["compare_key", "bits_compare_key"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16])
-def test_bits_compare_key_has_compare_keys_values(dtype):
-    """`order.bits_compare_key` is `order.compare_key` in other operations: the same integer
-    for every bit pattern of 16-bit floats and for a million float32 patterns (both NaN orders),
-    so the folds that use it order exactly as the ones that do not."""
+def test_compare_keys_order_every_bit_pattern(dtype, name):
+    """Both keys against a NumPy reading of the rule on every bit pattern of 16-bit floats and
+    a million float32 patterns (both NaN orders): sorted by the rule (NaN above or below every
+    number, numbers by value, -0.0 equal to +0.0), the keys never decrease, and two neighbours
+    share a key exactly where the rule ties them."""
     from jaxmax._src.lowering import order
 
-    width = np.dtype(dtype).itemsize
-    if width == 2:
+    key_of = getattr(order, name)
+    if np.dtype(dtype).itemsize == 2:
         patterns = np.arange(1 << 16, dtype=np.uint16)
     else:
         rng = np.random.default_rng(24)
@@ -511,12 +513,17 @@ def test_bits_compare_key_has_compare_keys_values(dtype):
         patterns[:8] = [0, 0x80000000, 1, 0x80000001, 0x7F800000, 0xFF800000, 0x7F800001,
                         0xFFFFFFFF]
     values = patterns.view(dtype)
+    as_float = values.astype(np.float64)
+    nan = np.isnan(as_float)
+    number = np.where(nan, 0.0, as_float)
     for nan_order in ("first", "last"):
-        want = np.asarray(jax.jit(lambda v, o=nan_order: order.compare_key(v, nan_order=o))(
-            values))
-        got = np.asarray(jax.jit(lambda v, o=nan_order: order.bits_compare_key(v, nan_order=o))(
-            values))
-        np.testing.assert_array_equal(got, want, err_msg=f"{dtype} {nan_order}")
+        got = np.asarray(jax.jit(lambda v, o=nan_order: key_of(v, nan_order=o))(values))
+        group = np.where(nan, 1 if nan_order == "first" else -1, 0)
+        by_rule = np.lexsort((number, group))
+        steps = np.diff(got[by_rule].astype(np.int64))
+        ties = (np.diff(group[by_rule]) == 0) & (np.diff(number[by_rule]) == 0)
+        assert np.all(steps >= 0), (dtype, nan_order)
+        np.testing.assert_array_equal(steps == 0, ties, err_msg=f"{dtype} {nan_order}")
 
 
 @pytest.mark.parametrize("length", [150, 1009])  # 10 runs of 16 lanes, 16 runs of 64
