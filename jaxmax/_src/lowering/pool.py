@@ -68,7 +68,8 @@ def max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
 def _max_pool_jit(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
                   padding: tuple[tuple[int, int], ...], dilation: tuple[int, ...], nan: str,
                   cross_device: bool, index_dtype: np.dtype | None, layout: IndexLayout):
-    g = pool_geometry.geometry(x.shape, window, strides, padding, dilation)
+    g = pool_geometry.geometry(x.shape, window, strides, padding, dilation,
+                               sharded=cross_device)
     compact = pool_compact.applies(g, x.dtype.itemsize)
 
     def compute(x):

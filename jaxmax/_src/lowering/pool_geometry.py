@@ -49,6 +49,8 @@ class Geometry(NamedTuple):
     in_shape: tuple[int, ...]
     out_shape: tuple[int, ...]
     phase_shape: tuple[int, ...]  # in_shape with every phased axis split into (D / s, s)
+    # whether the input may be sharded: the taps then read its bits (see `geometry`)
+    sharded: bool = False
 
     @property
     def taps(self) -> tuple[Tap, ...]:
@@ -127,11 +129,20 @@ def _build(shape, window, strides, padding, dilation) -> Geometry:
     return Geometry(tuple(axes), tuple(shape), tuple(a.out for a in axes), tuple(phase_shape))
 
 
-def geometry(shape, window, strides, padding, dilation=None) -> Geometry:
+def geometry(shape, window, strides, padding, dilation=None, *,
+             sharded: bool = False) -> Geometry:
     """The checked geometry of pooling an array of `shape` (one entry per axis in each of
-    `window`, `strides`, ``(lo, hi)`` `padding` and `dilation`)."""
+    `window`, `strides`, ``(lo, hi)`` `padding` and `dilation`).
+
+    ``sharded=True`` where the input may be sharded: the values' taps then read the input's
+    bits (``pool_values``). A border box reads a few rows of a sharded axis, which XLA's SPMD
+    partitioner replicates with an all-reduce that *adds* the owner's rows to the other
+    devices' zeros: on floats ``-0.0 + 0.0`` is ``+0.0`` (a window whose maximum is ``-0.0``
+    came back ``+0.0``); on integers the sum is the owner's bits.
+    """
     shape = tuple(int(n) for n in shape)
-    return _build(shape, *_canonical(len(shape), window, strides, padding, dilation))
+    g = _build(shape, *_canonical(len(shape), window, strides, padding, dilation))
+    return g._replace(sharded=True) if sharded else g
 
 
 # The caches hold the geometries of the calls being traced.

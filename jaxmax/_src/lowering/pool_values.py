@@ -25,6 +25,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from jaxmax._src import dtypes
 from jaxmax._src.lowering import pool_scan, pool_stages, pool_taps
@@ -56,5 +57,13 @@ def _scanned(x: jax.Array, g: Geometry, pad: np.ndarray, nan: str) -> jax.Array:
         # here first is exact both ways (float32 holds every bfloat16 value, zero signs and NaN)
         wide = _scanned(x.astype(np.float32), g, pad.astype(np.float32), nan)
         return wide.astype(x.dtype)
+    view, read = x, None
+    if g.sharded and dtypes.is_floating(x.dtype):
+        # the taps are sliced from the bits and read as floats (pool_geometry.geometry: a
+        # border box's rows may reach the other devices through an adding all-reduce)
+        view = lax.bitcast_convert_type(x, pool_taps.bits_dtype(x.dtype))
+        def read(v):
+            return lax.bitcast_convert_type(v, x.dtype)
     return pool_taps.by_boxes(
-        g, lambda box, at: pool_scan.first_max(pool_taps.taps(x, box, pad), pad, nan), pad)
+        g, lambda box, at: pool_scan.first_max(pool_taps.taps(view, box, pad, read), pad, nan),
+        pad)
