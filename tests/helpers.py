@@ -63,7 +63,7 @@ def x64_for(*dtypes):
 def pool_form(compact: bool):
     """MaxPool's compact form forced on or off (`pool_compact.FORCE`) for the block: the form is
     chosen while tracing, so JAX's caches are cleared on the way in and out."""
-    from jaxmax._src.lowering import pool_compact
+    from jaxmax._src.lowering.pooling import compact as pool_compact
 
     saved = pool_compact.FORCE
     pool_compact.FORCE = compact

@@ -241,7 +241,8 @@ def test_compact_forms_against_oracle(monkeypatch, gather_all):
     (`_gathered`, which puts a NaN first element above every number and later NaN below) and
     one gather per axis (`_gathered_by_axis`). Random ranks, lengths and dtypes with NaN, ±inf,
     ±0 and ties, windows that start with NaN, and the lowest integer everywhere."""
-    from jaxmax._src.lowering import adaptive_pool, pool_compact
+    from jaxmax._src.lowering import adaptive_pool
+    from jaxmax._src.lowering.pooling import compact as pool_compact
 
     monkeypatch.setattr(pool_compact, "FORCE", True)
     monkeypatch.setattr(adaptive_pool, "FORCE_GATHER_ALL", gather_all)

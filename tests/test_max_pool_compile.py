@@ -39,7 +39,7 @@ def test_no_xla_error_line_compiling_every_pooling_operator():
         warnings.simplefilter("ignore")
         import jax, jax.numpy as jnp, numpy as np
         from jaxmax import onnx, openvino as ov
-        from jaxmax._src.lowering import pool_compact
+        from jaxmax._src.lowering.pooling import compact as pool_compact
         GEOMETRIES = [((2, 2, 3, 4, 3), [2, 4, 3], [4, 4, 2], [0, 0, 2], [3, 0, 0]),
                       ((1, 3, 5, 7), [3, 2], [2, 3], [1, 0], [2, 1]),
                       ((2, 1, 9), [4], [3], [2], [3])]

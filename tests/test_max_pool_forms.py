@@ -23,7 +23,7 @@ from pool_oracle import openvino as openvino_oracle
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
-from jaxmax._src.lowering import pool_compact
+from jaxmax._src.lowering.pooling import compact as pool_compact
 
 
 @pytest.fixture(params=[True, False], ids=["compact", "unrolled"])

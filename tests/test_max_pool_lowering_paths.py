@@ -235,7 +235,8 @@ CHUNKED = ((3, 10, 8, 34, 66), (3, 3, 3), (2, 2, 2), (1, 1, 1), (1, 1, 1), (1, 1
 def test_chunked_large_window_against_the_oracle():
     """The loop over chunks of planes, both faces, jit and vmap, values, indices and gradient:
     ties, signed zeros, NaN, -inf, +inf and lowest(T) in the data."""
-    from jaxmax._src.lowering import pool_geometry, pool_stages
+    from jaxmax._src.lowering.pooling import geometry as pool_geometry
+    from jaxmax._src.lowering.pooling import stages as pool_stages
 
     shape, kernel, strides, dil, pb, pe = CHUNKED
     g = pool_geometry.geometry(shape, (1, 1) + kernel, (1, 1) + strides,

@@ -30,7 +30,8 @@ import pytest
 from helpers import lowest as _lowest
 from jax import lax
 
-from jaxmax._src.lowering import pool_geometry, pool_tangents
+from jaxmax._src.lowering.pooling import geometry as pool_geometry
+from jaxmax._src.lowering.pooling import tangents as pool_tangents
 
 
 def at_least_lowest(x, window, strides, padding):

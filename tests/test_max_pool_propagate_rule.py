@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 from jax import lax
 from jax.test_util import check_grads
 
-from jaxmax._src.lowering import pool_geometry, pool_tangents
+from jaxmax._src.lowering.pooling import geometry as pool_geometry
+from jaxmax._src.lowering.pooling import tangents as pool_tangents
 
 
 def propagating(x, window, strides, padding, dilation=None):

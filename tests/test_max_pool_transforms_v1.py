@@ -21,7 +21,7 @@ from pool_oracle import max_pool_1, max_pool_1_grad
 from transform_helpers import GRAD_MODES, loop, prims, retrace_check, vjp
 
 from jaxmax import openvino as ov
-from jaxmax._src.lowering import pool_compact
+from jaxmax._src.lowering.pooling import compact as pool_compact
 
 NAN = np.nan
 INF = np.inf

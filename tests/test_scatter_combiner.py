@@ -15,7 +15,7 @@ import pytest
 from test_scatter import assert_bits
 from test_scatter_sweep import elements_case, matches_oracle, x64
 
-from jaxmax._src.lowering import scatter_combiner
+from jaxmax._src.lowering.scatter import combiner as scatter_combiner
 
 FLOAT_WIDE = [np.float32, np.float64]
 

@@ -15,8 +15,8 @@ import scatter_oracle
 from test_scatter import assert_bits
 
 from jaxmax import onnx
-from jaxmax._src.lowering import scatter as lowering
-from jaxmax._src.lowering import scatter_built
+from jaxmax._src.lowering.scatter import built as scatter_built
+from jaxmax._src.lowering.scatter import max_scatter as lowering
 
 I32 = np.iinfo(np.int32)
 

@@ -17,7 +17,7 @@ from helpers import is_float
 from scatter_cases import call
 from test_scatter import assert_bits, oracle
 
-from jaxmax._src.lowering import scatter as lowering
+from jaxmax._src.lowering.scatter import max_scatter as lowering
 
 FLOATS = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]

@@ -44,7 +44,8 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import order, pool_compact, rules
+from jaxmax._src.lowering import order, rules
+from jaxmax._src.lowering.pooling import compact as pool_compact
 
 
 def windows(length: int, outputs: int) -> tuple[tuple[int, int], ...]:

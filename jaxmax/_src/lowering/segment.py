@@ -16,7 +16,8 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import private_scatter, rules
+from jaxmax._src.lowering import rules
+from jaxmax._src.lowering.scatter import private as private_scatter
 
 
 @functools.cache

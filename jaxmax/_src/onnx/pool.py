@@ -1,7 +1,8 @@
 """ONNX pooling adapters: MaxPool (since-versions 1, 8, 10, 11, 12, 22) and GlobalMaxPool (1, 22).
 
 Attributes are validated and canonicalised in Python, the sweep comes from
-:mod:`jaxmax._src.shapes`, and the values and indices from :mod:`jaxmax._src.lowering.pool`.
+:mod:`jaxmax._src.shapes`, and the values and indices from
+:mod:`jaxmax._src.lowering.pooling.max_pool`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import jax
 import numpy as np
 
 from jaxmax._src import shapes, sizes, validation
-from jaxmax._src.lowering import pool, reduce
+from jaxmax._src.lowering import reduce
+from jaxmax._src.lowering.pooling import max_pool as pool
 from jaxmax._src.onnx import versions
 from jaxmax._src.types import Data, Flag, Int, Ints
 

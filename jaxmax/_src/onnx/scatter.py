@@ -7,7 +7,7 @@ import jax
 import numpy as np
 
 from jaxmax._src import dtypes, validation
-from jaxmax._src.lowering import scatter_call
+from jaxmax._src.lowering.scatter import call as scatter_call
 from jaxmax._src.types import Data, Ints
 
 _SE = "ONNX ScatterElements"

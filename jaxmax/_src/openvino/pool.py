@@ -9,7 +9,7 @@ import jax
 import numpy as np
 
 from jaxmax._src import shapes, sizes, validation
-from jaxmax._src.lowering import pool
+from jaxmax._src.lowering.pooling import max_pool as pool
 from jaxmax._src.openvino import versions
 from jaxmax._src.types import Data, Int, Ints, OVAutoPad
 

@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src.lowering import scatter_combiner
+from jaxmax._src.lowering.scatter import combiner as scatter_combiner
 
 _DROP = lax.GatherScatterMode.FILL_OR_DROP
 

@@ -1,9 +1,9 @@
 """Winners: the kernel tap each pooling window selects, as a tap number or a flat index.
 
-Stage four of the pooling pipeline (:mod:`jaxmax._src.lowering.pool`). The index and the
-gradient are one fact: a window's *winner* is the tap whose input element is its Indices output
-(`indices`) and receives its whole tangent (`winner`,
-:mod:`jaxmax._src.lowering.pool_tangents`). One mechanism finds it under both values rules
+Stage four of the pooling pipeline (:mod:`~jaxmax._src.lowering.pooling.max_pool`). The index
+and the gradient are one fact: a window's *winner* is the tap whose input element is its Indices
+output (`indices`) and receives its whole tangent (`winner`,
+:mod:`~jaxmax._src.lowering.pooling.tangents`). One mechanism finds it under both values rules
 (`first_equal`): the first tap, in row-major window order, whose element equals the window's
 value, in one fusion that re-reads the input and the value (a padded tap that XLA sees used
 twice is written to memory, so every tap is read once per fusion, and a tap of the winner search
@@ -35,9 +35,10 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes
-from jaxmax._src.lowering import pool_taps, rules
-from jaxmax._src.lowering.pool_geometry import Geometry
-from jaxmax._src.lowering.pool_scan import select
+from jaxmax._src.lowering import rules
+from jaxmax._src.lowering.pooling import taps as pool_taps
+from jaxmax._src.lowering.pooling.geometry import Geometry
+from jaxmax._src.lowering.pooling.scan import select
 
 __all__ = ["NO_WINNER", "IndexLayout", "first_equal", "index_dtype", "indices", "winner"]
 

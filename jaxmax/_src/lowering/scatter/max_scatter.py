@@ -32,8 +32,8 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import explicit_axes
-from jaxmax._src.lowering import scatter_rules
-from jaxmax._src.lowering.scatter_geometry import (
+from jaxmax._src.lowering.scatter import rules as scatter_rules
+from jaxmax._src.lowering.scatter.geometry import (
     Geometry,
     any_true,
     element_offsets,

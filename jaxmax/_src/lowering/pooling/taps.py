@@ -1,9 +1,9 @@
 """Tap reads: for each kernel tap of a pooling, the input element it reads for every output.
 
-Stage two of the pooling pipeline (:mod:`jaxmax._src.lowering.pool`). The values, the winners
-and the tangents all read the input (or its tangent) tap by tap through here:
+Stage two of the pooling pipeline (:mod:`~jaxmax._src.lowering.pooling.max_pool`). The values,
+the winners and the tangents all read the input (or its tangent) tap by tap through here:
 
-* `taps`: each tap a slice of the phase view (:mod:`jaxmax._src.lowering.pool_geometry`), the
+* `taps`: each tap a slice of the phase view (:mod:`~jaxmax._src.lowering.pooling.geometry`), the
   rows that fall in the padding supplied by a ``lax.pad`` of the *tap*, not of the input, so
   that XLA fuses reshape, slices, pads and maxima into one loop and never writes a padded copy
   of the input;
@@ -23,7 +23,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes
-from jaxmax._src.lowering.pool_geometry import Geometry, Tap
+from jaxmax._src.lowering.pooling.geometry import Geometry, Tap
 
 __all__ = ["bits_dtype", "by_boxes", "phase_pieces", "piece_tap", "strided_taps", "tap", "taps"]
 

@@ -1,9 +1,9 @@
 """Pooled values: the first maximal tap of each window, under a values rule.
 
-Stage three of the pooling pipeline (:mod:`jaxmax._src.lowering.pool`). The value is a scan of
-the ``k1 * k2 * ...`` taps (:mod:`jaxmax._src.lowering.pool_taps`) in row-major window order
-that keeps the first maximum (``pool_scan.first_max``: a compare and select per tap, the
-runtimes' loop, signed zeros included). The rule `nan` (docs/semantics.md §5):
+Stage three of the pooling pipeline (:mod:`~jaxmax._src.lowering.pooling.max_pool`). The value
+is a scan of the ``k1 * k2 * ...`` taps (:mod:`~jaxmax._src.lowering.pooling.taps`) in row-major
+window order that keeps the first maximum (``pool_scan.first_max``: a compare and select per
+tap, the runtimes' loop, signed zeros included). The rule `nan` (docs/semantics.md §5):
 
 * ``"skip"``: the scan starts from lowest(T), padding reads lowest(T), and NaN is never greater:
   each value is ``max(lowest(T), non-NaN window elements)`` with no check of the data;
@@ -14,10 +14,10 @@ Padded taps cost a bounds check per element and tap, and the scan reads each tap
 padded tap read twice is written to memory), so the outputs whose window lies inside the input
 are computed from plain slices and the few border boxes (``Geometry.boxes``) apart, written
 into the result in place. 3-D strided windows on large inputs take their value from two stages
-over cache-sized chunks (:mod:`jaxmax._src.lowering.pool_stages`: W first, then D and H, the
+over cache-sized chunks (:mod:`~jaxmax._src.lowering.pooling.stages`: W first, then D and H, the
 same bits).
 
-The values only: their derivative is :mod:`jaxmax._src.lowering.pool_tangents`'.
+The values only: their derivative is :mod:`~jaxmax._src.lowering.pooling.tangents`'.
 """
 
 from __future__ import annotations
@@ -28,8 +28,10 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes
-from jaxmax._src.lowering import pool_scan, pool_stages, pool_taps
-from jaxmax._src.lowering.pool_geometry import Geometry
+from jaxmax._src.lowering.pooling import scan as pool_scan
+from jaxmax._src.lowering.pooling import stages as pool_stages
+from jaxmax._src.lowering.pooling import taps as pool_taps
+from jaxmax._src.lowering.pooling.geometry import Geometry
 
 __all__ = ["fill", "pooled"]
 

@@ -10,7 +10,9 @@ import jax
 import numpy as np
 
 from jaxmax._src import sizes
-from jaxmax._src.lowering import scatter, scatter_built, scatter_checks
+from jaxmax._src.lowering.scatter import built as scatter_built
+from jaxmax._src.lowering.scatter import checks as scatter_checks
+from jaxmax._src.lowering.scatter import max_scatter as scatter
 
 
 def along_axis(op: str, data, indices, updates, axis, *, allowed: Callable[[np.dtype], bool],

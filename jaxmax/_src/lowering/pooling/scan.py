@@ -1,7 +1,7 @@
 """The runtimes' pooling loop: the first maximal tap of each window.
 
-A sub-step of the pooling values (:mod:`jaxmax._src.lowering.pool_values`): the one-stage scan
-runs it over every tap of a window, the two stages (:mod:`jaxmax._src.lowering.pool_stages`)
+A sub-step of the pooling values (:mod:`~jaxmax._src.lowering.pooling.values`): the one-stage scan
+runs it over every tap of a window, the two stages (:mod:`~jaxmax._src.lowering.pooling.stages`)
 over each stage's taps.
 """
 

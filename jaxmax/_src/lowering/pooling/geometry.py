@@ -3,10 +3,10 @@ length; where each kernel tap reads; the phase view; the interior and border box
 a large window in two stages.
 
 Stage one of the pooling pipeline (geometry -> taps -> values -> winners -> tangents,
-:mod:`jaxmax._src.lowering.pool`). Pure Python arithmetic on static ints: nothing here builds an
-array. The output length is ``shapes.pooled_length`` (floor rounding: the adapters have turned
-every rounding rule into explicit end padding, negative to crop). The later stages read a
-`Geometry`'s fields and properties only.
+:mod:`~jaxmax._src.lowering.pooling.max_pool`). Pure Python arithmetic on static ints: nothing
+here builds an array. The output length is ``shapes.pooled_length`` (floor rounding: the
+adapters have turned every rounding rule into explicit end padding, negative to crop). The later
+stages read a `Geometry`'s fields and properties only.
 
 A strided axis of length ``D`` (a multiple of its stride ``s``) is *phased*: viewed as
 ``(D / s, s)``, a free reshape, so that kernel tap ``j``, which reads input ``o * s + j * d - lo``

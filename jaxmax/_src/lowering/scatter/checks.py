@@ -13,7 +13,7 @@ import jax
 import numpy as np
 
 from jaxmax._src import dtypes, validation
-from jaxmax._src.lowering.scatter import row_layout_possible
+from jaxmax._src.lowering.scatter.max_scatter import row_layout_possible
 
 
 def _kind(dtype) -> str:

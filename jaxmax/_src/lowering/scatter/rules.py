@@ -59,8 +59,9 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes
-from jaxmax._src.lowering import order, scatter_combiner
-from jaxmax._src.lowering.scatter_geometry import Geometry, any_true, signed_index_dtype
+from jaxmax._src.lowering import order
+from jaxmax._src.lowering.scatter import combiner as scatter_combiner
+from jaxmax._src.lowering.scatter.geometry import Geometry, any_true, signed_index_dtype
 
 RULES = ("maximum", "acc_gt", "acc_lt")
 

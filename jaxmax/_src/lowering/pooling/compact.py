@@ -47,8 +47,8 @@ from jax import lax
 
 from jaxmax._src import dtypes
 from jaxmax._src.lowering import order
-from jaxmax._src.lowering.pool_geometry import Geometry
-from jaxmax._src.lowering.pool_winners import IndexLayout
+from jaxmax._src.lowering.pooling.geometry import Geometry
+from jaxmax._src.lowering.pooling.winners import IndexLayout
 
 __all__ = ["FORCE", "MAX_UNROLLED_TAPS", "NONE", "PAIRS", "PAIRS_MAX_WORK", "SMALL_BYTES",
            "applies", "indices", "max_pool", "pooled", "select", "winners"]

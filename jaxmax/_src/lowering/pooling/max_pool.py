@@ -1,17 +1,17 @@
 """Max pooling, both values rules (``nan="skip" | "propagate"``) and optional flat indices: the
 orchestrator of the pooling pipeline.
 
-geometry (:mod:`~jaxmax._src.lowering.pool_geometry`) -> taps
-(:mod:`~jaxmax._src.lowering.pool_taps`) -> values (:mod:`~jaxmax._src.lowering.pool_values`)
--> winners (:mod:`~jaxmax._src.lowering.pool_winners`) -> tangents
-(:mod:`~jaxmax._src.lowering.pool_tangents`, the values with their derivative). `max_pool`
+geometry (:mod:`~jaxmax._src.lowering.pooling.geometry`) -> taps
+(:mod:`~jaxmax._src.lowering.pooling.taps`) -> values (:mod:`~jaxmax._src.lowering.pooling.values`)
+-> winners (:mod:`~jaxmax._src.lowering.pooling.winners`) -> tangents
+(:mod:`~jaxmax._src.lowering.pooling.tangents`, the values with their derivative). `max_pool`
 builds the geometry once, computes the values, then the indices from the values; the taps are
 read by each later stage. Jitted as :mod:`jaxmax._src.lowering.reduce` describes.
 
 Which form computes the values:
 
 * windows of more than ``pool_compact.MAX_UNROLLED_TAPS`` taps, and inputs of at most
-  ``pool_compact.SMALL_BYTES``: the compact form (:mod:`jaxmax._src.lowering.pool_compact`:
+  ``pool_compact.SMALL_BYTES``: the compact form (:mod:`~jaxmax._src.lowering.pooling.compact`:
   one variadic ``reduce_window``, compiled code independent of the window); with indices,
   values and indices from its one reduction on every platform; values alone under ``"skip"``
   on CPU only (elsewhere as the last item);
@@ -34,9 +34,13 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import pool_compact, pool_geometry, pool_tangents, pool_winners, rules
-from jaxmax._src.lowering.pool_geometry import Geometry
-from jaxmax._src.lowering.pool_winners import IndexLayout
+from jaxmax._src.lowering import rules
+from jaxmax._src.lowering.pooling import compact as pool_compact
+from jaxmax._src.lowering.pooling import geometry as pool_geometry
+from jaxmax._src.lowering.pooling import tangents as pool_tangents
+from jaxmax._src.lowering.pooling import winners as pool_winners
+from jaxmax._src.lowering.pooling.geometry import Geometry
+from jaxmax._src.lowering.pooling.winners import IndexLayout
 
 __all__ = ["IndexLayout", "max_pool"]
 

@@ -1,7 +1,7 @@
 """XLA's scatter with a combiner of our own, bound through JAX's private scatter primitive.
 
 `jax.lax` exposes scatters with fixed combiners only (add, min, max, ...). SegmentMax's rule and
-the bit-reading max scatters (:mod:`jaxmax._src.lowering.scatter_combiner`) need their own, so
+the bit-reading max scatters (:mod:`jaxmax._src.lowering.scatter.combiner`) need their own, so
 they bind the primitive that takes its combiner as a jaxpr. Its callers probe it once with
 `binds` and keep a public form for a JAX whose internals moved or changed.
 """

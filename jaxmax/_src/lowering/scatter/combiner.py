@@ -20,7 +20,7 @@ NaNs land above ``+inf`` (``"ieee_max"``) or below ``-inf`` (``"max_skip_nan"``)
 keeps the order of the numbers. Only integer operations touch the values, so nothing flushes.
 
 The combiner is bound through JAX's private scatter primitive
-(:mod:`jaxmax._src.lowering.private_scatter`, as SegmentMax's is); `available` probes it once,
+(:mod:`jaxmax._src.lowering.scatter.private`, as SegmentMax's is); `available` probes it once,
 and callers keep a public form for a JAX without it.
 """
 
@@ -32,7 +32,8 @@ import jax
 import numpy as np
 from jax import lax
 
-from jaxmax._src.lowering import order, private_scatter
+from jaxmax._src.lowering import order
+from jaxmax._src.lowering.scatter import private as private_scatter
 
 KINDS = ("ieee_max", "max_skip_nan", "bits_min")
 

@@ -1,6 +1,6 @@
 """The value of a large pooling window (3-D k3: 27 taps) in two stages over cache-sized chunks.
 
-A sub-step of the pooling values (:mod:`jaxmax._src.lowering.pool_values`), taken where it is
+A sub-step of the pooling values (:mod:`~jaxmax._src.lowering.pooling.values`), taken where it is
 faster than the one-stage scan (`applies`; figures and the forms measured and not kept:
 benchmarks/RESULTS.md, "3-D MaxPool values in two stages over chunks of planes"). The window is
 split in two stages, computed chunk by chunk along the leading unpooled axes (N * C planes) so
@@ -32,8 +32,9 @@ import math
 import jax
 from jax import lax
 
-from jaxmax._src.lowering import pool_scan, pool_taps
-from jaxmax._src.lowering.pool_geometry import Axis, Geometry
+from jaxmax._src.lowering.pooling import scan as pool_scan
+from jaxmax._src.lowering.pooling import taps as pool_taps
+from jaxmax._src.lowering.pooling.geometry import Axis, Geometry
 
 __all__ = ["CHUNK_BYTES", "applies", "pooled"]
 

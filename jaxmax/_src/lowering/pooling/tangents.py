@@ -1,13 +1,14 @@
 """Tangents: the pooled values as ``jax.custom_jvp`` functions whose tangent is each window's
 winner's.
 
-Stage five of the pooling pipeline (:mod:`jaxmax._src.lowering.pool`): `pooled` is the values of
-:mod:`jaxmax._src.lowering.pool_values` with, for floating data, a tangent rule that gathers the
-input tangent at each window's winner (:mod:`jaxmax._src.lowering.pool_winners`), zero without
-one. The tangent is linear in the input tangent, so forward mode, reverse mode (JAX transposes
-the rule), ``vmap`` and ``jit`` all work, dilated and 3-D windows included, where
-``lax.reduce_window`` has no derivative. The tangent reads the phase pieces of the input tangent
-(``pool_taps.phase_pieces``), so its transpose interleaves them back in one pass.
+Stage five of the pooling pipeline (:mod:`~jaxmax._src.lowering.pooling.max_pool`): `pooled` is
+the values of :mod:`~jaxmax._src.lowering.pooling.values` with, for floating data, a tangent
+rule that gathers the input tangent at each window's winner
+(:mod:`~jaxmax._src.lowering.pooling.winners`), zero without one. The tangent is linear in the
+input tangent, so forward mode, reverse mode (JAX transposes the rule), ``vmap`` and ``jit`` all
+work, dilated and 3-D windows included, where ``lax.reduce_window`` has no derivative. The
+tangent reads the phase pieces of the input tangent (``pool_taps.phase_pieces``), so its
+transpose interleaves them back in one pass.
 
 Under ``nan="skip"`` the derivative is that of pooling the clamped input
 ``where(x >= lowest, x, lowest)``: each window's tangent comes from its first maximal clamped
@@ -27,9 +28,12 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes
-from jaxmax._src.lowering import pool_taps, pool_values, pool_winners, rules
-from jaxmax._src.lowering.pool_geometry import Geometry
-from jaxmax._src.lowering.pool_scan import select
+from jaxmax._src.lowering import rules
+from jaxmax._src.lowering.pooling import taps as pool_taps
+from jaxmax._src.lowering.pooling import values as pool_values
+from jaxmax._src.lowering.pooling import winners as pool_winners
+from jaxmax._src.lowering.pooling.geometry import Geometry
+from jaxmax._src.lowering.pooling.scan import select
 
 __all__ = ["gather_tangent", "pooled"]
 
