@@ -83,6 +83,13 @@ def _arg_max_jit(x, *, axis, keepdims, last, nan_order, index_dtype):
                                                        keepdims))
 
 
+def _positions(n: int) -> np.dtype:
+    """The integer type that numbers the positions of an axis of `n` elements: int32, or int64
+    past int32's range (only reached with ``jax_enable_x64``: the adapters refuse such an axis
+    without it)."""
+    return np.dtype(np.int32) if n <= np.iinfo(np.int32).max else np.dtype(np.int64)
+
+
 def _running_best(take, steps, key, last, index_dtype=np.int32):
     """The fold every ArgMax form runs over `steps` arrays ``take(j)``: per element, the best
     key so far and the `j` it came from, replaced only by a strictly greater key (`last`:
@@ -148,16 +155,16 @@ def _blocked_arg_max(x, key, axis, last, width):
     fold = partial(_running_best, key=key, last=last)
     best, at = fold(lambda j: lax.slice_in_dim(x, j, j + (blocks - 1) * width + 1, width, axis),
                     width)
-    index = at + lax.broadcasted_iota(np.int32, best.shape, axis) * np.int32(width)
+    pos = _positions(n)
+    index = at.astype(pos) + lax.broadcasted_iota(pos, best.shape, axis) * pos.type(width)
     top = lax.reduce_max(best, (axis,))
     if rest:
         tail, tail_at = fold(lambda j: lax.index_in_dim(x, blocks * width + j, axis, False), rest)
         top = jnp.maximum(top, tail)
-    found = first_index(best == lax.expand_dims(top, (axis,)), axis, last, np.dtype(np.int32),
-                        index, n)
+    found = first_index(best == lax.expand_dims(top, (axis,)), axis, last, pos, index, n)
     if not rest:
         return found
-    in_tail = tail_at + np.int32(blocks * width)
+    in_tail = tail_at.astype(pos) + pos.type(blocks * width)
     if last:  # the tail comes after every block
         return jnp.where(tail == top, in_tail, found)
     return jnp.where(found == n, in_tail, found)
@@ -224,13 +231,14 @@ def _lane_arg_max(x, key, width, last, float_search=False):
 
         best, run = _running_best(run_at, count, key, last)
     top = lax.reduce_max(best, (best.ndim - 1,))
-    start = run * np.int32(width)
+    pos = _positions(n)
+    start = run.astype(pos) * pos.type(width)
     if n % width:
-        start = jnp.minimum(start, np.int32(n - width))
-    index = start + lax.broadcasted_iota(np.int32, best.shape, best.ndim - 1)
+        start = jnp.minimum(start, pos.type(n - width))
+    index = start + lax.broadcasted_iota(pos, best.shape, best.ndim - 1)
     hit = best == top[..., None]
     if not float_search:
-        return first_index(hit, best.ndim - 1, last, np.dtype(np.int32), index, n)
+        return first_index(hit, best.ndim - 1, last, pos, index, n)
     miss = (~hit).astype(np.float32)
     at = index.astype(np.float32)
     if last:

@@ -56,6 +56,12 @@ def top_k(x: jax.Array, k: int, *, axis: int, descending: bool, nan_order: str,
 def _top_k_jit(x, *, k, axis, descending, nan_order, by_index, index_dtype):
     def compute(x):
         c = top_k_chunked.chunk_size(x.shape, axis, k, x.dtype)
+        if x.shape[axis] > LONG_AXIS and k:  # positions past int32 (jax_enable_x64 only)
+            moved = jnp.moveaxis(x, axis, -1)
+            indices = _select_long(moved, k, descending, nan_order, by_index)
+            values = _take(moved, indices)
+            return (jnp.moveaxis(values, -1, axis),
+                    jnp.moveaxis(indices.astype(index_dtype), -1, axis))
         if c:
             indices = top_k_chunked.select(x, k, c, axis=axis, descending=descending,
                                            nan_order=nan_order, by_index=by_index)
@@ -113,6 +119,44 @@ def _select(x, k, descending, nan_order, by_index, try_plain=True):
     if nan_order == "first":  # an unselected -NaN would rank above every selected value
         plain = plain & ~rules.sum_is_nan(x)
     return lax.cond(plain, lambda: finish(indices) if by_index else (values, indices), exact)
+
+
+#: An axis longer than this is selected in blocks (`_select_long`): ``lax.top_k`` numbers its
+#: positions in int32 and refuses a longer axis.
+LONG_AXIS = int(np.iinfo(np.int32).max)
+#: The block length of `_select_long` (a power of two below int32's range).
+LONG_BLOCK = 1 << 30
+
+
+def _select_long(x, k, descending, nan_order, by_index):
+    """The indices (int64) of the top `k` along the last axis of `x` (``n > LONG_AXIS``) under
+    the key: ``lax.top_k`` of each block of `LONG_BLOCK` elements, then of the blocks'
+    candidates.
+
+    The candidates lie block after block, each block's in key order with equal keys by index,
+    so equal keys among them are in index order, and the second ``lax.top_k`` (index-stable)
+    breaks ties by index as one selection over the axis would. The last block is filled out
+    with the lowest key of the order (the all-ones bits of a float32 key, ``iinfo.min``
+    otherwise), after every element: it can tie with an element but never rank before one."""
+    n = x.shape[-1]
+    keys = order.top_k_key(x, descending=descending, nan_order=nan_order)
+    blocks = -(-n // LONG_BLOCK)
+    if keys.dtype == np.float32:
+        lowest = np.array(np.uint32(0xFFFFFFFF)).view(np.float32)
+    else:
+        lowest = np.array(np.iinfo(keys.dtype).min, keys.dtype)
+    keys = lax.pad(keys, lowest, [(0, 0, 0)] * (keys.ndim - 1) + [(0, blocks * LONG_BLOCK - n, 0)])
+    keys = keys.reshape(keys.shape[:-1] + (blocks, LONG_BLOCK))
+    kb = min(k, LONG_BLOCK)
+    best, local = lax.top_k(keys, kb)
+    pos = jax.dtypes.canonicalize_dtype(np.int64)  # int64 wherever such an axis can exist
+    start = lax.broadcasted_iota(pos, local.shape, local.ndim - 2) * pos.type(LONG_BLOCK)
+    positions = (local.astype(pos) + start).reshape(local.shape[:-2] + (blocks * kb,))
+    best = best.reshape(positions.shape)
+    indices = jnp.take_along_axis(positions, lax.top_k(best, k)[1], axis=-1)
+    if by_index:
+        indices = lax.sort(indices, dimension=indices.ndim - 1)
+    return indices
 
 
 def _take(x, indices, axis=-1):
