@@ -12,7 +12,8 @@ from typing import TextIO
 import numpy as np
 
 from jaxmax._src.check import deviations, report
-from jaxmax._src.check.runners import CheckError, ModelInput, OnnxModel, OpenVinoModel
+from jaxmax._src.check.errors import CheckError
+from jaxmax._src.check.runners import ModelInput, OnnxModel, OpenVinoModel
 
 DESCRIPTION = """\
 Run MODEL in its own runtime (onnxruntime's CPU provider for .onnx, OpenVINO's CPU plugin with

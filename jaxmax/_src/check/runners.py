@@ -18,11 +18,8 @@ from typing import Any
 import numpy as np
 
 from jaxmax._src import node_binding
+from jaxmax._src.check.errors import CheckError
 from jaxmax._src.node_binding import NodeBindingError, NodeFunction
-
-
-class CheckError(Exception):
-    """Bad input to ``check``: reported as one line on stderr, exit status 2."""
 
 
 @dataclasses.dataclass
