@@ -109,14 +109,18 @@ class NodeFunction:
       attributes: the keyword arguments it is called with: the node's resolved attributes
         (schema defaults filled in) and the version, as data for tools that reason about the
         node (``python -m jaxmax check`` reads its axes and windows from them).
+      note: what the binding does beyond the node's schema, for the reader ("" when nothing:
+        e.g. an ONNX ScatterElements-16 node with reduction max, run as ScatterElements-18).
     """
 
     def __init__(self, fn: Callable[..., tuple], *, node_name: str, op_type: str, version: int,
                  call: str, input_names: Sequence[str], output_names: Sequence[str],
                  face: str, function: str, slots: Sequence[Slot],
-                 attributes: Mapping[str, Any], public: Callable | None = None):
+                 attributes: Mapping[str, Any], public: Callable | None = None,
+                 note: str = ""):
         self._fn = fn
         self._public = public
+        self.note = note
         self.function = function
         self.slots = tuple(slots)
         self.attributes = dict(attributes)
@@ -221,7 +225,7 @@ _FACES = {"onnx": ("jaxmax.onnx", "onnx"), "openvino": ("jaxmax.openvino", "ov")
 
 def bind(where: str, face: str, function: str, slots: Sequence[Slot], keywords: dict[str, Any],
          *, node_name: str, op_type: str, version: int, input_names: Sequence[str],
-         output_names: Sequence[str]) -> NodeFunction:
+         output_names: Sequence[str], note: str = "") -> NodeFunction:
     """The `NodeFunction` calling the public `function` of `face` ("onnx" or "openvino") with
     the positional `slots` and `keywords`. The function is looked up now, so that this module
     imports no operator. `input_names` names the runtime slots, in order."""
@@ -239,4 +243,5 @@ def bind(where: str, face: str, function: str, slots: Sequence[Slot], keywords: 
                         version=version,
                         call=format_call(f"{prefix}.{function}", shown, keywords, public),
                         input_names=input_names, output_names=output_names, face=prefix,
-                        function=function, slots=slots, attributes=keywords, public=public)
+                        function=function, slots=slots, attributes=keywords, public=public,
+                        note=note)
