@@ -21,7 +21,6 @@ wrong shapes, and onnxruntime refuses to load the model).
 
 from __future__ import annotations
 
-import io
 import re
 import warnings
 
@@ -36,7 +35,8 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 openvino = pytest.importorskip("openvino")
 
-from jaxmax._src.check import cli  # noqa: E402
+from test_converted_check import check  # noqa: E402
+from test_converted_check import rows as node_rows  # noqa: E402
 
 NODES, FEATURES, HIDDEN = 9, 4, 8
 # 0 -> 1 twice (a duplicate edge), nodes 6, 7 and 8 receive no edge (isolated: 7, 8); two graphs
@@ -130,16 +130,6 @@ def exported(network, tmp_path_factory):
         return made[kind]
 
     return get
-
-
-def check(model, inputs) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
-    status = cli.main([str(model), "--inputs", str(inputs)], out, err)
-    return status, out.getvalue() + err.getvalue()
-
-
-def node_rows(out: str) -> list[str]:
-    return [line for line in out.splitlines() if re.match(r"^\S+\s+[A-Za-z]+-\d+\s", line)]
 
 
 # max-family nodes: ONNX two scatters per max (PyG's zeros, then the features) in each SAGE
