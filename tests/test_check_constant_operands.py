@@ -250,3 +250,19 @@ def test_rule_with_a_constant_operand(tmp_path, monkeypatch, rule_id, constant):
     output, where, value = rule.clean
     corrupt(monkeypatch, lambda ys: ys[output].__setitem__(where, value))
     fails(check(path, **feeds), unexplained=None if folded else rule.unexplained)
+
+
+def test_with_slots_replaces_a_constant_operand():
+    """The seam the window indicators go through: the node's function on a value for every
+    slot, its constant slots too (here Max's initializer `b`), with the node's attributes."""
+    from jaxmax import onnx as jonnx
+
+    node = helper.make_node("Max", ["a", "b"], ["y"])
+    f = jonnx.from_node(node, opset=13, constants={"b": np.array([5.0, -1.0], np.float32)})
+    assert f.input_names == ("a",) and [s.name for s in f.slots] == ["data_0", "data_1"]
+    a = np.array([1.0, 2.0], np.float32)
+    np.testing.assert_array_equal(np.asarray(f(a)[0]), [5.0, 2.0])
+    (y,) = f.with_slots(a, np.array([0.0, 3.0], np.float32))
+    np.testing.assert_array_equal(np.asarray(y), np.maximum(a, [0.0, 3.0]))
+    with pytest.raises(TypeError, match=r"with_slots takes 2 value\(s\) \['data_0', 'data_1'\]"):
+        f.with_slots(a)
