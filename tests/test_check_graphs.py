@@ -21,6 +21,7 @@ wrong shapes, and onnxruntime refuses to load the model).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import warnings
 
@@ -132,9 +133,10 @@ def exported(network, tmp_path_factory):
     return get
 
 
-# max-family nodes: ONNX two scatters per max (PyG's zeros, then the features) in each SAGE
-# layer and the readout; the dynamo export a setup scatter (min) and a max scatter each;
-# OpenVINO one ScatterElementsUpdate (use_init_val=False) each
+# max-family nodes, for each SAGE layer's aggregation and the readout: TorchScript exports two
+# scatters with max (PyG's export branch: the features' minimum into zeros, then the features),
+# the dynamo export a setup scatter (min, not covered) and one with max, OpenVINO one
+# ScatterElementsUpdate-12 (use_init_val=False)
 MAX_NODES = {"torchscript-18": 6, "torchscript-17": 6, "dynamo": 3, "openvino-dynamic": 3,
              "openvino-static": 3}
 
@@ -208,18 +210,17 @@ def test_torchscript_export_starts_max_from_zeros(network, exported):
     np.testing.assert_allclose(traced, from_zeros, rtol=1e-5, atol=1e-6)
 
 
-class _aggregation_from_zeros:
+@contextlib.contextmanager
+def _aggregation_from_zeros():
     """Eager PyG with its max aggregation and pooling started from zeros (``include_self=True``
     on a zero tensor), as its ONNX-export branch writes them."""
+    real = torch.Tensor.scatter_reduce_
 
-    def __enter__(self):
-        self.real = torch.Tensor.scatter_reduce_
+    def scatter_reduce_(tensor, dim, index, src, reduce, include_self=True):
+        return real(tensor, dim, index, src, reduce, include_self=True)
 
-        def scatter_reduce_(tensor, dim, index, src, reduce, include_self=True):
-            return self.real(tensor, dim, index, src, reduce, include_self=True)
-
-        torch.Tensor.scatter_reduce_ = scatter_reduce_
-        return self
-
-    def __exit__(self, *exc):
-        torch.Tensor.scatter_reduce_ = self.real
+    torch.Tensor.scatter_reduce_ = scatter_reduce_
+    try:
+        yield
+    finally:
+        torch.Tensor.scatter_reduce_ = real
