@@ -109,13 +109,18 @@ class NodeFunction:
       attributes: the keyword arguments it is called with: the node's resolved attributes
         (schema defaults filled in) and the version, as data for tools that reason about the
         node (``python -m jaxmax check`` reads its axes and windows from them).
+      note: what the binding does beyond the node's schema, for the reader ("" when nothing:
+        e.g. an ONNX ScatterElements-16 node with reduction max, run as ScatterElements-18).
     """
 
     def __init__(self, fn: Callable[..., tuple], *, node_name: str, op_type: str, version: int,
                  call: str, input_names: Sequence[str], output_names: Sequence[str],
                  face: str, function: str, slots: Sequence[Slot],
-                 attributes: Mapping[str, Any]):
+                 attributes: Mapping[str, Any], public: Callable | None = None,
+                 note: str = ""):
         self._fn = fn
+        self._public = public
+        self.note = note
         self.function = function
         self.slots = tuple(slots)
         self.attributes = dict(attributes)
@@ -137,6 +142,18 @@ class NodeFunction:
                 f"{len(self.input_names)} runtime input(s) {list(self.input_names)}, got "
                 f"{len(inputs)}")
         out = self._fn(*inputs)
+        return tuple(out) if isinstance(out, tuple) else (out,)
+
+    def with_slots(self, *values):
+        """The public function called on a value for every positional slot (`slots`' order,
+        constant slots included) with the node's `attributes`: for tools that replace a constant
+        input too (``python -m jaxmax check`` runs its window indicators through it). Returns a
+        tuple, as calling the node does."""
+        if self._public is None or len(values) != len(self.slots):
+            raise TypeError(f"{self.face} {self.op_type}-{self.version} node {self.node_name!r}: "
+                            f"with_slots takes {len(self.slots)} value(s) "
+                            f"{[slot.name for slot in self.slots]}, got {len(values)}")
+        out = self._public(*values, **self.attributes)
         return tuple(out) if isinstance(out, tuple) else (out,)
 
     def __repr__(self) -> str:
@@ -208,7 +225,7 @@ _FACES = {"onnx": ("jaxmax.onnx", "onnx"), "openvino": ("jaxmax.openvino", "ov")
 
 def bind(where: str, face: str, function: str, slots: Sequence[Slot], keywords: dict[str, Any],
          *, node_name: str, op_type: str, version: int, input_names: Sequence[str],
-         output_names: Sequence[str]) -> NodeFunction:
+         output_names: Sequence[str], note: str = "") -> NodeFunction:
     """The `NodeFunction` calling the public `function` of `face` ("onnx" or "openvino") with
     the positional `slots` and `keywords`. The function is looked up now, so that this module
     imports no operator. `input_names` names the runtime slots, in order."""
@@ -226,4 +243,5 @@ def bind(where: str, face: str, function: str, slots: Sequence[Slot], keywords: 
                         version=version,
                         call=format_call(f"{prefix}.{function}", shown, keywords, public),
                         input_names=input_names, output_names=output_names, face=prefix,
-                        function=function, slots=slots, attributes=keywords)
+                        function=function, slots=slots, attributes=keywords, public=public,
+                        note=note)

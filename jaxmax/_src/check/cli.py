@@ -12,7 +12,8 @@ from typing import TextIO
 import numpy as np
 
 from jaxmax._src.check import deviations, report
-from jaxmax._src.check.runners import CheckError, ModelInput, OnnxModel, OpenVinoModel
+from jaxmax._src.check.errors import CheckError
+from jaxmax._src.check.runners import ModelInput, OnnxModel, OpenVinoModel
 
 DESCRIPTION = """\
 Run MODEL in its own runtime (onnxruntime's CPU provider for .onnx, OpenVINO's CPU plugin with
@@ -22,7 +23,9 @@ jaxmax.openvino.from_node, jitted, with jax_enable_x64), and compare every outpu
 equals NaN, -0.0 differs from +0.0, dtypes must match.
 
 Bound operators: ONNX ReduceMax, MaxPool, GlobalMaxPool, Max, ArgMax, TopK, MaxUnpool,
-ScatterElements and ScatterND (18 and later, reduction max); OpenVINO ReduceMax-1,
+ScatterElements and ScatterND (18 and later, reduction max; at opsets 16-17, where reduction
+max is outside the ONNX schema but torch's exporter writes it, run as version 18, as
+onnxruntime does, and said so in the row); OpenVINO ReduceMax-1,
 ReduceLogicalOr-1, MaxPool-1/-8/-14, SegmentMax-16, Maximum-1, TopK-1/-3/-11,
 AdaptiveMaxPool-8, ScatterElementsUpdate-12 and ScatterNDUpdate-15 (reduction max). Every other
 node (a scatter with another reduction too) is listed as not covered, by op type.
@@ -43,7 +46,9 @@ runtime deviation), 1 when a covered node differs or jaxmax raised on it, 2 on b
 missing or unreadable model, a runtime that is not installed, a dynamic dim without --shape,
 --inputs names that do not match the model's inputs, ScatterElementsUpdate indices or shapes on
 which OpenVINO's CPU plugin would write outside its buffers, a runtime error or crash),
-reported as one line on stderr.
+reported as one line on stderr; 3 when check itself failed (a bug in check, not in the model or
+in jaxmax's operators): the node's row and one line on stderr name the node and the error,
+never a traceback.
 """
 
 EPILOG = """\
@@ -181,16 +186,34 @@ def _shapes_text(arrays) -> str:
     return ", ".join(str(tuple(int(d) for d in a.shape)) for a in arrays)
 
 
+#: Exit status when check itself fails (its own bug): distinct from a node that differs (1) and
+#: from bad input (2).
+INTERNAL_ERROR = 3
+
+
+def _one_line(error: BaseException) -> str:
+    return f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
+
+
+def _internal(where: str, error: BaseException) -> str:
+    return (f"jaxmax check: internal error {where}: {_one_line(error)} (a bug in jaxmax check, "
+            f"not in the model or in jaxmax's operators: please report it)")
+
+
 def run(argv: list[str], out: TextIO, err: TextIO) -> int:
     args = parser().parse_args(argv)
+    stage = ["reading the model"]  # what _check is doing, for an internal error's line
     try:
-        return _check(args, out, err)
+        return _check(args, out, err, stage)
     except CheckError as error:
         print(f"jaxmax check: {error}", file=err)
         return 2
+    except Exception as error:  # noqa: BLE001 (check's own bug: one line, its own status)
+        print(_internal(f"while {stage[0]}", error), file=err)
+        return INTERNAL_ERROR
 
 
-def _check(args, out: TextIO, err: TextIO) -> int:
+def _check(args, out: TextIO, err: TextIO, stage: list[str]) -> int:
     import jax
 
     from jaxmax._src.onnx.node import VERSIONS as ONNX_OPS
@@ -210,8 +233,11 @@ def _check(args, out: TextIO, err: TextIO) -> int:
     if isinstance(model, OpenVinoModel):
         model.reshape(shapes)
     covered = ONNX_OPS if isinstance(model, OnnxModel) else OV_OPS
+    stage[0] = "binding the model's nodes"
     entries, others = model.bind(covered)
+    stage[0] = f"running the model in {model.runtime}"
     model.run(feeds, entries)
+    stage[0] = "comparing the nodes"
 
     rows: list[tuple[str, ...]] = []
     counts: collections.Counter[str] = collections.Counter()
@@ -219,6 +245,7 @@ def _check(args, out: TextIO, err: TextIO) -> int:
     show = args.progress == "always" or (args.progress == "auto" and len(bound) >= 10
                                          and err.isatty())
     progress = report.Progress(len(bound), show, err)
+    internal: list[str] = []
     for entry in entries:
         if entry.binding is None:
             for_type = entry.reason or "not bound"
@@ -226,7 +253,11 @@ def _check(args, out: TextIO, err: TextIO) -> int:
             rows.append((entry.name, entry.op, "-", "-", f"not covered: {for_type}"))
             continue
         progress.step(entry.name)
-        outcome = _compare(model.runtime, entry, jax)
+        try:
+            outcome = _compare(model.runtime, entry, jax)
+        except Exception as error:  # noqa: BLE001 (check's own bug: named, its own status)
+            internal.append(_internal(f"on node {entry.name!r} ({entry.op})", error))
+            outcome = report.Outcome("internal", f"internal error in check: {_one_line(error)}")
         counts[outcome.status] += 1
         call = entry.binding.call + (f"  [{entry.note}]" if entry.note else "")
         rows.append((entry.name, entry.op, call, _shapes_text(entry.outputs), outcome.text))
@@ -247,8 +278,14 @@ def _check(args, out: TextIO, err: TextIO) -> int:
         line += f", {counts['deviation']} runtime deviation(s)"
     if counts["mismatch"] or counts["error"]:
         line += f", {counts['mismatch'] + counts['error']} differ or failed"
+    if counts["internal"]:
+        line += f", {counts['internal']} not checked (internal error)"
     line += f", {not_covered} not covered" + (f" ({by_type})" if by_type else "")
     print(line, file=out)
+    for text in internal:
+        print(text, file=err)
+    if internal:
+        return INTERNAL_ERROR
     return 0 if counts["mismatch"] == 0 and counts["error"] == 0 else 1
 
 

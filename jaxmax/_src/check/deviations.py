@@ -41,12 +41,18 @@ class Unproven(Exception):
 
 class Case:
     """One node's run: the binding, its runtime inputs, jaxmax's and the runtime's outputs
-    (equal in number, shape and dtype), with the window facts the rules share, computed once."""
+    (equal in number, shape and dtype), with the window facts the rules share, computed once.
+
+    ``args`` holds every positional slot's value in the binding's order, the constant ones
+    (ONNX initializers and ``Constant`` outputs, OpenVINO ``Constant`` nodes) filled in: the
+    rules read operands from it, never from the runtime inputs alone, so that any mix of
+    runtime and constant inputs is read alike."""
 
     def __init__(self, binding: NodeFunction, inputs: Sequence[np.ndarray],
                  ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray]):
         self.binding = binding
         self.inputs = [np.asarray(x) for x in inputs]
+        self.args = [np.asarray(x) for x in node_binding.filled(binding.slots, self.inputs)]
         self.ours = [np.asarray(y) for y in ours]
         self.theirs = [np.asarray(t) for t in theirs]
         self.data = fields.data_inputs(binding)
@@ -57,8 +63,8 @@ class Case:
 
     def holds(self, mark: Callable[[np.ndarray], np.ndarray | None]) -> np.ndarray:
         """Where output 0's elements have a window holding an element `mark` marks."""
-        masks = [mark(x) if k in self.data else None for k, x in enumerate(self.inputs)]
-        hit = fields.holds(self.binding, self.inputs, masks, self.shape)
+        masks = [mark(x) if k in self.data else None for k, x in enumerate(self.args)]
+        hit = fields.holds(self.binding, self.args, masks, self.shape)
         if hit is None:
             raise Unproven(self.binding.call)
         return hit
@@ -87,13 +93,13 @@ def _nan_propagated(case: Case) -> Masks:
     out: Masks = [case.nan & np.isnan(case.ours[0])]
     if len(case.ours) == 2:  # MaxPool's Indices
         (k,) = case.data
-        first = fields.first_marked(case.binding, case.inputs, np.isnan(case.inputs[k]),
+        first = fields.first_marked(case.binding, case.args, np.isnan(case.args[k]),
                                     case.shape)
         if first is None:
             out.append(None)
         else:
             if case.binding.attributes.get("storage_order", 0):
-                first = _column_major(first, case.inputs[k].shape)
+                first = _column_major(first, case.args[k].shape)
             out.append(case.nan & (case.ours[1] == first))
     return out
 
@@ -111,7 +117,7 @@ def _column_major(flat: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 def _arg_max_nan(case: Case) -> Masks:
     """ArgMax: a slice holding a NaN gives its first NaN (last with select_last_index);
     onnxruntime seeds with the first element."""
-    want = contract.onnx_arg_max_of_nan(case.binding, case.inputs[0])
+    want = contract.onnx_arg_max_of_nan(case.binding, case.args[0])
     return [None if want is None else case.nan & (case.ours[0] == want)]
 
 
@@ -190,17 +196,17 @@ def _ov_nan(want: Callable[[Case], Sequence[np.ndarray] | None]):
 
 
 def _want_reduce(case: Case):
-    value = contract.ov_reduce_max(case.binding, case.inputs[0])
+    value = contract.ov_reduce_max(case.binding, case.args[0])
     return None if value is None else [value]
 
 
 def _want_maximum(case: Case):
-    value = contract.ov_maximum(case.inputs[0], case.inputs[1])
+    value = contract.ov_maximum(case.args[0], case.args[1])
     return None if value is None else [value]
 
 
 def _want_top_k(case: Case):
-    return contract.ov_top_k(case.binding, case.inputs[0])
+    return contract.ov_top_k(case.binding, case.args[0])
 
 
 def _wide(x: np.ndarray) -> np.ndarray | None:
@@ -258,17 +264,17 @@ def _f16_lowest(case: Case) -> Masks:
 
 
 def _ov_zero(case: Case) -> np.ndarray | None:
-    return contract.ov_maximum(case.inputs[0], case.inputs[1])
+    return contract.ov_maximum(case.args[0], case.args[1])
 
 
 def _tie_order(case: Case) -> Masks:
     """TopK: the CPU plugin picks another of tied elements. Explained where jaxmax's value and
     index are the contract's (ties to the lower index) and the runtime's index names an element
     of the same value, whose value it returns."""
-    expected = contract.ov_top_k(case.binding, case.inputs[0])
+    expected = contract.ov_top_k(case.binding, case.args[0])
     if expected is None or len(case.ours) != 2:
         return [None, None]
-    x = case.inputs[0]
+    x = case.args[0]
     axis = int(case.binding.attributes["axis"]) % x.ndim
     n = x.shape[axis]
     theirs_i = case.theirs[1].astype(np.int64)
@@ -319,8 +325,7 @@ def _nd_k0_ignored(case: Case) -> Masks:
     """ScatterNDUpdate with ``k = 0`` (indices' last dim 0: each update tuple names the whole
     tensor): the CPU plugin returns ``data`` unchanged. Explained where the runtime's value is
     the data element bit for bit and jaxmax's is the contract's SNDU-15 fold."""
-    data, indices, _ = (np.asarray(a) for a in
-                        node_binding.filled(case.binding.slots, case.inputs))
+    data, indices, _ = case.args
     if indices.ndim < 1 or indices.shape[-1] != 0 or data.shape != case.shape:
         return [None]
     expected = contract.ov_scatter_nd_update(case.binding, case.inputs)

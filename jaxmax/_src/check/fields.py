@@ -3,9 +3,12 @@
 ``python -m jaxmax check`` excuses a runtime's documented deviation only at output elements
 whose own window (or slice, or broadcast partner) holds the input the deviation is about. The
 window comes from the node's real attributes: a windowed node (reduce, pool, segment,
-elementwise) is run, through its own binding, on a 0/1 indicator of the elements in question,
-so that the max over each window is 1 exactly where the window holds one; ArgMax and TopK read
-whole slices along the binding's resolved ``axis``. Nothing here reads the call text.
+elementwise, scatter) is run, through its own function and attributes, on a 0/1 indicator of
+the elements in question in every data slot (a constant input's too, whether an ONNX
+initializer or an OpenVINO Constant: its elements belong to the windows, and the data slots
+keep one dtype), so that the max over each window is 1 exactly where the window holds one;
+ArgMax and TopK read whole slices along the binding's resolved ``axis``. Nothing here reads the
+call text.
 """
 
 from __future__ import annotations
@@ -23,39 +26,39 @@ WINDOWED = frozenset({"reduce_max", "max_pool", "global_max_pool", "max", "maxim
                       "scatter_elements_update", "scatter_nd_update"})
 #: Functions whose output elements each read one whole slice along ``axis``.
 SLICED = frozenset({"arg_max", "top_k"})
-#: Runtime inputs that are not folded data (ids, indices): fed unchanged.
-_NOT_DATA = frozenset({"segment_ids", "I", "indices"})
-
-
-def _runtime_names(binding: NodeFunction) -> list[str]:
-    return [slot.name for slot in binding.slots if slot.runtime]
+#: Slots that are not folded data (ids, indices, counts, shapes, the axis): given unchanged.
+_NOT_DATA = frozenset({"segment_ids", "I", "indices", "K", "k", "output_shape",
+                       "num_segments", "axis"})
 
 
 def data_inputs(binding: NodeFunction) -> list[int]:
-    """Positions (among the runtime inputs) of the inputs whose values are folded."""
-    return [k for k, name in enumerate(_runtime_names(binding)) if name not in _NOT_DATA]
+    """Positions (among the binding's positional slots, runtime and constant alike) of the
+    inputs whose values are folded."""
+    return [k for k, slot in enumerate(binding.slots) if slot.name not in _NOT_DATA]
 
 
 def _axis(binding: NodeFunction, ndim: int) -> int:
     return int(binding.attributes["axis"]) % ndim
 
 
-def _run(binding: NodeFunction, inputs: Sequence[np.ndarray],
+def _run(binding: NodeFunction, args: Sequence[np.ndarray],
          replaced: dict[int, np.ndarray]) -> np.ndarray | None:
-    """Output 0 of the binding with some runtime inputs replaced; None when it cannot run them
-    (then nothing is proven, and nothing is excused)."""
-    args = [replaced.get(k, x) for k, x in enumerate(inputs)]
+    """Output 0 of the node's function with some slots replaced (a constant as well as a
+    runtime input: every data slot gets an indicator of one dtype, whatever feeds it); None
+    when it cannot run them (then nothing is proven, and nothing is excused)."""
+    values = [replaced.get(k, x) for k, x in enumerate(args)]
     try:
-        return np.asarray(binding(*args)[0])
+        return np.asarray(binding.with_slots(*values)[0])
     except Exception:  # noqa: BLE001 (an input the operator rejects proves nothing)
         return None
 
 
-def holds(binding: NodeFunction, inputs: Sequence[np.ndarray],
+def holds(binding: NodeFunction, args: Sequence[np.ndarray],
           masks: Sequence[np.ndarray | None], shape: tuple[int, ...]) -> np.ndarray | None:
     """Boolean array of output shape `shape`: True where the output element's window holds an
-    input element marked in `masks` (one mask per runtime input; None marks nothing). None when
-    the binding cannot tell (it rejects the indicator, or is not a max over windows)."""
+    input element marked in `masks` (`args`: every positional slot's value, constants included;
+    one mask per slot, None marks nothing). None when the binding cannot tell (it rejects the
+    indicator, or is not a max over windows)."""
     data = data_inputs(binding)
     marked = {k: mask for k, mask in enumerate(masks) if k in data and mask is not None}
     if not any(mask.any() for mask in marked.values()):
@@ -69,15 +72,16 @@ def holds(binding: NodeFunction, inputs: Sequence[np.ndarray],
         return np.broadcast_to(hit, shape)
     if binding.function not in WINDOWED:
         return None
-    replaced = {k: marked.get(k, np.zeros(inputs[k].shape, bool)).astype(np.float64)
+    # float64 0/1 in every data slot: one dtype, as the operators ask of their data inputs
+    replaced = {k: marked.get(k, np.zeros(np.shape(args[k]), bool)).astype(np.float64)
                 for k in data}
-    out = _run(binding, inputs, replaced)
+    out = _run(binding, args, replaced)
     if out is None or out.shape != shape:
         return None
     return out == 1
 
 
-def first_marked(binding: NodeFunction, inputs: Sequence[np.ndarray], mask: np.ndarray,
+def first_marked(binding: NodeFunction, args: Sequence[np.ndarray], mask: np.ndarray,
                  shape: tuple[int, ...]) -> np.ndarray | None:
     """For a single-data windowed node: the flat position (in the data) of the first marked
     element of each output element's window (row-major window order is ascending flat
@@ -86,7 +90,7 @@ def first_marked(binding: NodeFunction, inputs: Sequence[np.ndarray], mask: np.n
     positions = np.arange(mask.size, dtype=np.float64).reshape(mask.shape)
     # the max of -position over a window is minus its first marked position
     encoded = np.where(mask, -positions, -np.inf)
-    out = _run(binding, inputs, {k: encoded})
+    out = _run(binding, args, {k: encoded})
     if out is None or out.shape != shape:
         return None
     return np.where(np.isfinite(out), -out, -1).astype(np.int64)

@@ -13,7 +13,7 @@ from jaxmax._src.check.deviations import differing
 
 @dataclasses.dataclass
 class Outcome:
-    status: str  # "exact", "deviation", "mismatch", "error", "not covered"
+    status: str  # "exact", "deviation", "mismatch", "error", "internal", "not covered"
     text: str
 
 

@@ -18,11 +18,8 @@ from typing import Any
 import numpy as np
 
 from jaxmax._src import node_binding
+from jaxmax._src.check.errors import CheckError
 from jaxmax._src.node_binding import NodeBindingError, NodeFunction
-
-
-class CheckError(Exception):
-    """Bad input to ``check``: reported as one line on stderr, exit status 2."""
 
 
 @dataclasses.dataclass
@@ -120,6 +117,7 @@ class OnnxModel:
             entry = NodeEntry(name=name, op=node.op_type, op_type=node.op_type, node=node)
             try:
                 entry.binding = from_node(node, opset=self.opset, constants=constants)
+                entry.note = entry.binding.note
             except NodeBindingError as err:
                 if err.input_name is None:
                     entry.reason = str(err)
@@ -163,7 +161,9 @@ class OnnxModel:
                 extra.append(onnx.helper.make_empty_tensor_value_info(name))
         model.graph.output.extend(extra)
         try:
-            session = self.ort.InferenceSession(model.SerializeToString(),
+            options = self.ort.SessionOptions()
+            options.log_severity_level = 3  # errors only: stderr is for check's own lines
+            session = self.ort.InferenceSession(model.SerializeToString(), options,
                                                 providers=["CPUExecutionProvider"])
             names = [o.name for o in session.get_outputs()]
             results = dict(zip(names, session.run(names, feeds), strict=True))
@@ -179,7 +179,8 @@ class OnnxModel:
                              or t in entry.pending}
                 try:
                     entry.binding = from_node(entry.node, opset=self.opset, constants=constants)
-                    entry.note = f"{', '.join(entry.pending)} taken from this run"
+                    entry.note = "; ".join(filter(None, [
+                        f"{', '.join(entry.pending)} taken from this run", entry.binding.note]))
                 except Exception as err:  # noqa: BLE001 (reported in the node's row)
                     entry.reason = str(err)
                     continue

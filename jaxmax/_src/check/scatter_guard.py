@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxmax._src.check.runners import CheckError
+from jaxmax._src.check.errors import CheckError
 
 OP = "ScatterElementsUpdate"
 RUNTIME = "OpenVINO CPU"

@@ -53,7 +53,11 @@ def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -
     Bound operators and versions: ReduceMax 1/11/12/13/18/20, MaxPool 1/8/10/11/12/22 (``Indices``
     when the node has a second output), GlobalMaxPool 1/22, Max 1/6/8/12/13, ArgMax
     1/11/12/13, TopK 1/10/11/24, MaxUnpool 9/11/22, ScatterElements and ScatterND 18 (reduction
-    max; other reductions raise the not-bound error).
+    max; other reductions raise the not-bound error). A ScatterElements or ScatterND node of
+    version 16 (opsets 16-17) with reduction max is outside the ONNX schema (max arrives in
+    18), but torch's TorchScript exporter writes it and onnxruntime runs it with the version-18
+    rule: it is bound as version 18 (``opset=18`` in the call), and the callable's ``note``
+    says so. ``onnx.scatter_elements(..., opset=16, reduction="max")`` itself still raises.
 
     Args:
       node: an ``onnx.NodeProto`` (default domain).
@@ -113,7 +117,8 @@ def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -
             f"{opset}", missing=f"operator {op_type}") from None
     version = int(schema.since_version)
     where = f"ONNX node {label} ({op_type}-{version})"
-    node_binding.check_version(where, op_type, version, VERSIONS)
+    run_as, note = _beyond_schema(onnx, node, version)
+    node_binding.check_version(where, op_type, run_as, VERSIONS)
     attrs = _attributes(onnx, node, schema, where)
 
     # each node input as a Slot: its formal name (the schema's), constant value, tensor name
@@ -133,12 +138,37 @@ def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -
         else:
             inputs.append(Slot(name, _RUNTIME, tensor))
     binder = _BINDERS[op_type]
-    function, positional, keywords = binder(where, version, attrs, inputs, node)
-    keywords["opset"] = opset
+    function, positional, keywords = binder(where, run_as, attrs, inputs, node)
+    keywords["opset"] = opset if run_as == version else run_as
     return node_binding.bind(
         where, "onnx", function, positional, keywords, node_name=node.name, op_type=op_type,
         version=version, input_names=[slot.source for slot in positional if slot.runtime],
-        output_names=[o for o in node.output if o])
+        output_names=[o for o in node.output if o], note=note)
+
+
+#: Scatter reductions onnxruntime runs at version 16 (opsets 16-17) although the schema adds
+#: them only in version 18: torch's TorchScript exporter writes ScatterElements with reduction
+#: max at opset 16 and 17 (``scatter_reduce(..., "amax")``), the dynamo exporter a setup
+#: scatter with reduction min.
+_SCATTER_AHEAD = {"ScatterElements": 16, "ScatterND": 16}
+_AHEAD_REDUCTIONS = ("max", "min")
+
+
+def _beyond_schema(onnx, node, version: int) -> tuple[int, str]:
+    """The version whose rule binds the node, and a note when it is not the node's own: a
+    scatter node of version 16 with reduction max or min is outside the ONNX schema at its
+    opset, and run as version 18, as onnxruntime runs it (the public ``scatter_elements`` /
+    ``scatter_nd`` keep rejecting ``reduction='max'`` below opset 18)."""
+    if _SCATTER_AHEAD.get(node.op_type) != version:
+        return version, ""
+    reduction = next((onnx.helper.get_attribute_value(a) for a in node.attribute
+                      if a.name == "reduction"), b"none")
+    if isinstance(reduction, bytes):
+        reduction = reduction.decode()
+    if reduction not in _AHEAD_REDUCTIONS:
+        return version, ""
+    return 18, (f"outside the ONNX schema at this opset; run as {node.op_type}-18, as "
+                f"onnxruntime does")
 
 
 _RUNTIME = node_binding.RUNTIME
