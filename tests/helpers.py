@@ -31,15 +31,23 @@ def lowest(dtype) -> np.ndarray:
     return np.array(info.min, dtype)
 
 
-def assert_same(actual, expected, context: str = "") -> None:
-    """Exact equality of dtype, shape and values; NaN equals NaN (16-bit floats are compared
-    in float64, which holds each of their values exactly)."""
+def assert_same(actual, expected, context: str = "", *, zero_signs: bool = True) -> None:
+    """Exact equality of dtype, shape and values, zero signs included (`zero_signs`: False only
+    against a runtime whose zero sign is a documented deviation); NaN equals NaN (16-bit floats
+    are compared in float64, which holds each of their values exactly)."""
     actual, expected = np.asarray(actual), np.asarray(expected)
     assert actual.dtype == expected.dtype, f"{context}: dtype {actual.dtype} != {expected.dtype}"
     assert actual.shape == expected.shape, f"{context}: shape {actual.shape} != {expected.shape}"
     if is_float(expected.dtype):
         actual, expected = actual.astype(np.float64), expected.astype(np.float64)
     np.testing.assert_array_equal(actual, expected, err_msg=context)
+    if zero_signs and is_float(expected.dtype):  # assert_array_equal takes -0 == +0
+        zeros = expected == 0
+        flipped = np.flatnonzero(np.signbit(actual[zeros]) != np.signbit(expected[zeros]))
+        assert flipped.size == 0, (
+            f"{context}: {flipped.size} zeros of the other sign, the first at "
+            f"{np.argwhere(zeros)[flipped[0]].tolist()}: {actual[zeros][flipped[0]]!r}, "
+            f"expected {expected[zeros][flipped[0]]!r}")
 
 
 def onnx_empty(dtype) -> np.ndarray:

@@ -9,6 +9,8 @@ borrowed. Written from the specifications and docs/semantics.md only.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from helpers import is_float, lowest, onnx_empty
 
@@ -129,6 +131,8 @@ def onnx_reduce_max(x, axes=None, keepdims=1, noop_with_empty_axes=0):
     def step(acc, value):
         if acc != acc or value != value:  # NaN (x != x) wins and stays
             return acc if acc != acc else value
+        if value == acc == 0:  # +0.0 is above -0.0 (docs/semantics.md §4)
+            return value if math.copysign(1.0, value) > 0 else acc
         return value if value > acc else acc
 
     if not r:

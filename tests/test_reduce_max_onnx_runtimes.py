@@ -186,7 +186,9 @@ def test_random_cases_against_onnx_reference(opset):
             x = make_data(data_rng, case["shape"], case["dtype"])
             got = call_jaxmax(x, case)
             expected = run_reference(case, x)
-            assert_same(got, expected, "onnx.reference: " + describe(case))
+            # onnx.reference's zero on a -0/+0 tie follows NumPy's reduction order
+            # (docs/semantics.md §4): values only
+            assert_same(got, expected, "onnx.reference: " + describe(case), zero_signs=False)
             assert_same(got, oracle_for(x, case), "oracle: " + describe(case))
 
 

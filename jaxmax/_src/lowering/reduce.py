@@ -8,6 +8,9 @@ calls a ``jax.jit(..., inline=True)`` function, so an eager call dispatches a ca
 and a call inside an outer ``jit`` is inlined into it. Inputs sharded over ``Explicit`` mesh axes
 are computed with those axes made ``Auto`` (:mod:`jaxmax._src.explicit_axes`).
 
+The sign of a zero maximum is settled from the data afterwards, only when some result is a zero
+(:mod:`jaxmax._src.lowering.signed_zeros`).
+
 ReduceMax on one device, on CPU, applies the rule while it reads the data, in one pass
 (:mod:`jaxmax._src.lowering.reduce_cpu`), as fast on data with NaN as without.
 
@@ -29,7 +32,7 @@ import jax
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import reduce_cpu, rules
+from jaxmax._src.lowering import reduce_cpu, rules, signed_zeros
 
 
 def _max_with_rule(x: jax.Array, axes: tuple[int, ...], nan: str, fold: bool) -> jax.Array:
@@ -98,4 +101,5 @@ def _reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, nan: str,
 
         out = rules.by_platform(x, cpu=cpu,
                            default=lambda v: _max_with_rule(v, axes, nan, fold=False))
+        out = signed_zeros.settle(x, axes, out, nan)  # a zero maximum's sign, by the rule
     return lax.expand_dims(out, axes) if keepdims else out
