@@ -13,6 +13,7 @@ that folder on ``sys.path``).
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,7 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     return found
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
     modules = project_modules()
     return {name: imports_of(name, path, modules) for name, path in modules.items()}
