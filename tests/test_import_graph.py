@@ -22,14 +22,6 @@ ROOT = Path(__file__).resolve().parent.parent
 #: (folder scanned, folder its dotted names start from)
 TREES = ((ROOT / "jaxmax", ROOT), (ROOT / "benchmarks", ROOT / "benchmarks"))
 
-#: Edges allowed to close a circle for now, each with the branch that removes it.
-KNOWN_CIRCLE_EDGES: set[tuple[str, str]] = {
-    # scatter_guard takes `CheckError` from runners, which imports scatter_guard inside a
-    # method: the branch `graphs` (issue 41) moves `CheckError` out and removes this edge.
-    ("jaxmax._src.check.scatter_guard", "jaxmax._src.check.runners"),
-}
-
-
 def _module_name(path: Path, base: Path) -> str:
     parts = list(path.relative_to(base).with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -177,12 +169,5 @@ def test_no_import_circles(tree):
     graph = import_graph()
     prefix = ("jaxmax",) if tree == "jaxmax" else ("jaxmax_bench", "run", "pool_ab",
                                                    "scatter_bench", "elementwise_ab")
-    found = [c for c in circles(graph, KNOWN_CIRCLE_EDGES) if c[0].split(".")[0] in prefix]
+    found = [c for c in circles(graph) if c[0].split(".")[0] in prefix]
     assert not found, "import circles: " + "; ".join(" -> ".join(c) for c in found)
-
-
-def test_known_circle_edges_still_exist():
-    """An exception outlives its circle only until this fails: then remove it."""
-    graph = import_graph()
-    stale = [edge for edge in KNOWN_CIRCLE_EDGES if edge[1] not in graph.get(edge[0], ())]
-    assert not stale, f"KNOWN_CIRCLE_EDGES lists edges no file has: {stale}"
