@@ -83,6 +83,29 @@ def pool_form(compact: bool):
         jax.clear_caches()
 
 
+@contextlib.contextmanager
+def public_forms():
+    """Every JAX internal's public fallback for the block, as a JAX whose internals moved would
+    run: the private combiner scatter (`scatter.private.USE`) and the tracer's recorded producer
+    (`scatter.built.USE`) switched off, and both internals replaced by stubs that fail if
+    reached, so a test passing inside has run the fallback. The forms are chosen while
+    tracing, so JAX's caches are cleared on the way in and out."""
+    from jaxmax._src.lowering.scatter import built, private
+
+    def unreachable(*args, **kwargs):
+        raise AssertionError("a JAX internal was used with its public form forced")
+
+    saved = (private.USE, private.bind, built.USE, built._known_constant)
+    private.USE, private.bind, built.USE, built._known_constant = (
+        False, unreachable, False, unreachable)
+    jax.clear_caches()
+    try:
+        yield
+    finally:
+        private.USE, private.bind, built.USE, built._known_constant = saved
+        jax.clear_caches()
+
+
 def special_floats(rng, shape, dtype=np.float32, p_nan=0.12, p_ninf=0.12, p_inf=0.04):
     """Random floats (normal, scale 10) with NaN, -inf and +inf sprinkled in."""
     x = rng.standard_normal(shape) * 10

@@ -68,10 +68,23 @@ def test_changelog_has_the_version():
     assert re.search(r"^## \[0\.1\.0\] - ", text, re.M)
 
 
+def _ci_pythons(project) -> set[str]:
+    """The CPython versions .ci/run tests: requires-python's lowest (the interpreter it starts
+    with) and its NEWEST_PYTHON."""
+    lowest = re.fullmatch(r">=\s*(3\.\d+)", project["requires-python"].strip())
+    assert lowest, project["requires-python"]
+    newest = re.search(r"^NEWEST_PYTHON=(3\.\d+)$", (ROOT / ".ci" / "run").read_text(), re.M)
+    assert newest, ".ci/run names no NEWEST_PYTHON"
+    return {lowest[1], newest[1]}
+
+
 def test_classifiers_list_the_python_ci_runs():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     python = f"Programming Language :: Python :: {sys.version_info[0]}.{sys.version_info[1]}"
     assert python in project["classifiers"]
+    listed = {c.rsplit(" :: ", 1)[1] for c in project["classifiers"]
+              if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)}
+    assert listed == _ci_pythons(project)
     assert project["keywords"]
     if sys.platform.startswith("linux"):
         assert "Operating System :: POSIX :: Linux" in project["classifiers"]

@@ -12,10 +12,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import public_forms
 from test_scatter import assert_bits
 from test_scatter_sweep import elements_case, matches_oracle, x64
 
 from jaxmax._src.lowering.scatter import combiner as scatter_combiner
+from jaxmax._src.lowering.scatter import private as private_scatter
 
 FLOAT_WIDE = [np.float32, np.float64]
 
@@ -46,7 +48,7 @@ def _cases(dtype, seed, count):
 
 def test_the_combiner_scatter_binds_on_this_jax():
     # the installed JAX must take the combiner form (the public form is the fallback only)
-    assert scatter_combiner.available()
+    assert private_scatter.available()
     assert scatter_combiner.supports(np.float32) and scatter_combiner.supports(np.float64)
     assert not scatter_combiner.supports(np.float16)
 
@@ -96,11 +98,8 @@ def test_each_order_on_every_pair_of_values(kind):
         assert_bits(np.array([out]), np.array([want]), f"{kind} {a!r} {b!r}")
 
 
-def test_the_public_form_without_the_combiner(monkeypatch):
+def test_the_public_form_without_the_combiner():
     # a JAX without the private primitive takes the previous form: the same results
-    monkeypatch.setattr(scatter_combiner, "supports", lambda dtype: False)
-    jax.clear_caches()
-    try:
+    with public_forms():
+        assert not scatter_combiner.supports(np.float32)
         _every_face_matches_the_oracle(np.float32, 29, 8)
-    finally:
-        jax.clear_caches()

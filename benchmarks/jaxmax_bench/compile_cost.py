@@ -154,26 +154,6 @@ def _split(fn: Callable[..., Any], sweep: ShapeSweep, rng: Any, count: int = 10
     return {"split_ms": {k: statistics.median(v) for k, v in parts.items()}, "hlo_lines": lines}
 
 
-def child_main(request: str) -> int:
-    """``run.py --compile-row REQUEST``: rebuild the row REQUEST names, print its cost."""
-    from .cases import Ctx, sizes
-    from .groups import CASE_BUILDERS
-
-    req = json.loads(request)
-    sz = sizes(req["quick"])
-    case = next(c for c in CASE_BUILDERS[req["group"]](sz) if c.name == req["case"])
-    impl = next(i for i in case.impls if i.label == req["impl"])
-    run = impl.build(Ctx(impl.inputs or case.inputs, sz))
-    if isinstance(run, ShapeSweep):
-        out = measure_sweep(run)
-    elif isinstance(run, JaxRun):
-        out = measure_compile(run)
-    else:
-        out = {"compile_err": "not a JAX row"}
-    sys.stdout.write(json.dumps(out) + "\n")
-    return 0
-
-
 def in_child(group: str, case: str, impl: str, quick: bool, timeout_s: float,
              max_rss_mb: float = MAX_RSS_MB) -> dict[str, Any]:
     """The cost of one row from a child process. A child still running after `timeout_s`, or

@@ -8,7 +8,6 @@ takes a slower path; only the ZERO fill of an output holding lowest(T) counts me
 
 from __future__ import annotations
 
-import functools
 from functools import partial
 
 import jax
@@ -18,15 +17,6 @@ from jax import lax
 from jaxmax._src import dtypes, explicit_axes
 from jaxmax._src.lowering import rules
 from jaxmax._src.lowering.scatter import private as private_scatter
-
-
-@functools.cache
-def _combiner_scatter() -> bool:
-    """Whether this JAX's private combiner scatter binds as used here (probed once): an internal
-    that moved or changed its signature makes `_scatter_rule_max` take the public masked form
-    instead of failing."""
-    return private_scatter.binds(
-        lambda o, i, u: _bind_rule_scatter(o, i, u, private_scatter.NUMBERS_1D))
 
 
 def segment_max(data: jax.Array, segment_ids: jax.Array, num_segments: int,
@@ -117,7 +107,7 @@ def _scatter_rule_max(out: jax.Array, segment_ids: jax.Array, data: jax.Array) -
     ids = segment_ids[:, None]
     if not dtypes.is_floating(data.dtype):
         return lax.scatter_max(out, ids, data, numbers, mode=mode)
-    if not _combiner_scatter():
+    if not private_scatter.available():
         masked = jnp.where(jnp.isnan(data), jnp.array(-jnp.inf, data.dtype), data)
         return lax.scatter_max(out, ids, masked, numbers, mode=mode)
     return _bind_rule_scatter(out, ids, data, numbers)

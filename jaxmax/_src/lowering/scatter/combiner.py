@@ -20,8 +20,9 @@ NaNs land above ``+inf`` (``"ieee_max"``) or below ``-inf`` (``"max_skip_nan"``)
 keeps the order of the numbers. Only integer operations touch the values, so nothing flushes.
 
 The combiner is bound through JAX's private scatter primitive
-(:mod:`jaxmax._src.lowering.scatter.private`, as SegmentMax's is); `available` probes it once,
-and callers keep a public form for a JAX without it.
+(:mod:`jaxmax._src.lowering.scatter.private`, as SegmentMax's is), whose `available` decides
+once whether it works here; `supports` asks it, and callers keep a public form for a JAX
+without it.
 """
 
 from __future__ import annotations
@@ -38,22 +39,10 @@ from jaxmax._src.lowering.scatter import private as private_scatter
 KINDS = ("ieee_max", "max_skip_nan", "bits_min")
 
 
-
 def supports(dtype) -> bool:
     """Whether `dtype` takes these scatters: float32 and float64. XLA's CPU computes 16-bit
     floats in float32, and the conversions quiet a NaN's bits, which a key may be."""
-    return np.dtype(dtype).itemsize in (4, 8) and available()
-
-
-@functools.cache
-def available() -> bool:
-    """Whether this JAX's private combiner scatter binds as used here (probed once): an
-    internal that moved or changed makes the callers take their public form instead."""
-    return all(private_scatter.binds(functools.partial(_probe, kind)) for kind in KINDS)
-
-
-def _probe(kind: str, operand: jax.Array, index: jax.Array, values: jax.Array) -> jax.Array:
-    return scatter(kind, operand, index, values, private_scatter.NUMBERS_1D)
+    return np.dtype(dtype).itemsize in (4, 8) and private_scatter.available()
 
 
 def scatter(kind: str, operand: jax.Array, index: jax.Array, values: jax.Array,

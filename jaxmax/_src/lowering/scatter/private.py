@@ -2,16 +2,26 @@
 
 `jax.lax` exposes scatters with fixed combiners only (add, min, max, ...). SegmentMax's rule and
 the bit-reading max scatters (:mod:`jaxmax._src.lowering.scatter.combiner`) need their own, so
-they bind the primitive that takes its combiner as a jaxpr. Its callers probe it once with
-`binds` and keep a public form for a JAX whose internals moved or changed.
+they bind the primitive that takes its combiner as a jaxpr, the way JAX's own `lax.scatter_max`
+does: ``jaxpr, consts = lax._reduction_jaxpr(combine, aval)`` then ``scatter_max_p.bind(...,
+update_jaxpr=jaxpr, update_consts=consts, ...)`` (on jax 0.10 the first is the traced jaxpr; on
+0.12, where a jaxpr carries its constants, the same object with them; the primitive lowers
+either with ``update_consts`` as its constants).
+
+`available` is the one place that decides, once per process, whether this works here: it runs
+a combiner no public scatter has on a few values and compares every element with the answer
+worked out by hand. Every caller asks it and keeps a public form with the same results for a
+JAX whose internals moved or behave differently; tests set `USE` to False to run those forms.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 try:  # the scatter primitive that takes its combiner as a jaxpr
@@ -40,16 +50,37 @@ def bind(combine: Callable, operand: jax.Array, index: jax.Array, values: jax.Ar
         mode=lax.GatherScatterMode.FILL_OR_DROP)
 
 
-def binds(scatter: Callable[[jax.Array, jax.Array, jax.Array], jax.Array]) -> bool:
-    """Whether `scatter(operand, index, values)`, a caller's use of `bind`, traces on this JAX
-    (abstractly, on a float32 vector of 2, an index of shape (1, 1) and one update): any failure
-    of a private API means its caller takes its public form."""
+#: None: `available` probes; False forces every caller's public form (tests set it, then clear
+#: JAX's caches, since the form is chosen while tracing); True skips the probe.
+USE: bool | None = None
+
+
+def available() -> bool:
+    """Whether the private combiner scatter binds and computes as `bind` uses it, on this JAX
+    (decided once, by `_works`, unless `USE` says)."""
+    return _works() if USE is None else USE
+
+
+def _skip_nan_max(current, update):
+    return lax.select(update != update, current, lax.max(current, update))
+
+
+@functools.cache
+def _works() -> bool:
+    """The probe: a scatter whose combiner skips NaN updates (no public scatter has it), with a
+    target hit twice and one out of range, evaluated (not only traced) and compared with the
+    result worked out by hand. Any failure of the private API, or a different result, is
+    False: its callers then take their public forms."""
     if not _PRIVATE:
         return False
+    operand = np.array([0.0, -np.inf, 5.0], np.float32)
+    index = np.array([[0], [0], [1], [3], [1]], np.int32)
+    values = np.array([np.nan, 2.0, np.nan, 9.0, -1.0], np.float32)
+    want = np.array([2.0, -1.0, 5.0], np.float32)
     try:
-        jax.eval_shape(scatter, jax.ShapeDtypeStruct((2,), jnp.float32),
-                       jax.ShapeDtypeStruct((1, 1), jnp.int32),
-                       jax.ShapeDtypeStruct((1,), jnp.float32))
+        with jax.ensure_compile_time_eval():  # a caller may be tracing: compute, do not stage
+            got = np.asarray(bind(_skip_nan_max, jnp.asarray(operand), jnp.asarray(index),
+                                  jnp.asarray(values), NUMBERS_1D))
     except Exception:  # noqa: BLE001 - any failure of a private API means: do not use it
         return False
-    return True
+    return got.dtype == want.dtype and got.tobytes() == want.tobytes()

@@ -1,0 +1,148 @@
+"""Every JAX internal jaxmax uses sits behind one probe with a public fallback.
+
+Two internals, each read in one module and decided once per process by that module's
+`available()`:
+
+* JAX's private scatter primitive with a combiner of our own (`lowering/scatter/private.py`),
+  for SegmentMax's rule and the bit-reading max scatters;
+* a tracer's recorded producer (`lowering/scatter/built.py`), to recognise an index broadcast
+  in the same trace.
+
+Here: no other module reaches into JAX's internals (read from the source with `ast`), each
+probe says yes on the installed JAX and no when its internal fails or computes something else.
+The fallbacks themselves run against the oracles under `helpers.public_forms()` in
+test_scatter_combiner.py, test_segment_max_data_shapes.py and test_scatter_layouts.py (and
+below, for SegmentMax's sharp cases).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from helpers import assert_same, public_forms
+from segment_oracle import segment_max
+
+from jaxmax import openvino as jov
+from jaxmax._src.lowering.scatter import built, private
+
+PACKAGE = Path(__file__).resolve().parent.parent / "jaxmax"
+#: the module allowed to import from JAX's internals (`jax._src`)
+PRIVATE_IMPORTS = {"_src/lowering/scatter/private.py"}
+#: the module allowed to read a tracer's recorded producer
+TRACE_RECORD = {"_src/lowering/scatter/built.py"}
+_RECORD_FIELDS = {"parent", "in_tracers"}
+
+
+def _sources():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        yield path.relative_to(PACKAGE).as_posix(), ast.parse(path.read_text(encoding="utf-8"))
+
+
+def test_jax_internals_are_read_in_their_probed_modules_only():
+    private_imports, record_reads = set(), set()
+    for name, tree in _sources():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("jax._src"):
+                private_imports.add(name)
+            if isinstance(node, ast.Import) and any(a.name.startswith("jax._src")
+                                                    for a in node.names):
+                private_imports.add(name)
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                    and not node.attr.startswith("__") and isinstance(node.value, ast.Name)
+                    and node.value.id in ("jax", "lax", "jnp")):
+                private_imports.add(name)  # jax._private, lax._private, ... (not __version__)
+            if isinstance(node, ast.Attribute) and node.attr in _RECORD_FIELDS:
+                record_reads.add(name)
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "getattr"
+                    and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+                    and node.args[1].value in _RECORD_FIELDS):
+                record_reads.add(name)
+    assert private_imports == PRIVATE_IMPORTS
+    assert record_reads == TRACE_RECORD
+
+
+def test_the_probes_say_yes_on_this_jax():
+    # the installed JAX (CI runs the oldest and the newest) must take the faster forms
+    assert private._works() and private.available()
+    assert built._works() and built.available()
+
+
+@pytest.fixture
+def fresh_probes():
+    private._works.cache_clear()
+    built._works.cache_clear()
+    yield
+    private._works.cache_clear()
+    built._works.cache_clear()
+    jax.clear_caches()
+
+
+def _ieee_max_scatter(combine, operand, index, values, numbers):
+    # what a primitive that ignored the combiner would compute: NaN updates win
+    return jax.lax.scatter_max(operand, index, values, numbers,
+                               mode=jax.lax.GatherScatterMode.FILL_OR_DROP)
+
+
+def _broken(*args, **kwargs):
+    raise TypeError("an internal that moved")
+
+
+@pytest.mark.parametrize("bind", [_ieee_max_scatter, _broken], ids=["other result", "raises"])
+def test_the_scatter_probe_says_no_when_the_internal_misbehaves(fresh_probes, monkeypatch, bind):
+    monkeypatch.setattr(private, "bind", bind)
+    assert not private.available()
+
+
+def test_the_scatter_probe_says_no_without_the_internals(fresh_probes, monkeypatch):
+    monkeypatch.setattr(private, "_PRIVATE", False)
+    assert not private.available()
+
+
+def _always_constant(x, axis, depth):
+    return True
+
+
+def _no_record(x, axis, depth):
+    raise AttributeError("parent")
+
+
+@pytest.mark.parametrize("read", [_always_constant, _no_record], ids=["other answer", "absent"])
+def test_the_record_probe_says_no_when_the_record_differs(fresh_probes, monkeypatch, read):
+    monkeypatch.setattr(built, "_known_constant", read)
+    assert not built.available()
+
+
+def test_the_probes_run_inside_a_trace(fresh_probes):
+    # a caller asks while tracing: the probes compute concretely there too
+    seen = []
+
+    def traced(x):
+        seen.append((private.available(), built.available()))
+        return x
+
+    jax.jit(traced)(jnp.zeros(2))
+    assert seen == [(True, True)]
+
+
+def test_segment_max_fallback_on_sharp_values():
+    # SegmentMax's public form (the masked scatter-max) against the loop oracle on NaN, -inf,
+    # signed zeros, lowest(T) and empty segments; helpers.public_forms fails if the private
+    # scatter is reached
+    lowest = np.finfo(np.float32).min
+    data = np.array([[np.nan, -0.0], [np.nan, 0.0], [-np.inf, 0.0], [lowest, -0.0],
+                     [3.0, np.nan], [-np.inf, -np.inf]], np.float32)
+    ids = np.array([0, 0, 1, 1, 3, 3], np.int32)
+    with public_forms():
+        for fill in ("ZERO", "LOWEST"):
+            got = jov.segment_max(data, ids, 5, fill_mode=fill)
+            want = segment_max(data, ids, 5, fill)
+            assert_same(got, want, fill)
+            # every zero here is +0.0: +0.0 beats -0.0 in either order, and the ZERO fill is +0
+            zeros = want == 0
+            assert zeros.sum() == (6 if fill == "ZERO" else 2)
+            assert not np.signbit(np.asarray(got)[zeros]).any(), fill
