@@ -86,7 +86,7 @@ def onnx_extent(c1: jax.Array, c2: jax.Array, scale, off: float, clamp: bool):
 def openvino_extent(c1: jax.Array, c2: jax.Array, scale, aligned_mode: str):
     """OpenVINO: ``(start, length)`` along one axis for `aligned_mode`."""
     if aligned_mode == "asymmetric":
-        start, end = c1 * scale, c2 * scale
+        start, end = rounded(c1 * scale), rounded(c2 * scale)
     elif aligned_mode == "half_pixel_for_nn":
         start, end = rounded(c1 * scale) - 0.5, rounded(c2 * scale) - 0.5
     else:  # half_pixel
