@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import dtypes
+from jaxmax._src import dtypes, explicit_axes
 from jaxmax._src.lowering.roi import rois as roi_rows
 from jaxmax._src.lowering.roi import samples
 from jaxmax._src.lowering.roi.samples import rounded
@@ -166,11 +166,22 @@ def _skipped(ay: samples.Axis, ax: samples.Axis, lo_y, lo_x):
     return some & (front | right | below), oy, ox
 
 
+def roi_align(x: jax.Array, boxes: jax.Array, batch: jax.Array, **static) -> jax.Array:
+    """:func:`align` with ``Explicit`` mesh axes made ``Auto`` inside it: the output keeps the
+    sharding of the ROI axis (from `boxes`) and of the channel axis (from `x`) where they
+    divide evenly, the rest replicated."""
+    def out_spec(mesh):
+        spec = (explicit_axes.spec_of(boxes)[0], explicit_axes.spec_of(x)[1], None, None)
+        shape = (boxes.shape[0], x.shape[1]) + tuple(static["pooled"])
+        return explicit_axes.divisible(mesh, spec, shape)
+    return explicit_axes.run(functools.partial(align, **static), (x, boxes, batch), out_spec)
+
+
 @functools.partial(jax.jit, static_argnames=(
     "face", "mode", "corners", "pooled", "sampling_ratio", "scale", "geometry"))
-def roi_align(x: jax.Array, boxes: jax.Array, batch: jax.Array, *, face: str, mode: str,
-              corners: bool, pooled: tuple[int, int], sampling_ratio: int, scale: float,
-              geometry: tuple) -> jax.Array:
+def align(x: jax.Array, boxes: jax.Array, batch: jax.Array, *, face: str, mode: str,
+          corners: bool, pooled: tuple[int, int], sampling_ratio: int, scale: float,
+          geometry: tuple) -> jax.Array:
     """RoiAlign of `x` (N, C, H, W) over `boxes` (R, 4) ``[x1, y1, x2, y2]`` of images `batch`
     (R,): (R, C, P_h, P_w) of ``x.dtype``.
 
