@@ -1,6 +1,6 @@
 """ONNX operators: ``ReduceMax`` (opsets 1 to 20), ``MaxPool`` (1 to 22), ``GlobalMaxPool``,
-``Max`` (1 to 13), ``ArgMax`` (1 to 13), ``TopK`` (1 to 24), ``MaxUnpool`` (9 to 22), ``RoiAlign`` (10 to 22),
-``ScatterElements`` and ``ScatterND`` (18, reduction max), and
+``Max`` (1 to 13), ``ArgMax`` (1 to 13), ``TopK`` (1 to 24), ``MaxUnpool`` (9 to 22),
+``RoiAlign`` (10 to 22), ``ScatterElements`` and ``ScatterND`` (18, reduction max), and
 ``from_node`` (bind an ``onnx.NodeProto`` of these operators to its jaxmax call)."""
 
 from jaxmax._src.onnx.arg_max import arg_max, top_k

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import roi_align_oracle as oracle
 from helpers import assert_same
-from test_sharding import check_sharded, shard
 from jax.sharding import AxisType
 from jax.sharding import PartitionSpec as P
+from test_sharding import check_sharded, shard
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
