@@ -12,14 +12,13 @@ One spec-agnostic lowering serves both faces; the face decides the geometry's ar
 
 A bin without samples gives ``+0.0``; an out-of-image sample has the value ``+0.0``.
 
-The samples are visited by a ``lax.scan`` over a window of ``K_y x K_x`` sample indices per
-bin (each step gathers the four corners of one sample of every bin of every ROI), masked past
-each ROI's own grid. With a static ``sampling_ratio`` the window is the grid. With
-``sampling_ratio = 0`` the grid depends on the (possibly traced) ROI sizes: a ``lax.switch``
-picks, at run time, the smallest static bound ``1, 2, 4, ..., ceil(max(H, W)/min(P_h, P_w))``
-that holds the largest grid any ROI needs; a ROI larger than the map takes the windowed branch,
-which evaluates only the ``2*L + 6`` sample indices per axis that can fall inside the map and
-adds the ``+0.0`` of the samples it skips. No grid is ever too small.
+Each step of the loop over samples gathers the four corners of one sample of every bin of every
+ROI (channels last, ``jnp.take`` of rows) and folds it in, masked past each ROI's own grid. With
+a static ``sampling_ratio`` the loop is a ``lax.scan`` over the grid. With ``sampling_ratio = 0``
+the grid depends on the (possibly traced) ROI sizes: :mod:`.adaptive` runs a loop whose trip
+count is the largest window any ROI needs, computed at run time, over at most the ``2*L + 6``
+sample indices per bin and axis that can fall inside the map, adding the ``+0.0`` of the
+samples it skips. No grid is ever too small, and the program does not depend on the ROIs.
 """
 
 from __future__ import annotations
@@ -32,44 +31,15 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
+from jaxmax._src.lowering.roi import adaptive, samples
 from jaxmax._src.lowering.roi import rois as roi_rows
-from jaxmax._src.lowering.roi import samples
-from jaxmax._src.lowering.roi.samples import rounded
+from jaxmax._src.lowering.roi.samples import ieee_max, ieee_take, rounded
 
 
 def compute_dtype(dtype) -> np.dtype:
     """The arithmetic type: float32 for 16-bit floats, the data type otherwise."""
     dtype = np.dtype(dtype)
     return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
-
-
-def grid_bounds(size: tuple[int, int], pooled: tuple[int, int]) -> tuple[int, ...]:
-    """The static grid bounds of the ``sampling_ratio = 0`` switch: powers of two below
-    ``ceil(max(H, W) / min(P_h, P_w))``, then that bound (enough for ROIs inside the map)."""
-    top = max(1, -(-max(size) // max(min(pooled), 1)))
-    bounds = [1]
-    while bounds[-1] * 2 < top:
-        bounds.append(bounds[-1] * 2)
-    if bounds[-1] < top:
-        bounds.append(top)
-    return tuple(bounds)
-
-
-def window_size(length: int) -> int:
-    """Sample indices per bin and axis that can fall inside a map of `length` pixels when the
-    grid holds more than one sample (spacing > 1/2), with a margin for the estimate."""
-    return 2 * length + 6
-
-
-def ieee_take(acc: jax.Array, v: jax.Array) -> jax.Array:
-    """Where the NaN-propagating IEEE maximum (``+0`` over ``-0``) of ``(acc, v)`` is `v` and
-    not the earlier `acc`: a larger `v`, the first NaN, ``+0`` after ``-0``."""
-    return ((v > acc) | (jnp.isnan(v) & ~jnp.isnan(acc))
-            | ((v == acc) & jnp.signbit(acc) & ~jnp.signbit(v)))
-
-
-def ieee_max(a: jax.Array, b: jax.Array) -> jax.Array:
-    return jnp.where(ieee_take(a, b), b, a)
 
 
 def _slice(table: jax.Array, k) -> jax.Array:
@@ -98,9 +68,30 @@ def _corner_products(flat: jax.Array, base: jax.Array, ay: samples.Axis, ax: sam
     return products, outside
 
 
-def _pool(flat, base, ay, ax, count, *, face, mode, corners, lowest, pooled, width,
-          skipped=None):
-    """Scan over the ``K_y x K_x`` window of sample indices: (R, P_h, P_w, C) of CT."""
+def _combine(products, outside, corners: bool, ct) -> jax.Array:
+    """One sample's value from its weighted corners: their sum left to right (or, for the
+    weighted-corner max, their IEEE maximum); ``+0.0`` out of the image."""
+    t1, t2, t3, t4 = products
+    v = ieee_max(ieee_max(ieee_max(t1, t2), t3), t4) if corners else ((t1 + t2) + t3) + t4
+    return jnp.where(outside[..., None], jnp.zeros((), ct), v)
+
+
+def _step(flat, geometry, ints, ky, kx, *, face, corners, pooled, size):
+    """Sample ``(lo_y + ky, lo_x + kx)`` of every bin of every ROI: ``(v, mask, iy, ix)``."""
+    ys, xs, bh, bw = geometry
+    ay = samples.axis_samples(face, ys, bh, ints["gh"], pooled[0], size[0], 1,
+                              ints["lo_y"] + ky)
+    ax = samples.axis_samples(face, xs, bw, ints["gw"], pooled[1], size[1], 1,
+                              ints["lo_x"] + kx)
+    products, outside = _corner_products(flat, ints["base"], ay, ax, 0, 0, size[1])
+    v = _combine(products, outside, corners, flat.dtype)
+    iy, ix = ay.index[0][:, :, None], ax.index[0][:, None, :]
+    mask = (iy < ay.grid[:, None, None]) & (ix < ax.grid[:, None, None])
+    return v, mask, iy, ix
+
+
+def _pool(flat, base, ay, ax, count, *, face, mode, corners, lowest, pooled, width):
+    """Scan over the static ``G x G`` grid of sample indices: (R, P_h, P_w, C) of CT."""
     ky_n, kx_n = ay.index.shape[0], ax.index.shape[0]
     r, c = base.shape[0], flat.shape[1]
     ct = flat.dtype
@@ -108,19 +99,12 @@ def _pool(flat, base, ay, ax, count, *, face, mode, corners, lowest, pooled, wid
     seed = lowest if (mode == "max" and face == "openvino") else np.array(
         -np.inf if mode == "max" else 0, ct)
     acc0 = jnp.full(shape, seed, ct)
-    zero = jnp.zeros((), ct)
-    pending0 = None if skipped is None else skipped[0]
     per_sample = jnp.maximum(count, 1)[:, None, None, None]  # 0 only where nothing is summed
 
-    def body(carry, k):
-        acc, pending = carry
+    def body(acc, k):
         ky, kx = k // kx_n, k % kx_n
-        (t1, t2, t3, t4), outside = _corner_products(flat, base, ay, ax, ky, kx, width)
-        if corners:
-            v = ieee_max(ieee_max(ieee_max(t1, t2), t3), t4)
-        else:
-            v = ((t1 + t2) + t3) + t4
-        v = jnp.where(outside[..., None], zero, v)
+        products, outside = _corner_products(flat, base, ay, ax, ky, kx, width)
+        v = _combine(products, outside, corners, ct)
         iy = _slice(ay.index, ky)[:, :, None]
         ix = _slice(ax.index, kx)[:, None, :]
         mask = ((iy < ay.grid[:, None, None]) & (ix < ax.grid[:, None, None]))[..., None]
@@ -132,38 +116,36 @@ def _pool(flat, base, ay, ax, count, *, face, mode, corners, lowest, pooled, wid
         elif face == "onnx":
             acc = jnp.where(mask & ieee_take(acc, v), v, acc)
         else:
-            if pending is not None:  # the skipped +0 samples come before this one
-                oy, ox = skipped[1], skipped[2]
-                after = (iy > oy) | ((iy == oy) & (ix > ox))
-                fire = (pending & after)[..., None] & mask
-                acc = jnp.where(fire & (zero > acc), zero, acc)
-                pending = pending & ~(after & mask[..., 0])
             acc = jnp.where(mask & (v > acc), v, acc)
-        return (acc, pending), None
+        return acc, None
 
-    (acc, pending), _ = lax.scan(body, (acc0, pending0), jnp.arange(ky_n * kx_n))
-    if skipped is not None and mode == "max":
-        if face == "onnx":
-            acc = jnp.where(skipped[0][..., None] & ieee_take(acc, zero), zero, acc)
-        else:
-            acc = jnp.where(pending[..., None] & (zero > acc), zero, acc)
+    acc, _ = lax.scan(body, acc0, jnp.arange(ky_n * kx_n))
     return acc
 
 
-def _skipped(ay: samples.Axis, ax: samples.Axis, lo_y, lo_x):
-    """Bins whose grid holds samples outside the window (all out of the image, value +0), and
-    the first of them in row-major order: ``(any, iy, ix)``, each (R, P_h, P_w)."""
-    ky_n, kx_n = ay.index.shape[0], ax.index.shape[0]
-    gh, gw = ay.grid[:, None, None], ax.grid[:, None, None]
-    ly, lx = lo_y[:, :, None], lo_x[:, None, :]
-    some = (gh > 0) & (gw > 0)
-    front = (ly > 0) | (lx > 0)
-    right = gw > lx + kx_n
-    below = gh > ly + ky_n
-    zero = jnp.zeros_like(ly + lx)
-    oy = jnp.where(front | right, zero, ly + ky_n)
-    ox = jnp.where(front | ~right, zero, lx + kx_n)
-    return some & (front | right | below), oy, ox
+def _adaptive(flat, base, geometry, gh, gw, count, *, face, mode, corners, lowest, pooled,
+              size):
+    """``sampling_ratio = 0``: the run-time loop of :mod:`.adaptive` over each bin's window."""
+    ys, xs, bh, bw = geometry
+    ky_n, kx_n = adaptive.window_size(size[0]), adaptive.window_size(size[1])
+    lo_y = samples.window_start(face, samples.bin_base(ys, bh, pooled[0]), bh, gh)
+    lo_x = samples.window_start(face, samples.bin_base(xs, bw, pooled[1]), bw, gw)
+    need_y = jnp.max(jnp.clip(gh[:, None] - lo_y, 0, ky_n))
+    need_x = jnp.max(jnp.clip(gw[:, None] - lo_x, 0, kx_n))
+    first = adaptive.skipped(gh, gw, lo_y, lo_x, ky_n, kx_n)
+    ints = dict(gh=gh, gw=gw, lo_y=lo_y, lo_x=lo_x, need_y=need_y, need_x=need_x, base=base,
+                count=count, skipped=first)
+    step = functools.partial(_step, face=face, corners=corners, pooled=pooled, size=size)
+    shape = (gh.shape[0],) + pooled + (flat.shape[1],)
+    acc, pending = adaptive.pool(step, flat, geometry, ints, face=face, mode=mode,
+                                 lowest=lowest, shape=shape)
+    if mode == "max":
+        zero = jnp.zeros((), flat.dtype)
+        if face == "onnx":  # the skipped +0 samples: order-free under the IEEE maximum
+            acc = jnp.where(first[0][..., None] & ieee_take(acc, zero), zero, acc)
+        else:  # those after every evaluated sample
+            acc = jnp.where(pending[..., None] & (zero > acc), zero, acc)
+    return acc
 
 
 def roi_align(x: jax.Array, boxes: jax.Array, batch: jax.Array, **static) -> jax.Array:
@@ -218,28 +200,13 @@ def align(x: jax.Array, boxes: jax.Array, batch: jax.Array, *, face: str, mode: 
     pool = functools.partial(_pool, flat, base, face=face, mode=mode, corners=corners,
                              lowest=lowest, pooled=pooled, width=width)
 
-    def regular(k):
-        def run():
-            ay = samples.axis_samples(face, ys, bh, gh, pooled[0], height, k, None)
-            ax = samples.axis_samples(face, xs, bw, gw, pooled[1], width, k, None)
-            return pool(ay, ax, count)
-        return run
-
-    def windowed():
-        ky_n, kx_n = window_size(height), window_size(width)
-        lo_y = samples.window_start(face, samples.bin_base(ys, bh, pooled[0]), bh, gh)
-        lo_x = samples.window_start(face, samples.bin_base(xs, bw, pooled[1]), bw, gw)
-        ay = samples.axis_samples(face, ys, bh, gh, pooled[0], height, ky_n, lo_y)
-        ax = samples.axis_samples(face, xs, bw, gw, pooled[1], width, kx_n, lo_x)
-        return pool(ay, ax, count, skipped=_skipped(ay, ax, lo_y, lo_x))
-
     if sampling_ratio > 0:
-        acc = regular(sampling_ratio)()
+        ay = samples.axis_samples(face, ys, bh, gh, pooled[0], height, sampling_ratio, None)
+        ax = samples.axis_samples(face, xs, bw, gw, pooled[1], width, sampling_ratio, None)
+        acc = pool(ay, ax, count)
     else:
-        bounds = grid_bounds((height, width), pooled)
-        need = jnp.maximum(jnp.max(gh), jnp.max(gw))
-        branch = jnp.searchsorted(jnp.asarray(bounds, jnp.int32), need)
-        acc = lax.switch(branch, [regular(k) for k in bounds] + [windowed])
+        acc = _adaptive(flat, base, (ys, xs, bh, bw), gh, gw, count, face=face, mode=mode,
+                        corners=corners, lowest=lowest, pooled=pooled, size=(height, width))
 
     has = ((gh > 0) & (gw > 0))[:, None, None, None]
     if mode == "avg":

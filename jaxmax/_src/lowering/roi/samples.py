@@ -161,3 +161,15 @@ def axis_samples(face: str, start: jax.Array, bin_: jax.Array, grid: jax.Array,
     frac = q - low.astype(q.dtype)
     rest = 1 - frac
     return Axis(grid, index, outside, low, high, frac, rest)
+
+
+def ieee_take(acc: jax.Array, v: jax.Array) -> jax.Array:
+    """Where the NaN-propagating IEEE maximum (``+0`` over ``-0``) of ``(acc, v)`` is `v` and
+    not the earlier `acc`: a larger `v`, the first NaN, ``+0`` after ``-0``."""
+    return ((v > acc) | (jnp.isnan(v) & ~jnp.isnan(acc))
+            | ((v == acc) & jnp.signbit(acc) & ~jnp.signbit(v)))
+
+
+def ieee_max(a: jax.Array, b: jax.Array) -> jax.Array:
+    """The NaN-propagating IEEE maximum, the earlier of equal values (``+0`` over ``-0``)."""
+    return jnp.where(ieee_take(a, b), b, a)
