@@ -40,8 +40,8 @@ from jax import lax
 #: to show that the bits change without it.
 GUARDS = {"division": True, "fma": True}
 
-#: The largest grid count kept as is; larger ones (a ROI millions of bins wide) are clamped,
-#: their samples beyond the map are never evaluated (``align``'s windowed branch).
+#: The largest grid count kept as is; larger ones (a ROI millions of bins wide) are clamped;
+#: their samples beyond the map are never evaluated (the window of :mod:`.adaptive`).
 MAX_GRID = 2**30
 
 
@@ -133,7 +133,8 @@ def positions(face: str, base: jax.Array, bin_: jax.Array, grid: jax.Array,
 
 def window_start(face: str, base: jax.Array, bin_: jax.Array, grid: jax.Array) -> jax.Array:
     """(R, P) int32: a sample index at or below the first sample that can fall inside the map
-    (position >= -1), for the windowed branch; 0 when the grid has one sample or none."""
+    (position >= -1), where :mod:`.adaptive`'s window starts; 0 when the grid has one sample
+    or none."""
     step = bin_ / jnp.maximum(grid, 1).astype(bin_.dtype)
     first = jnp.floor((-1.0 - base) / step[:, None] - 0.5) - 2
     first = jnp.where(jnp.isfinite(first), first, 0)
