@@ -68,8 +68,9 @@ def roi_align(X: Data, rois: Data, batch_indices: Data, *, mode: str = "avg",
     jit contract: every attribute, `opset` and `max_sampling` must be static; `X`, `rois` and
     `batch_indices` may be traced. A traced invalid ROI gives ``+0.0`` for that ROI only. With
     ``sampling_ratio=0`` and traced ROIs the samples are visited by a loop whose trip count is
-    the largest grid, computed at run time (exact for every ROI). Under ``jax.grad``: avg passes each sample's bilinear weights over
-    the count, max passes to the first maximal sample's corners; `rois` get the
+    the largest grid, computed at run time (exact for every ROI). Under ``jax.grad``: avg
+    passes each sample's bilinear weights over the count, max passes to the first maximal
+    sample's corners; `rois` get the
     almost-everywhere derivative.
 
     >>> import numpy as np

@@ -30,15 +30,18 @@ def roi_align_cases() -> list[Case]:
     box = np.array([[0, 0, 4, 4]], np.float32)
     first = np.array([0])
     x4p = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4) + 1
-    common = dict(output_height=2, output_width=2, sampling_ratio=1,
-                  coordinate_transformation_mode="output_half_pixel", opset=16)
+    def onnx_call(mode: str):
+        return partial(onnx.roi_align, rois=box, batch_indices=first, mode=mode,
+                       output_height=2, output_width=2, sampling_ratio=1,
+                       coordinate_transformation_mode="output_half_pixel", opset=16)
+
     return [
         Case("onnx.roi_align", "RoiAlign-16", "A1: samples on pixels, max", x4p,
-             partial(onnx.roi_align, rois=box, batch_indices=first, mode="max", **common),
+             onnx_call("max"),
              _on_pixels, expected=np.array([[[[6, 8], [14, 16]]]], np.float32)),
         Case("onnx.roi_align", "RoiAlign-16", "one sample per bin, avg",
              unique((1, 3, 4, 4), seed=43),
-             partial(onnx.roi_align, rois=box, batch_indices=first, mode="avg", **common),
+             onnx_call("avg"),
              _on_pixels),
         Case("openvino.roi_align", "ROIAlign-9", "one sample per bin, max (fold from lowest)",
              unique((1, 2, 4, 4), seed=44),
