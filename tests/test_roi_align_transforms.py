@@ -16,7 +16,7 @@ from test_sharding import check_sharded, shard
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
-from jaxmax._src.lowering.roi import samples
+from jaxmax._src.lowering.roi import align, samples
 
 
 def _data(seed, shape=(2, 4, 12, 13)):
@@ -77,8 +77,8 @@ def test_adaptive_grid_under_jit_with_traced_rois(face, big):
     """Every branch of the switch (grids up to the map's bound, and ROIs much larger than the
     map: the windowed branch, whose window is smaller than the grid) equals the oracle."""
     x, rng = _data(11, (2, 3, 6, 7))
-    rois = _rois(rng, 12, 6, 7, 0.3, big)
-    batch = rng.integers(0, 2, 12)
+    rois = _rois(rng, 40, 6, 7, 0.3, big)  # more than a block of the sorted loop
+    batch = rng.integers(0, 2, 40)
     for mode in ("avg", "max"):
         if face == "onnx":
             f = jax.jit(lambda x, r, b, mode=mode: onnx.roi_align(
@@ -148,9 +148,13 @@ def test_vmap_over_a_leading_axis(batched_rois):
 
 # ------------------------------------------------------------------------------ grad
 
-@pytest.mark.parametrize("sr", [2, 0])
+@pytest.mark.parametrize("sr, block", [(2, None), (0, None), (0, 1)])
 @pytest.mark.parametrize("mode", ["avg", "max"])
-def test_grad_matches_finite_differences(mode, sr):
+def test_grad_matches_finite_differences(mode, sr, block, monkeypatch):
+    """sr = 0 also with blocks of one ROI: the loop over sorted blocks, and its unsorting."""
+    if block is not None:
+        monkeypatch.setattr(align, "BLOCK", block)
+        jax.clear_caches()
     x, rng = _data(8, (1, 2, 8, 8))
     rois = np.array([[1.3, 0.7, 5.2, 6.1], [2.1, 2.2, 7.4, 4.9]], np.float32)
     batch = np.array([0, 0])

@@ -123,29 +123,56 @@ def _pool(flat, base, ay, ax, count, *, face, mode, corners, lowest, pooled, wid
     return acc
 
 
+#: ROIs per block of the ``sampling_ratio = 0`` loop: the ROIs are sorted by the window they
+#: need and each block runs as many samples as its largest ROI needs.
+BLOCK = 32
+
+
 def _adaptive(flat, base, geometry, gh, gw, count, *, face, mode, corners, lowest, pooled,
               size):
-    """``sampling_ratio = 0``: the run-time loop of :mod:`.adaptive` over each bin's window."""
+    """``sampling_ratio = 0``: the run-time loop of :mod:`.adaptive` over each bin's window,
+    per block of ROIs of similar grids (sorted by the samples they need)."""
     ys, xs, bh, bw = geometry
     ky_n, kx_n = adaptive.window_size(size[0]), adaptive.window_size(size[1])
     lo_y = samples.window_start(face, samples.bin_base(ys, bh, pooled[0]), bh, gh)
     lo_x = samples.window_start(face, samples.bin_base(xs, bw, pooled[1]), bw, gw)
-    need_y = jnp.max(jnp.clip(gh[:, None] - lo_y, 0, ky_n))
-    need_x = jnp.max(jnp.clip(gw[:, None] - lo_x, 0, kx_n))
-    first = adaptive.skipped(gh, gw, lo_y, lo_x, ky_n, kx_n)
-    ints = dict(gh=gh, gw=gw, lo_y=lo_y, lo_x=lo_x, need_y=need_y, need_x=need_x, base=base,
-                count=count, skipped=first)
+    per = dict(
+        ys=ys, xs=xs, bh=bh, bw=bw, gh=gh, gw=gw, lo_y=lo_y, lo_x=lo_x, base=base, count=count,
+        need_y=jnp.max(jnp.clip(gh[:, None] - lo_y, 0, ky_n), axis=1),
+        need_x=jnp.max(jnp.clip(gw[:, None] - lo_x, 0, kx_n), axis=1))
     step = functools.partial(_step, face=face, corners=corners, pooled=pooled, size=size)
-    shape = (gh.shape[0],) + pooled + (flat.shape[1],)
-    acc, pending = adaptive.pool(step, flat, geometry, ints, face=face, mode=mode,
-                                 lowest=lowest, shape=shape)
-    if mode == "max":
-        zero = jnp.zeros((), flat.dtype)
-        if face == "onnx":  # the skipped +0 samples: order-free under the IEEE maximum
-            acc = jnp.where(first[0][..., None] & ieee_take(acc, zero), zero, acc)
-        else:  # those after every evaluated sample
-            acc = jnp.where(pending[..., None] & (zero > acc), zero, acc)
-    return acc
+
+    def run(block):
+        first = adaptive.skipped(block["gh"], block["gw"], block["lo_y"], block["lo_x"],
+                                 ky_n, kx_n)
+        ints = dict(gh=block["gh"], gw=block["gw"], lo_y=block["lo_y"], lo_x=block["lo_x"],
+                    need_y=jnp.max(block["need_y"]), need_x=jnp.max(block["need_x"]),
+                    base=block["base"], count=block["count"], skipped=first)
+        shape = (block["gh"].shape[0],) + pooled + (flat.shape[1],)
+        acc, pending = adaptive.pool(
+            step, flat, tuple(block[k] for k in ("ys", "xs", "bh", "bw")), ints, face=face,
+            mode=mode, lowest=lowest, shape=shape)
+        if mode == "max":
+            zero = jnp.zeros((), flat.dtype)
+            if face == "onnx":  # the skipped +0 samples: order-free under the IEEE maximum
+                acc = jnp.where(first[0][..., None] & ieee_take(acc, zero), zero, acc)
+            else:  # those after every evaluated sample
+                acc = jnp.where(pending[..., None] & (zero > acc), zero, acc)
+        return acc
+
+    r = gh.shape[0]
+    if r <= BLOCK:
+        return run(per)
+    blocks = -(-r // BLOCK)
+    padded = jax.tree.map(lambda a: jnp.pad(a, [(0, blocks * BLOCK - r)] + [(0, 0)] * (a.ndim - 1)),
+                          per)  # padding ROIs have no sample (grid 0)
+    work = padded["need_y"] * padded["need_x"]
+    order = jnp.argsort(-work, stable=True)
+    sorted_ = jax.tree.map(lambda a: jnp.take(a, order, axis=0).reshape(
+        (blocks, BLOCK) + a.shape[1:]), padded)
+    out = lax.map(run, sorted_)
+    out = out.reshape((blocks * BLOCK,) + out.shape[2:])
+    return jnp.take(out, jnp.argsort(order), axis=0)[:r]
 
 
 def roi_align(x: jax.Array, boxes: jax.Array, batch: jax.Array, **static) -> jax.Array:
