@@ -325,3 +325,30 @@ def test_seeded_sweep_against_the_oracle(face, how, sr):
             got = ov.roi_align(x, rois, batch, pooled_h=3, pooled_w=2, sampling_ratio=sr,
                                spatial_scale=scale, mode=mode, aligned_mode=how)
         _bits_equal(got, expected, f"{face} {how} {mode} corners={corners} sr={sr}")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64"])
+@pytest.mark.parametrize("face", ["onnx", "openvino"])
+def test_every_floating_dtype_against_the_oracle(face, dtype):
+    """16-bit data computed in float32 and rounded once at the end; float64 in float64."""
+    import ml_dtypes
+    dt = np.dtype(getattr(ml_dtypes, dtype, None) or dtype)
+    rng = np.random.default_rng([11, len(dtype), face == "onnx"])
+    x = _sweep_data(rng, (2, 2, 6, 7)).astype(dt)
+    rois = _sweep_rois(rng, 12, 6, 7).astype(dt)
+    batch = rng.integers(0, 2, 12)
+    with jax.enable_x64(dt == np.float64):
+        for mode in ("avg", "max"):
+            for sr in (0, 2):
+                if face == "onnx":
+                    got = onnx.roi_align(x, rois, batch, mode=mode, output_height=2,
+                                         output_width=3, sampling_ratio=sr, spatial_scale=0.75,
+                                         opset=22)
+                    how = "half_pixel"
+                else:
+                    got = ov.roi_align(x, rois, batch, pooled_h=2, pooled_w=3, sampling_ratio=sr,
+                                       spatial_scale=0.75, mode=mode, aligned_mode="half_pixel")
+                    how = "half_pixel"
+                expected = oracle.roi_align(x, rois, batch, face=face, mode=mode, pooled=(2, 3),
+                                            sampling_ratio=sr, spatial_scale=0.75, how=how)
+                _bits_equal(got, expected, f"{face} {dtype} {mode} sr={sr}")
