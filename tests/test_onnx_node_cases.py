@@ -27,7 +27,11 @@ from jaxmax._src.onnx.node import VERSIONS  # noqa: E402
 CASES = nc.cases()
 #: how many cases the installed onnx (1.23) defines per operator
 COUNTS = {"ArgMax": 16, "TopK": 7, "GlobalMaxPool": 2, "MaxPool": 19, "Max": 14,
-          "MaxUnpool": 2, "ReduceMax": 11, "ScatterElements": 1, "ScatterND": 2}
+          "MaxUnpool": 2, "ReduceMax": 11, "ScatterElements": 1, "ScatterND": 2, "RoiAlign": 3}
+#: operators whose cases have their own file: RoiAlign's expected values are typed with 4-5
+#: significant digits (tests/test_roi_align_node_cases.py compares them at the runner's
+#: tolerance, and names test_roialign_mode_max's deviation)
+OWN_FILE = {"RoiAlign"}
 
 
 def test_every_case_is_collected():
@@ -105,7 +109,8 @@ def _expected(name, case, inputs, outputs):
 
 
 @pytest.mark.parametrize("form", ["call", "from_node"])
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", sorted(n for n, c in CASES.items()
+                                         if nc.op_type(c) not in OWN_FILE))
 def test_node_case(name, form):
     case = CASES[name]
     inputs, outputs = nc.first_data_set(case)

@@ -56,6 +56,8 @@ ROWS = {
     ("openvino.scatter_nd_update", "ScatterNDUpdate-15"),
     ("onnx.max", "Max-8"),
     ("onnx.max", "Max-13"),
+    ("onnx.roi_align", "RoiAlign-16"),
+    ("openvino.roi_align", "ROIAlign-9"),
 }
 # rows without a gradient: boolean data, integer outputs
 NO_GRAD = {"openvino.reduce_logical_or", "onnx.arg_max"}

@@ -15,6 +15,7 @@ from . import (
     max_pool,
     pool_family,
     reduce,
+    roi_align,
     segment_max,
     top_k,
 )
@@ -23,7 +24,7 @@ from .cases import Case, Sizes
 CASE_BUILDERS: dict[str, Callable[[Sizes], list[Case]]] = {
     m.GROUP: m.cases for m in (reduce, logical_or, max_pool, segment_max, eager, pool_family,
                                elementwise, top_k, adaptive_unpool, data_shapes,
-                               long_window, many_shapes)}
+                               long_window, many_shapes, roi_align)}
 GROUPS = tuple(CASE_BUILDERS)
 
 

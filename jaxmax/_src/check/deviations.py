@@ -369,6 +369,86 @@ _F16_LOWEST = Rule("float16 lowest", "the CPU plugin computes in f32 and gives -
                    _f16_lowest)
 
 
+# RoiAlign / ROIAlign (docs/semantics.md §12.5): the runtimes' max rules, the out-of-image
+# sample read as 0 * X[n, c, 0, 0], and the CPU plugin's fused multiply-adds
+
+
+def _roi_planes(case: Case, test: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """(R, C, 1, 1): where `test` marks pixel (0, 0) of the ROI's image and channel."""
+    x, batch = case.inputs[0], case.inputs[2]
+    ids = np.clip(np.asarray(batch).astype(np.int64), 0, x.shape[0] - 1)
+    return test(x[ids, :, 0, 0].astype(np.float64))[:, :, None, None]
+
+
+def _roi_origin_leak(case: Case) -> Masks:
+    """The runtime's out-of-image sample is ``0 * X[n, c, 0, 0]``: NaN where that pixel is NaN
+    or infinite, ``-0`` where it is negative. Explained where the ROI's pixel (0, 0) is so and
+    the runtime's value is NaN or a zero."""
+    bad = _roi_planes(case, lambda v: ~np.isfinite(v) | (v < 0) | np.signbit(v))
+    theirs = case.theirs[0]
+    return [bad & (np.isnan(theirs) | (theirs == 0))]
+
+
+def _roi_weighted_corners(case: Case) -> Masks:
+    """ONNX RoiAlign max: onnxruntime's sample value is the largest weighted corner. Explained
+    where the runtime's value is exactly jaxmax's ``max_sampling="weighted_corners"``."""
+    attrs = dict(case.binding.attributes)
+    if str(attrs.get("mode", "avg")).lower() != "max":
+        return [None]
+    from jaxmax import onnx as jonnx  # the public call, as the binding makes it
+    x, rois, batch = case.inputs[:3]
+    corners = np.asarray(jonnx.roi_align(x, rois, batch, max_sampling="weighted_corners",
+                                         **attrs))
+    return [_same(corners, case.theirs[0])]
+
+
+def _roi_zero_floor(case: Case) -> Masks:
+    """OpenVINO ROIAlign max: the CPU plugin seeds the fold at 0 (negative maxima, and bins
+    whose samples are all NaN, come out 0). Explained where the runtime gives 0 and jaxmax's
+    value is <= 0 or NaN-free lowest."""
+    if str(case.binding.attributes.get("mode", "")).lower() != "max":
+        return [None]
+    ours, theirs = case.ours[0].astype(np.float64), case.theirs[0]
+    return [(theirs == 0) & ((ours <= 0) | np.isnan(ours))]
+
+
+def _roi_fma(case: Case) -> Masks:
+    """OpenVINO ROIAlign: the CPU plugin fuses multiply-adds and orders the sample formula its
+    own way. Explained within ``u * max|X| * (4 + 4*max(H, W))`` (u = unit roundoff of T)."""
+    x = case.inputs[0]
+    finite = np.isfinite(x)
+    if not finite.any():
+        return [None]
+    u = np.finfo(x.dtype).eps / 2
+    tol = u * np.abs(x[finite]).astype(np.float64).max() * (4 + 4 * max(x.shape[2:]))
+    ours, theirs = case.ours[0].astype(np.float64), case.theirs[0].astype(np.float64)
+    return [np.isfinite(ours) & np.isfinite(theirs) & (np.abs(ours - theirs) <= tol)]
+
+
+def _roi_nan_order(case: Case) -> Masks:
+    """OpenVINO ROIAlign max: the CPU plugin's NaN wins as the bin's last sample. Explained
+    where the runtime's value is NaN and the ROI's image plane holds a NaN."""
+    x, batch = case.inputs[0], case.inputs[2]
+    ids = np.clip(np.asarray(batch).astype(np.int64), 0, x.shape[0] - 1)
+    plane_nan = np.isnan(x).any(axis=(2, 3))[ids][:, :, None, None]
+    return [plane_nan & np.isnan(case.theirs[0])]
+
+
+_ORT_ROI_ALIGN = [
+    Rule("weighted-corner max", "onnxruntime's max is the largest weighted corner of a sample",
+         "§12.3", _roi_weighted_corners),
+    Rule("(0, 0) leak", "the runtime reads an out-of-image sample as 0 * X[n, c, 0, 0]",
+         "§12.5", _roi_origin_leak)]
+_CPU_ROI_ALIGN = [
+    Rule("0 floor", "the CPU plugin seeds the max at 0", "§12.3", _roi_zero_floor),
+    Rule("(0, 0) leak", "the runtime reads an out-of-image sample as 0 * X[n, c, 0, 0]",
+         "§12.5", _roi_origin_leak),
+    Rule("NaN order", "the CPU plugin's NaN wins as the bin's last sample", "§12.5",
+         _roi_nan_order),
+    Rule("fused multiply-add", "the CPU plugin rounds the sample formula its own way",
+         "§12.4", _roi_fma)]
+
+
 RULES: dict[tuple[str, str], list[Rule]] = {
     (ONNXRUNTIME, "ReduceMax"): [Rule(*_ORT_NAN, "§4", _nan_propagated)],
     (ONNXRUNTIME, "MaxPool"): [Rule(*_ORT_NAN, "§5.5", _nan_propagated),
@@ -382,6 +462,8 @@ RULES: dict[tuple[str, str], list[Rule]] = {
                                  "§6.3", _heap_order)],
     (ONNXRUNTIME, "ScatterElements"): _ORT_SCATTER,
     (ONNXRUNTIME, "ScatterND"): _ORT_SCATTER,
+    (ONNXRUNTIME, "RoiAlign"): _ORT_ROI_ALIGN,
+    (OPENVINO_CPU, "ROIAlign"): _CPU_ROI_ALIGN,
     (OPENVINO_CPU, "ReduceMax"): [Rule(*_CPU_NAN, "§3", _ov_nan(_want_reduce)),
                                   Rule(*_CPU_64, "§3", _changed_by(_wide)),
                                   _F64_INFINITY, _F16_LOWEST],

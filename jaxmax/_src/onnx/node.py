@@ -52,12 +52,13 @@ def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -
     from the node, with the schema's defaults (``onnx.defs.get_schema``) for the ones it omits.
     Bound operators and versions: ReduceMax 1/11/12/13/18/20, MaxPool 1/8/10/11/12/22 (``Indices``
     when the node has a second output), GlobalMaxPool 1/22, Max 1/6/8/12/13, ArgMax
-    1/11/12/13, TopK 1/10/11/24, MaxUnpool 9/11/22, ScatterElements and ScatterND 18 (reduction
-    max; other reductions raise the not-bound error). A ScatterElements or ScatterND node of
-    version 16 (opsets 16-17) with reduction max is outside the ONNX schema (max arrives in
-    18), but torch's TorchScript exporter writes it and onnxruntime runs it with the version-18
-    rule: it is bound as version 18 (``opset=18`` in the call), and the callable's ``note``
-    says so. ``onnx.scatter_elements(..., opset=16, reduction="max")`` itself still raises.
+    1/11/12/13, TopK 1/10/11/24, MaxUnpool 9/11/22, RoiAlign 10/16/22 (max as the spec's
+    interpolate-then-max), ScatterElements and ScatterND 18 (reduction max; other reductions
+    raise the not-bound error). A ScatterElements or ScatterND node of version 16 (opsets 16-17)
+    with reduction max is outside the ONNX schema (max arrives in 18), but torch's TorchScript
+    exporter writes it and onnxruntime runs it with the version-18 rule: it is bound as version
+    18 (``opset=18`` in the call), and the callable's ``note`` says so.
+    ``onnx.scatter_elements(..., opset=16, reduction="max")`` itself still raises.
 
     Args:
       node: an ``onnx.NodeProto`` (default domain).
@@ -273,7 +274,14 @@ def _scatter_nd(where, version, attrs, inputs, node):
     return "scatter_nd", _runtime(inputs, [0, 1, 2]), {"reduction": "max"}
 
 
+def _roi_align(where, version, attrs, inputs, node):
+    keywords = _pick(attrs, ("mode", "output_height", "output_width", "sampling_ratio",
+                             "spatial_scale", "coordinate_transformation_mode"))
+    return "roi_align", _runtime(inputs, [0, 1, 2]), keywords
+
+
 _BINDERS = {
+    "RoiAlign": _roi_align,
     "ScatterElements": _scatter_elements,
     "ScatterND": _scatter_nd,
     "ReduceMax": _reduce_max,

@@ -58,7 +58,7 @@ def from_node(node) -> NodeFunction:
     The version is the node's ``get_type_info().version_id`` (``"opset8"`` for MaxPool-8) and
     is passed as the jaxmax function's `opset`. Attributes are read with ``get_attributes()``.
     Bound operators: ReduceMax-1, ReduceLogicalOr-1, MaxPool-1/-8/-14, SegmentMax-16, Maximum-1,
-    TopK-1/-3/-11, AdaptiveMaxPool-8, ScatterElementsUpdate-12 and ScatterNDUpdate-15
+    TopK-1/-3/-11, AdaptiveMaxPool-8, ROIAlign-3/-9, ScatterElementsUpdate-12 and ScatterNDUpdate-15
     (reduction max; other reductions raise the not-bound error).
 
     Args:
@@ -229,7 +229,19 @@ def _scatter_nd_update(where, version, attrs, inputs, node):
     return "scatter_nd_update", positional, {"reduction": "max", "opset": version}
 
 
+def _roi_align(where, version, attrs, inputs, node):
+    keywords = {name: attrs[name] for name in ("pooled_h", "pooled_w", "sampling_ratio",
+                                               "spatial_scale", "mode", "aligned_mode")
+                if name in attrs}
+    keywords["spatial_scale"] = float(keywords["spatial_scale"])
+    keywords["opset"] = version
+    positional = [_data(inputs, 0, "data"), _data(inputs, 1, "rois"),
+                  _data(inputs, 2, "batch_indices")]
+    return "roi_align", positional, keywords
+
+
 _BINDERS = {
+    "ROIAlign": _roi_align,
     "ScatterElementsUpdate": _scatter_elements_update,
     "ScatterNDUpdate": _scatter_nd_update,
     "ReduceMax": _reduce("reduce_max"),

@@ -24,6 +24,7 @@ TABLE = VersionTable({
     "Maximum": {1: Version()},
     "TopK": {1: Version(), 3: Version(), 11: Version(adds=("stable",))},
     "AdaptiveMaxPool": {8: Version()},
+    "ROIAlign": {3: Version(), 9: Version(adds=("aligned_mode",))},
     # reduction "max" exists from these versions; the adapters gate ScatterElementsUpdate-3 and
     # ScatterNDUpdate-3 by their reductions (docs/semantics.md §8.1)
     "ScatterElementsUpdate": {12: Version(adds=("reduction max",))},

@@ -33,6 +33,7 @@ from jaxmax._src.tour import (
     elementwise_cases,
     pool_cases,
     reduce_cases,
+    roi_align_cases,
     scatter_cases,
 )
 from jaxmax._src.tour.case import Case
@@ -48,6 +49,7 @@ CASE_BUILDERS: tuple[Callable[[], list[Case]], ...] = (
     arg_max_top_k_cases.arg_max_top_k_cases,
     adaptive_unpool_cases.adaptive_unpool_cases,
     scatter_cases.scatter_cases,
+    roi_align_cases.roi_align_cases,
 )
 
 

@@ -1,0 +1,176 @@
+"""RoiAlign's sample positions and bilinear weights, in each face's arithmetic order.
+
+Everything here is computed per spatial axis (the sampling grid is separable) on small tables:
+per ROI ``r``, bin ``p`` and sample ``k`` of the axis, the position, whether it is out of the
+image, its two pixel indices and its two linear weights (docs/semantics.md §12.2).
+
+ONNX (``onnx/reference/ops/op_roi_align.py``'s order, shared by onnxruntime)::
+
+    start = c1*s - off;  length = (c2*s - off) - start   (max(length, 1) when off == 0)
+    bin = length / P;    grid = sampling_ratio or ceil(bin)
+    pos = (start + p*bin) + ((k + 0.5)*bin) / grid
+
+OpenVINO (``reference/roi_align.hpp``'s order)::
+
+    start = c1*s | c1*s - 0.5 | (c1 + 0.5)*s - 0.5   (asymmetric | half_pixel_for_nn | half_pixel)
+    bin = length / P;    grid = sampling_ratio or ceil(bin);    step = bin / grid
+    pos = (start + p*bin) + step*(k + 0.5)
+
+Every product and quotient is rounded once, in that order. XLA:CPU would break this in two
+ways, and each has a guard here (``GUARDS``; a test switches each off and sees wrong bits):
+
+* ``"division"``: a division by a broadcast divisor is rewritten into a multiplication by the
+  reciprocal (not correctly rounded), and ``(a / b) / c`` into ``a / (b * c)``. The divisor is
+  given the full shape of the quotient behind ``lax.optimization_barrier``.
+* ``"fma"``: ``a*b + c`` is contracted into a fused multiply-add inside fusions, and
+  ``optimization_barrier`` does not stop it. The product is passed through
+  ``where(t == t, t, nan)``, an identity for every value that XLA cannot see through.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+#: The two XLA:CPU guards, on by default; the tests switch each off (then clear JAX's caches)
+#: to show that the bits change without it.
+GUARDS = {"division": True, "fma": True}
+
+#: The largest grid count kept as is; larger ones (a ROI millions of bins wide) are clamped;
+#: their samples beyond the map are never evaluated (the window of :mod:`.adaptive`).
+MAX_GRID = 2**30
+
+
+def rounded(t: jax.Array) -> jax.Array:
+    """`t` (a product or a quotient) kept as one rounded value: XLA may not fuse it into a
+    multiply-add with what follows, nor re-associate a second division into it."""
+    if not GUARDS["fma"]:
+        return t
+    return jnp.where(t == t, t, jnp.array(np.nan, t.dtype))
+
+
+def divide(a: jax.Array, b) -> jax.Array:
+    """``a / b``, correctly rounded, for a divisor that broadcasts against `a`."""
+    shape = jnp.broadcast_shapes(jnp.shape(a), jnp.shape(b))
+    b = jnp.broadcast_to(jnp.asarray(b, a.dtype), shape)
+    if GUARDS["division"]:
+        b = lax.optimization_barrier(b)
+    return a / b
+
+
+def grid_count(bin_: jax.Array, sampling_ratio: int) -> jax.Array:
+    """The samples per bin along one axis: `sampling_ratio`, or ``ceil(bin)`` when it is 0
+    (<= 0 means no sample; clamped to ``MAX_GRID``), as int32."""
+    if sampling_ratio > 0:
+        return jnp.full(bin_.shape, sampling_ratio, jnp.int32)
+    up = jnp.ceil(bin_)
+    up = jnp.where(up > MAX_GRID, MAX_GRID, up)
+    up = jnp.where(up > 0, up, 0)  # NaN and non-positive: no sample
+    return up.astype(jnp.int32)
+
+
+def onnx_extent(c1: jax.Array, c2: jax.Array, scale, off: float, clamp: bool):
+    """ONNX: ``(start, length)`` of the ROI along one axis in feature-map coordinates."""
+    start = rounded(c1 * scale) - off
+    end = rounded(c2 * scale) - off
+    length = end - start
+    if clamp:
+        length = jnp.where(length < 1, jnp.ones_like(length), length)
+    return start, length
+
+
+def openvino_extent(c1: jax.Array, c2: jax.Array, scale, aligned_mode: str):
+    """OpenVINO: ``(start, length)`` along one axis for `aligned_mode`."""
+    if aligned_mode == "asymmetric":
+        start, end = rounded(c1 * scale), rounded(c2 * scale)
+    elif aligned_mode == "half_pixel_for_nn":
+        start, end = rounded(c1 * scale) - 0.5, rounded(c2 * scale) - 0.5
+    else:  # half_pixel
+        start = rounded((c1 + 0.5) * scale) - 0.5
+        end = rounded((c2 + 0.5) * scale) - 0.5
+    length = end - start
+    if aligned_mode == "asymmetric":
+        length = jnp.where(length < 1, jnp.ones_like(length), length)
+    return start, length
+
+
+@dataclasses.dataclass(frozen=True)
+class Axis:
+    """One axis of the sampling grid of every ROI: bins ``(R,)``, grid counts ``(R,)`` and the
+    tables of shape ``(K, R, P)`` for the window of ``K`` sample indices ``lo + k``."""
+
+    grid: jax.Array      # (R,) int32, samples per bin
+    index: jax.Array     # (K, R, P) int32, the sample's index within its bin
+    outside: jax.Array   # (K, R, P) bool, out of the image (value +0.0)
+    low: jax.Array       # (K, R, P) int32, the lower pixel (clipped into the map)
+    high: jax.Array      # (K, R, P) int32, the upper pixel
+    frac: jax.Array      # (K, R, P) CT, weight of the upper pixel (l)
+    rest: jax.Array      # (K, R, P) CT, weight of the lower pixel (h = 1 - l)
+
+
+def bin_base(start: jax.Array, bin_: jax.Array, pooled: int) -> jax.Array:
+    """``start + p*bin`` per ROI and bin: (R, P)."""
+    p = jnp.arange(pooled, dtype=bin_.dtype)
+    return start[:, None] + rounded(p[None, :] * bin_[:, None])
+
+
+def positions(face: str, base: jax.Array, bin_: jax.Array, grid: jax.Array,
+              k: jax.Array) -> jax.Array:
+    """Sample positions (K, R, P) for sample indices `k` (K, R, P) of CT."""
+    half = k + jnp.array(0.5, k.dtype)
+    g = grid.astype(bin_.dtype)[None, :, None]
+    if face == "onnx":
+        offset = divide(rounded(half * bin_[None, :, None]), g)
+    else:
+        step = divide(rounded(jnp.broadcast_to(bin_[None, :, None], half.shape)), g)
+        offset = rounded(step * half)
+    return base[None] + offset
+
+
+def window_start(face: str, base: jax.Array, bin_: jax.Array, grid: jax.Array) -> jax.Array:
+    """(R, P) int32: a sample index at or below the first sample that can fall inside the map
+    (position >= -1), where :mod:`.adaptive`'s window starts; 0 when the grid has one sample
+    or none."""
+    step = bin_ / jnp.maximum(grid, 1).astype(bin_.dtype)
+    first = jnp.floor((-1.0 - base) / step[:, None] - 0.5) - 2
+    first = jnp.where(jnp.isfinite(first), first, 0)
+    top = jnp.maximum(grid - 1, 0).astype(first.dtype)[:, None]
+    return jnp.clip(first, 0, top).astype(jnp.int32)
+
+
+def axis_samples(face: str, start: jax.Array, bin_: jax.Array, grid: jax.Array,
+                 pooled: int, size: int, window: int, lo: jax.Array | None) -> Axis:
+    """The sample tables of one axis of length `size` pooled to `pooled` bins, for sample
+    indices ``lo + k``, ``k < window`` (`lo` None: 0)."""
+    base = bin_base(start, bin_, pooled)
+    k = jnp.arange(window, dtype=jnp.int32)[:, None, None]
+    index = k if lo is None else lo[None] + k
+    index = jnp.broadcast_to(index, (window,) + base.shape)
+    pos = positions(face, base, bin_, grid, index.astype(bin_.dtype))
+    outside = (pos < -1) | (pos > size)
+    q = jnp.where(pos <= 0, jnp.zeros_like(pos), pos)
+    q = jnp.where(outside, jnp.zeros_like(q), q)  # keep the casts below in range
+    low = jnp.floor(q).astype(jnp.int32)
+    top = low >= size - 1
+    low = jnp.where(top, size - 1, low)
+    high = jnp.where(top, size - 1, low + 1)
+    q = jnp.where(top, low.astype(q.dtype), q)
+    frac = q - low.astype(q.dtype)
+    rest = 1 - frac
+    return Axis(grid, index, outside, low, high, frac, rest)
+
+
+def ieee_take(acc: jax.Array, v: jax.Array) -> jax.Array:
+    """Where the NaN-propagating IEEE maximum (``+0`` over ``-0``) of ``(acc, v)`` is `v` and
+    not the earlier `acc`: a larger `v`, the first NaN, ``+0`` after ``-0``."""
+    return ((v > acc) | (jnp.isnan(v) & ~jnp.isnan(acc))
+            | ((v == acc) & jnp.signbit(acc) & ~jnp.signbit(v)))
+
+
+def ieee_max(a: jax.Array, b: jax.Array) -> jax.Array:
+    """The NaN-propagating IEEE maximum, the earlier of equal values (``+0`` over ``-0``)."""
+    return jnp.where(ieee_take(a, b), b, a)

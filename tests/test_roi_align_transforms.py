@@ -1,0 +1,203 @@
+"""RoiAlign under transforms and XLA:CPU: the two arithmetic guards (each switched off must
+change the bits), sampling_ratio=0 with traced ROIs (the switch and the windowed branch), jit,
+vmap, grad (X and rois), no retrace, and sharded inputs on 8 CPU devices."""
+
+from __future__ import annotations
+
+import jax
+import jax.test_util
+import numpy as np
+import pytest
+import roi_align_oracle as oracle
+from helpers import assert_same
+from jax.sharding import AxisType
+from jax.sharding import PartitionSpec as P
+from test_sharding import check_sharded, shard
+
+from jaxmax import onnx
+from jaxmax import openvino as ov
+from jaxmax._src.lowering.roi import align, samples
+
+
+def _data(seed, shape=(2, 4, 12, 13)):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(shape).astype(np.float32), rng
+
+
+def _rois(rng, count, height, width, small=1.0, big=14.0):
+    size = np.exp(rng.uniform(np.log(small), np.log(big), (count, 2)))
+    x1 = rng.uniform(-3, width, count)
+    y1 = rng.uniform(-3, height, count)
+    return np.stack([x1, y1, x1 + size[:, 0], y1 + size[:, 1]], 1).astype(np.float32)
+
+
+def _bits(a):
+    return np.asarray(a).view(np.uint32)
+
+
+# ------------------------------------------------------------------------ the two guards
+
+def _guard_case(face):
+    x, rng = _data(3, (1, 8, 20, 20))
+    rois = _rois(rng, 64, 20, 20, 2.0, 19.0)
+    batch = np.zeros(64, np.int64)
+    if face == "onnx":
+        call = lambda: onnx.roi_align(x, rois, batch, mode="avg", output_height=7,  # noqa: E731
+                                      output_width=7, sampling_ratio=2, spatial_scale=0.9)
+        expected = oracle.roi_align(x, rois, batch, mode="avg", pooled=(7, 7),
+                                    sampling_ratio=2, spatial_scale=0.9)
+    else:
+        call = lambda: ov.roi_align(x, rois, batch, pooled_h=7, pooled_w=7,  # noqa: E731
+                                    sampling_ratio=3, spatial_scale=0.9, mode="avg")
+        expected = oracle.roi_align(x, rois, batch, face="openvino", mode="avg", pooled=(7, 7),
+                                    sampling_ratio=3, spatial_scale=0.9, how="asymmetric")
+    return call, expected
+
+
+@pytest.mark.parametrize("face", ["onnx", "openvino"])
+@pytest.mark.parametrize("guard", ["division", "fma"])
+def test_each_guard_is_needed(face, guard, monkeypatch):
+    """With the guard, bit-exact with the oracle; without it, XLA's rewrite changes bits."""
+    call, expected = _guard_case(face)
+    np.testing.assert_array_equal(_bits(call()), _bits(expected))
+    jax.clear_caches()
+    monkeypatch.setitem(samples.GUARDS, guard, False)
+    try:
+        unguarded = _bits(call())
+    finally:
+        jax.clear_caches()
+    assert (unguarded != _bits(expected)).sum() > 0, f"{guard} guard made no difference"
+
+
+# ----------------------------------------------------------- sampling_ratio=0 under jit
+
+@pytest.mark.parametrize("face", ["onnx", "openvino"])
+@pytest.mark.parametrize("big", [3.0, 14.0, 400.0])
+def test_adaptive_grid_under_jit_with_traced_rois(face, big):
+    """Every branch of the switch (grids up to the map's bound, and ROIs much larger than the
+    map: the windowed branch, whose window is smaller than the grid) equals the oracle."""
+    x, rng = _data(11, (2, 3, 6, 7))
+    rois = _rois(rng, 40, 6, 7, 0.3, big)  # more than a block of the sorted loop
+    batch = rng.integers(0, 2, 40)
+    for mode in ("avg", "max"):
+        if face == "onnx":
+            f = jax.jit(lambda x, r, b, mode=mode: onnx.roi_align(
+                x, r, b, mode=mode, output_height=2, output_width=3, sampling_ratio=0,
+                spatial_scale=0.5))
+            expected = oracle.roi_align(x, rois, batch, mode=mode, pooled=(2, 3),
+                                        spatial_scale=0.5)
+        else:
+            f = jax.jit(lambda x, r, b, mode=mode: ov.roi_align(
+                x, r, b, pooled_h=2, pooled_w=3, sampling_ratio=0, spatial_scale=0.5,
+                mode=mode, aligned_mode="half_pixel"))
+            expected = oracle.roi_align(x, rois, batch, face="openvino", mode=mode,
+                                        pooled=(2, 3), spatial_scale=0.5, how="half_pixel")
+        np.testing.assert_array_equal(_bits(f(x, rois, batch)), _bits(expected))
+
+
+def test_windowed_branch_keeps_the_fold_order_of_skipped_zeros():
+    """A huge ROI whose first samples are out of the image (+0, skipped by the window) and
+    whose in-image samples are -0: OpenVINO's fold keeps the first maximum, the +0."""
+    x = np.full((1, 1, 4, 4), -0.0, np.float32)
+    rois = np.array([[-500, 0, 3, 3], [0, 0, 3, 3]], np.float32)
+    got = ov.roi_align(x, rois, np.array([0, 0]), pooled_h=1, pooled_w=1, sampling_ratio=0,
+                       spatial_scale=1.0, mode="max")
+    expected = oracle.roi_align(x, rois, np.array([0, 0]), face="openvino", mode="max",
+                                how="asymmetric")
+    np.testing.assert_array_equal(_bits(got), _bits(expected))
+    assert not np.signbit(np.asarray(got)[0]).any() and np.signbit(np.asarray(got)[1]).all()
+
+
+# ------------------------------------------------------------------- jit, vmap, retrace
+
+def _f(x, r, b):
+    return onnx.roi_align(x, r, b, mode="max", output_height=2, output_width=2,
+                          sampling_ratio=0, spatial_scale=0.5)
+
+
+def test_jit_equals_eager_and_no_retrace():
+    x, rng = _data(5)
+    rois = _rois(rng, 9, 12, 13)
+    batch = rng.integers(0, 2, 9)
+    traces = []
+
+    def g(x, r, b):
+        traces.append(1)
+        return _f(x, r, b)
+
+    jg = jax.jit(g)
+    assert_same(jg(x, rois, batch), _f(x, rois, batch))
+    jg(x + 1, rois + 1, batch)
+    assert len(traces) == 1
+
+
+@pytest.mark.parametrize("batched_rois", [False, True])
+def test_vmap_over_a_leading_axis(batched_rois):
+    x, rng = _data(6, (3, 2, 3, 9, 8))
+    rois = _rois(rng, 5, 9, 8)
+    batch = rng.integers(0, 2, 5)
+    if batched_rois:
+        rois3 = np.stack([rois, rois + 1, rois * 0.5])
+        got = jax.vmap(_f, in_axes=(0, 0, None))(x, rois3, batch)
+        expected = [_f(x[i], rois3[i], batch) for i in range(3)]
+    else:
+        got = jax.vmap(_f, in_axes=(0, None, None))(x, rois, batch)
+        expected = [_f(x[i], rois, batch) for i in range(3)]
+    assert_same(got, np.stack([np.asarray(e) for e in expected]))
+
+
+# ------------------------------------------------------------------------------ grad
+
+@pytest.mark.parametrize("sr, block", [(2, None), (0, None), (0, 1)])
+@pytest.mark.parametrize("mode", ["avg", "max"])
+def test_grad_matches_finite_differences(mode, sr, block, monkeypatch):
+    """sr = 0 also with blocks of one ROI: the loop over sorted blocks, and its unsorting."""
+    if block is not None:
+        monkeypatch.setattr(align, "BLOCK", block)
+        jax.clear_caches()
+    x, rng = _data(8, (1, 2, 8, 8))
+    rois = np.array([[1.3, 0.7, 5.2, 6.1], [2.1, 2.2, 7.4, 4.9]], np.float32)
+    batch = np.array([0, 0])
+
+    def loss(x, r):
+        return onnx.roi_align(x, r, batch, mode=mode, output_height=2, output_width=3,
+                              sampling_ratio=sr).sum()
+
+    with jax.enable_x64(True):
+        x64, r64 = x.astype(np.float64), rois.astype(np.float64)
+        jax.test_util.check_grads(lambda x: loss(x, r64), (x64,), order=1, modes=["rev"],
+                                  eps=1e-4)
+        jax.test_util.check_grads(lambda r: loss(x64, r), (r64,), order=1, modes=["rev"],
+                                  eps=1e-5)
+
+
+def test_dropped_rois_pass_no_gradient_and_no_nan():
+    x, _ = _data(9, (2, 2, 6, 6))
+    rois = np.array([[0, 0, 4, 4], [0, np.nan, 4, 4], [1, 1, 3, 3]], np.float32)
+    batch = np.array([0, 0, 5])
+
+    def loss(x, r, b):
+        return onnx.roi_align(x, r, b, mode="avg", output_height=2, output_width=2,
+                              sampling_ratio=0).sum()
+
+    gx, gr = jax.jit(jax.grad(loss, argnums=(0, 1)))(x, rois, batch)
+    gr = np.asarray(gr)
+    assert np.isfinite(gr).all() and (gr[1:] == 0).all() and (gr[0] != 0).any()
+    assert (np.asarray(gx)[1] == 0).all()
+
+
+# --------------------------------------------------------------------------- sharding
+
+@pytest.mark.parametrize("axis_type", [AxisType.Explicit, AxisType.Auto])
+@pytest.mark.parametrize("spec", ["channels", "batch", "rois"])
+def test_sharded_inputs_give_the_unsharded_bits(axis_type, spec):
+    mesh = jax.make_mesh((8,), ("d",), axis_types=(axis_type,))
+    x, rng = _data(10, (8, 16, 10, 10))
+    rois = _rois(rng, 16, 10, 10)
+    batch = rng.integers(0, 8, 16)
+    expected = np.asarray(_f(x, rois, batch))
+    xs = shard(x, mesh, P(None, "d") if spec == "channels" else P("d") if spec == "batch"
+               else P())
+    rs = shard(rois, mesh, P("d")) if spec == "rois" else rois
+    bs = shard(batch, mesh, P("d")) if spec == "rois" else batch
+    check_sharded(_f, ((xs, rs, bs), (x, rois, batch)), expected)
