@@ -113,8 +113,7 @@ def _rows(image, h, w, level, x_shape):
 def _lookup(flat, image, h0, h1, w0, w1, x_shape, combine):
     """Combine the four blocks of each rectangle: `flat` a pytree of (rows, Cb) tables; the
     rectangles (Q,) int32 shared by every channel, or (Q, Cb) per channel."""
-    width_levels = range_max.levels(x_shape[3])
-    level, hs, ws = range_max.corners(h0, h1, w0, w1, width_levels)
+    level, hs, ws = range_max.corners(h0, h1, w0, w1, range_max.levels(x_shape[2]))
     rows = _rows(image, hs, ws, level, x_shape)  # (4, Q) or (4, Q, Cb)
     if rows.ndim == 2:
         got = jax.tree.map(lambda t: jnp.take(t, rows.reshape(-1), axis=0, mode="clip")
