@@ -22,9 +22,10 @@ jaxmax.openvino.from_node, jitted, with jax_enable_x64), and compare every outpu
 equals NaN, -0.0 differs from +0.0, dtypes must match.
 
 Bound operators: ONNX ReduceMax, MaxPool, GlobalMaxPool, Max, ArgMax, TopK, MaxUnpool,
-ScatterElements and ScatterND (18 and later, reduction max); OpenVINO ReduceMax-1,
-ReduceLogicalOr-1, MaxPool-1/-8/-14, SegmentMax-16, Maximum-1, TopK-1/-3/-11,
-AdaptiveMaxPool-8, ScatterElementsUpdate-12 and ScatterNDUpdate-15 (reduction max). Every other
+ScatterElements and ScatterND (18 and later, reduction max), Hardmax, MaxRoiPool; OpenVINO
+ReduceMax-1, ReduceLogicalOr-1, MaxPool-1/-8/-14, SegmentMax-16, Maximum-1, TopK-1/-3/-11,
+AdaptiveMaxPool-8, ScatterElementsUpdate-12 and ScatterNDUpdate-15 (reduction max),
+ROIPooling-1. Every other
 node (a scatter with another reduction too) is listed as not covered, by op type.
 
 The table has one row per max-family node: its name, operator and version, the jaxmax call it is

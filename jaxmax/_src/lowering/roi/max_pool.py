@@ -110,10 +110,11 @@ def _rows(image, h, w, level, x_shape):
     return ((level * np.int32(n) + image) * np.int32(height) + h) * np.int32(width) + w
 
 
-def _lookup(flat, image, h0, h1, w0, w1, x_shape, combine):
-    """Combine the four blocks of each rectangle: `flat` a pytree of (rows, Cb) tables; the
-    rectangles (Q,) int32 shared by every channel, or (Q, Cb) per channel."""
-    level, hs, ws = range_max.corners(h0, h1, w0, w1, range_max.levels(x_shape[2]))
+def _lookup(flat, image, h0, h1, w0, w1, x_shape, combine, counts):
+    """Combine the four blocks of each rectangle: `flat` a pytree of (rows, Cb) tables with
+    `counts` levels; the rectangles (Q,) int32 shared by every channel, or (Q, Cb) per
+    channel."""
+    level, hs, ws = range_max.corners(h0, h1, w0, w1, counts[0])
     rows = _rows(image, hs, ws, level, x_shape)  # (4, Q) or (4, Q, Cb)
     if rows.ndim == 2:
         got = jax.tree.map(lambda t: jnp.take(t, rows.reshape(-1), axis=0, mode="clip")
@@ -140,6 +141,26 @@ def _unblock(v, rois_count, pooled, channels):
     return v.reshape((rois_count, count * BLOCK) + pooled)[:, :channels]
 
 
+def _by_levels(geometry, x_shape, pooled, body, blocks):
+    """``lax.map(body(block, counts))`` over the channel blocks, with the fewest table levels
+    that hold every bin: a bin of an ROI inside the map has at most ``ceil(H/PH) + 1`` rows,
+    so the table stops there (the anchor's 50/7: 16 levels instead of 36) unless some bin is
+    larger (an ROI beyond the map), which takes the full table (``lax.cond``)."""
+    _, h0, h1, w0, w1, _ = geometry
+    height, width = x_shape[2], x_shape[3]
+    full = (range_max.levels(height), range_max.levels(width))
+    few = (range_max.levels(min(height, -(-height // pooled[0]) + 1)),
+           range_max.levels(min(width, -(-width // pooled[1]) + 1)))
+
+    def run(counts):
+        return lambda b: lax.map(lambda block: body(block, counts), b)
+
+    if few == full:
+        return run(full)(blocks)
+    fits = ((jnp.max(h1 - h0) < (1 << few[0])) & (jnp.max(w1 - w0) < (1 << few[1])))
+    return lax.cond(fits, run(few), run(full), blocks)
+
+
 # ---- values ----------------------------------------------------------------------------------
 
 def _nan_top_key(x):
@@ -148,13 +169,13 @@ def _nan_top_key(x):
     return lax.select(x != x, lax.full_like(m, np.iinfo(m.dtype).max), m)
 
 
-def _key_max(xb, geometry, x_shape):
+def _key_max(xb, geometry, x_shape, counts):
     """Per block: the maximum key of every bin, decoded (NaN propagates, ``+0`` over ``-0``)."""
     image, h0, h1, w0, w1, _ = geometry
     keys = _nan_top_key(xb)
-    table = range_max.build(keys, jnp.maximum, 1, 2)
+    table = range_max.build(keys, lax.max, 1, 2, counts)
     flat = table.reshape(-1, xb.shape[-1])
-    best = _lookup(flat, image, h0, h1, w0, w1, x_shape, jnp.maximum)
+    best = _lookup(flat, image, h0, h1, w0, w1, x_shape, lax.max, counts)
     return order.from_monotone_bits(best, xb.dtype)
 
 
@@ -167,25 +188,25 @@ def _values(x, rois, pooled, spatial_scale, rule):
     lowest = dtypes.lowest(x.dtype)
     x_shape = x.shape
 
-    def onnx_block(xb):
-        return _key_max(xb, geometry, x_shape)
+    def onnx_block(xb, counts):
+        return _key_max(xb, geometry, x_shape, counts)
 
-    def fast_block(xb):  # no NaN and no -0.0: max(lowest(T), bin)
-        return jnp.maximum(_key_max(xb, geometry, x_shape), lowest)
+    def fast_block(xb, counts):  # no NaN and no -0.0: max(lowest(T), bin)
+        return jnp.maximum(_key_max(xb, geometry, x_shape, counts), lowest)
 
-    def fold_block(xb):
-        winner = _fold_winner(xb, geometry, x_shape)
+    def fold_block(xb, counts):
+        winner = _fold_winner(xb, geometry, x_shape, counts)
         flat = xb.reshape(-1, xb.shape[-1])
         got = jnp.take_along_axis(flat, jnp.maximum(winner, 0), axis=0, mode="clip")
         return jnp.where(winner >= 0, got, lowest)
 
     blocks = _blocks(x)
     if rule == "onnx":
-        v = lax.map(onnx_block, blocks)
+        v = _by_levels(geometry, x_shape, pooled, onnx_block, blocks)
     else:
         ordered = jnp.any((x != x) | ((x == 0) & jnp.signbit(x)))
-        v = lax.cond(ordered, lambda b: lax.map(fold_block, b),
-                     lambda b: lax.map(fast_block, b), blocks)
+        v = lax.cond(ordered, lambda b: _by_levels(geometry, x_shape, pooled, fold_block, b),
+                     lambda b: _by_levels(geometry, x_shape, pooled, fast_block, b), blocks)
     v = jnp.where(read[None, :, None], v, jnp.zeros((), x.dtype))
     return _unblock(v, r, pooled, c)
 
@@ -209,26 +230,26 @@ def _pick(later: bool):
     return combine
 
 
-def _pair_table(xb, later):
+def _pair_table(xb, later, counts):
     combine = _pick(later)
-    table = range_max.build(_pairs(xb), combine, 1, 2)
+    table = range_max.build(_pairs(xb), combine, 1, 2, counts)
     return jax.tree.map(lambda t: t.reshape(-1, xb.shape[-1]), table), combine
 
 
-def _first_winner(xb, geometry, x_shape):
+def _first_winner(xb, geometry, x_shape, counts):
     """(Q, Cb): the flat position of each bin's first maximal element (NaN the maximum)."""
     image, h0, h1, w0, w1, read = geometry
-    flat, combine = _pair_table(xb, later=False)
-    _, pos = _lookup(flat, image, h0, h1, w0, w1, x_shape, combine)
+    flat, combine = _pair_table(xb, False, counts)
+    _, pos = _lookup(flat, image, h0, h1, w0, w1, x_shape, combine, counts)
     return jnp.where(read[:, None], pos, np.int32(-1))
 
 
-def _fold_winner(xb, geometry, x_shape):
+def _fold_winner(xb, geometry, x_shape, counts):
     """(Q, Cb): the element the OpenVINO reference fold keeps, -1 when ``lowest(T)`` wins."""
     image, h0, h1, w0, w1, read = geometry
     width = x_shape[3]
-    flat, combine = _pair_table(xb, later=True)
-    key, pos = _lookup(flat, image, h0, h1, w0, w1, x_shape, combine)
+    flat, combine = _pair_table(xb, True, counts)
+    key, pos = _lookup(flat, image, h0, h1, w0, w1, x_shape, combine, counts)
     nan_key = np.iinfo(key.dtype).max
     h_nan, w_nan = (pos // np.int32(width)) % np.int32(x_shape[2]), pos % np.int32(width)
     cb = xb.shape[-1]
@@ -238,9 +259,10 @@ def _fold_winner(xb, geometry, x_shape):
     row_rest = w_nan + 1 < w1_
     below = h_nan + 1 < h1_
     k_row, p_row = _lookup(flat, image_, h_nan, h_nan + 1, jnp.where(row_rest, w_nan + 1, w0_),
-                           jnp.where(row_rest, w1_, w0_ + 1), x_shape, combine)
+                           jnp.where(row_rest, w1_, w0_ + 1), x_shape, combine, counts)
     k_below, p_below = _lookup(flat, image_, jnp.where(below, h_nan + 1, h0_),
-                               jnp.where(below, h1_, h0_ + 1), w0_, w1_, x_shape, combine)
+                               jnp.where(below, h1_, h0_ + 1), w0_, w1_, x_shape, combine,
+                               counts)
     low = np.iinfo(key.dtype).min
     k_row = jnp.where(row_rest, k_row, low)
     k_below = jnp.where(below, k_below, low)
@@ -269,17 +291,17 @@ def _cotangent(x, rois, g, pooled, spatial_scale, rule):
     g = jnp.pad(g, ((0, 0), (0, count * BLOCK - c), (0, 0), (0, 0)))
     g = g.reshape((r, count, BLOCK, -1)).transpose(1, 0, 3, 2).reshape(count, -1, BLOCK)
 
-    def block(args):
+    def block(args, counts):
         xb, gb = args
         if rule == "onnx":
-            winner = _first_winner(xb, geometry, x_shape)
+            winner = _first_winner(xb, geometry, x_shape, counts)
         else:
-            winner = _fold_winner(xb, geometry, x_shape)
+            winner = _fold_winner(xb, geometry, x_shape, counts)
         size = n * height * width
         target = jnp.where(winner >= 0, winner, np.int32(size))
         lanes = lax.broadcasted_iota(np.int32, target.shape, 1)
         return jnp.zeros((size, BLOCK), x.dtype).at[target, lanes].add(gb, mode="drop")
 
-    gx = lax.map(block, (_blocks(x), g))  # (count, N*H*W, BLOCK)
+    gx = _by_levels(geometry, x_shape, pooled, block, (_blocks(x), g))  # (count, N*H*W, BLOCK)
     gx = gx.reshape(count, n, height, width, BLOCK).transpose(1, 0, 4, 2, 3)
     return gx.reshape(n, count * BLOCK, height, width)[:, :c]

@@ -29,29 +29,33 @@ def levels(size: int) -> int:
     return max(size, 1).bit_length()
 
 
-def _doubled(planes, combine: Combine, axis: int):
-    """Levels 0.. of `planes` along `axis`: a pytree whose leaves have a new leading axis; level
-    ``k`` combines the ``2**k`` positions from each one. Built by ``lax.scan`` (an unrolled
-    doubling chain is fused and recomputed: 9 s of compile for the anchor's 36 levels); the
-    positions whose block would leave the axis wrap around, and are never read."""
-    size = jax.tree.leaves(planes)[0].shape[axis]
+def _doubled(planes, combine: Combine, axis: int, count: int):
+    """Levels ``0..count-1`` of `planes` along `axis`: a pytree whose leaves have a new leading
+    axis; level ``k`` combines the ``2**k`` positions from each one. Built by ``lax.scan``, each
+    step emitting its carry before doubling it (an unrolled doubling chain is fused and
+    recomputed: 9 s of compile for the anchor's 36 levels); positions whose block would leave
+    the axis wrap around, and are never read."""
 
     def step(prev, shift):
-        new = combine(prev, jax.tree.map(lambda v: jnp.roll(v, -shift, axis), prev))
-        return new, new
+        size = prev[0].shape[axis] if isinstance(prev, tuple) else prev.shape[axis]
 
-    shifts = np.int32(1) << jnp.arange(levels(size) - 1, dtype=np.int32)
-    _, later = lax.scan(step, planes, shifts)
-    return jax.tree.map(lambda first, rest: lax.concatenate([first[None], rest], 0),
-                        planes, later)
+        def moved(v):  # v moved back by `shift` (wrapping)
+            return lax.dynamic_slice_in_dim(lax.concatenate([v, v], axis), shift, size, axis)
+
+        return combine(prev, jax.tree.map(moved, prev)), prev
+
+    shifts = np.int32(1) << lax.iota(np.int32, count)
+    return lax.scan(step, planes, shifts)[1]
 
 
-def build(planes, combine: Combine, height_axis: int, width_axis: int):
-    """The table of `planes` (a pytree of equal-shape arrays): a pytree whose leaves have a new
-    leading axis of ``levels(W) * levels(H)`` entries, level ``(a, b)`` (``2**a`` rows,
-    ``2**b`` columns) at ``b * levels(H) + a``."""
-    rows = _doubled(planes, combine, height_axis)
-    table = _doubled(rows, combine, width_axis + 1)
+def build(planes, combine: Combine, height_axis: int, width_axis: int,
+          counts: tuple[int, int]):
+    """The table of `planes` (a pytree of equal-shape arrays) with ``counts = (a, b)`` levels
+    along the height and width: a pytree whose leaves have a new leading axis of ``a * b``
+    entries, level ``(i, j)`` (``2**i`` rows, ``2**j`` columns) at ``j * a + i``. Rectangles
+    of fewer than ``2**a`` rows and ``2**b`` columns can be looked up."""
+    rows = _doubled(planes, combine, height_axis, counts[0])
+    table = _doubled(rows, combine, width_axis + 1, counts[1])
     return jax.tree.map(lambda t: t.reshape((-1,) + t.shape[2:]), table)
 
 
