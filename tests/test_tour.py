@@ -55,6 +55,10 @@ ROWS = {
     ("openvino.scatter_elements_update", "ScatterElementsUpdate-12"),
     ("openvino.scatter_nd_update", "ScatterNDUpdate-15"),
     ("onnx.max", "Max-8"),
+    ("onnx.hardmax", "Hardmax-13"),
+    ("onnx.hardmax", "Hardmax-11"),
+    ("onnx.max_roi_pool", "MaxRoiPool-22"),
+    ("openvino.roi_pooling", "ROIPooling-1"),
     ("onnx.max", "Max-13"),
 }
 # rows without a gradient: boolean data, integer outputs

@@ -34,11 +34,17 @@ def hardmax(binding: NodeFunction, x: np.ndarray) -> np.ndarray:
     return np.moveaxis(out.reshape(np.moveaxis(x, axis, -1).shape), -1, axis)
 
 
-def _round(v: float) -> int:
+def c_round(v: float) -> int:
+    """C ``round`` (half away from zero) of a float32 or float64 value, exactly (``|v| + 0.5``
+    is exact in float64 for float32 values; float64 ones go through ``math.floor`` of the
+    exact sum as Python computes it)."""
     return int(math.copysign(math.floor(abs(v) + 0.5), v))
 
 
-def _edges(extent: int, count: int, start: int, size: int, t, exact: bool):
+def bin_edges(extent: int, count: int, start: int, size: int, t=np.float32,
+              exact: bool = False):
+    """``(start, end)`` of each of `count` bins of an `extent`-long ROI from `start`, clipped to
+    ``[0, size]``: float `t` edges, or the exact integers (`exact`)."""
     step = t(extent) / t(count)
     for p in range(count):
         if exact:
@@ -63,9 +69,9 @@ def roi_pool(binding: NodeFunction, x: np.ndarray, rois: np.ndarray, fold: str,
     for r, roi in enumerate(rois.astype(t)):
         if not np.isfinite(roi).all() or not 0 <= math.trunc(float(roi[0])) < n:
             return None
-        xs, ys, xe, ye = (_round(float(t(v) * scale)) for v in roi[1:])
-        rows = list(_edges(max(ye - ys + 1, 1), pooled[0], ys, height, t, exact_edges))
-        cols = list(_edges(max(xe - xs + 1, 1), pooled[1], xs, width, t, exact_edges))
+        xs, ys, xe, ye = (c_round(float(t(v) * scale)) for v in roi[1:])
+        rows = list(bin_edges(max(ye - ys + 1, 1), pooled[0], ys, height, t, exact_edges))
+        cols = list(bin_edges(max(xe - xs + 1, 1), pooled[1], xs, width, t, exact_edges))
         image = x[math.trunc(float(roi[0]))]
         for i, (h0, h1) in enumerate(rows):
             for j, (w0, w1) in enumerate(cols):
@@ -77,14 +83,19 @@ def roi_pool(binding: NodeFunction, x: np.ndarray, rois: np.ndarray, fold: str,
     return out
 
 
+def onnx_bin(values: np.ndarray):
+    """The ONNX MaxRoiPool value of a non-empty bin: NaN if any, else the maximum, +0 over -0."""
+    if np.isnan(values).any():
+        return np.nan
+    top = values.max()
+    if top == 0:
+        return -0.0 if np.signbit(values[values == 0]).all() else 0.0
+    return top
+
+
 def _fold(values: np.ndarray, fold: str, lowest):
     if fold == "onnx":
-        if np.isnan(values).any():
-            return np.nan
-        top = values.max()
-        if top == 0:  # +0 over -0
-            return -0.0 if np.signbit(values[values == 0]).all() else 0.0
-        return top
+        return onnx_bin(values)
     with np.errstate(invalid="ignore"):
         if fold == "reference":
             acc = lowest

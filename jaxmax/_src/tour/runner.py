@@ -30,6 +30,7 @@ import numpy as np
 from jaxmax._src.tour import (
     adaptive_unpool_cases,
     arg_max_top_k_cases,
+    detection_cases,
     elementwise_cases,
     pool_cases,
     reduce_cases,
@@ -48,6 +49,7 @@ CASE_BUILDERS: tuple[Callable[[], list[Case]], ...] = (
     arg_max_top_k_cases.arg_max_top_k_cases,
     adaptive_unpool_cases.adaptive_unpool_cases,
     scatter_cases.scatter_cases,
+    detection_cases.detection_cases,
 )
 
 
