@@ -15,7 +15,8 @@ from helpers import assert_same
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jaxmax import onnx, openvino as ov
+from jaxmax import onnx
+from jaxmax import openvino as ov
 
 X4 = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
 
@@ -70,7 +71,7 @@ def test_seeded_gradients(rule):
         assert_same(_grad(f, x, rois, cot, pooled=(3, 2)), want, f"trial {trial}")
         assert_same(jax.jit(lambda v, r, c: _grad(f, v, r, c, pooled=(3, 2)))(x, rois, cot),
                     want, f"jit trial {trial}")
-        assert_same(jax.grad(lambda r: jnp.sum(f(x, r, pooled=(3, 2))))(rois),
+        assert_same(jax.grad(lambda r, x=x: jnp.sum(f(x, r, pooled=(3, 2))))(rois),
                     np.zeros_like(rois))
 
 
@@ -83,13 +84,14 @@ def test_jit_vmap_and_no_retrace():
     batched = np.stack([rois, moved, rois[::-1]])
     for f in (_onnx, _ov):
         want_shared = np.stack([np.asarray(f(v, rois, pooled=(2, 3))) for v in x])
-        assert_same(jax.vmap(lambda v: f(v, rois, pooled=(2, 3)))(x), want_shared)
+        assert_same(jax.vmap(lambda v, f=f: f(v, rois, pooled=(2, 3)))(x), want_shared)
         want = np.stack([np.asarray(f(v, r, pooled=(2, 3))) for v, r in zip(x, batched,
                                                                            strict=True)])
-        assert_same(jax.vmap(lambda v, r: f(v, r, pooled=(2, 3)))(x, batched), want)
-        assert_same(jax.jit(lambda v, r: f(v, r, pooled=(2, 3)))(x[0], rois), want_shared[0])
+        assert_same(jax.vmap(lambda v, r, f=f: f(v, r, pooled=(2, 3)))(x, batched), want)
+        assert_same(jax.jit(lambda v, r, f=f: f(v, r, pooled=(2, 3)))(x[0], rois), want_shared[0])
         traces = []
-        g = jax.jit(lambda v, r: (traces.append(1), f(v, r, pooled=(2, 3)))[1])
+        g = jax.jit(lambda v, r, f=f, traces=traces: (traces.append(1),
+                                                        f(v, r, pooled=(2, 3)))[1])
         g(x[0], rois)
         g(x[1], moved)
         assert len(traces) == 1
@@ -112,6 +114,6 @@ def test_sharded_exact(axis_type, x_spec, r_spec):
         assert_same(f(xs, rs, pooled=(3, 2)), want)
         assert_same(jax.jit(lambda v, r, f=f: f(v, r, pooled=(3, 2)))(xs, rs), want)
         cot = np.ones((8, 8, 3, 2), np.float32)
-        assert_same(jax.jit(lambda v, r, f=f: _grad(f, v, r, cot, pooled=(3, 2)))(xs, rs),
+        assert_same(jax.jit(lambda v, r, f=f, c=cot: _grad(f, v, r, c, pooled=(3, 2)))(xs, rs),
                     oracle.gradient(x, rois, 1.0, (3, 2), cot,
                                     rule="onnx" if f is _onnx else "fold"))

@@ -13,7 +13,8 @@ import pytest
 import roi_oracle as oracle
 from helpers import assert_same, x64_for
 
-from jaxmax import onnx, openvino as ov
+from jaxmax import onnx
+from jaxmax import openvino as ov
 from jaxmax._src.lowering.roi import bins as bins_lowering
 
 X4 = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
@@ -145,9 +146,9 @@ COUNTS = (3, 5, 6, 7, 9, 11, 13, 14, 17, 25, 31)
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_division_guard_sweep(dtype):
-    """Every L <= 600 with the counts P above: the bin edges equal float32 (float64) arithmetic with a
-    correctly rounded division (XLA:CPU's reciprocal rewrite of ``x / P`` is 1 ulp off on about
-    half of them, which flips hundreds of ceils: `test_division_guard_is_needed`)."""
+    """Every L <= 600 with the counts P above: the bin edges equal float32 (float64) arithmetic
+    with a correctly rounded division (XLA:CPU's reciprocal rewrite of ``x / P`` is 1 ulp off
+    on about half of them, which flips hundreds of ceils: `test_division_guard_is_needed`)."""
     with x64_for(dtype):
         for count in COUNTS if dtype == np.float32 else (7, 14):
             lo, hi = _bin_edges(EXTENTS, count, dtype)

@@ -17,7 +17,12 @@ def hardmax(binding: NodeFunction, x: np.ndarray) -> np.ndarray:
     """The contract's Hardmax output (1 at the first NaN, else the first maximum)."""
     opset = int(binding.attributes.get("opset", 13))
     default = 1 if opset < 13 else -1
-    axis = int(binding.attributes.get("axis", default)) % x.ndim
+    return hardmax_at(x, int(binding.attributes.get("axis", default)), opset)
+
+
+def hardmax_at(x: np.ndarray, axis: int, opset: int) -> np.ndarray:
+    """Hardmax of `x` along `axis` at `opset` (coerced to 2-D before 13)."""
+    axis %= x.ndim
     if opset < 13:
         moved = x.reshape(math.prod(x.shape[:axis]), -1)
     else:
