@@ -1,11 +1,11 @@
 """Range maxima over rectangles of an image by a 2-D sparse table.
 
-Level ``(a, b)`` of the table (stored at ``b * a_count + a``) holds, at ``(h, w)``, the
-combination of the ``2**a x 2**b`` block starting there. A rectangle ``[h0, h1) x [w0, w1)``
-is then the combination of four (overlapping) blocks of levels ``floor(log2(h1 - h0))`` and
-``floor(log2(w1 - w0))``, so any bin costs four lookups whatever its size. This needs a combination that is associative,
-commutative and idempotent (a max, or a lexicographic max of (key, position) pairs), which is
-why the lowerings combine integer keys, never XLA's float ``max``.
+Level ``(a, b)`` of the table (stored at ``b * a_count + a``) holds, at ``(h, w)``, the combination
+of the ``2**a x 2**b`` block starting there. A rectangle ``[h0, h1) x [w0, w1)`` is then the
+combination of four (overlapping) blocks of levels ``floor(log2(h1 - h0))`` and ``floor(log2(w1 -
+w0))``, so any bin costs four lookups whatever its size. This needs a combination that is
+associative, commutative and idempotent (a max, or a lexicographic max of (key, position) pairs),
+which is why the lowerings combine integer keys, never XLA's float ``max``.
 
 Tables are built per block of channels (the caller maps over blocks): one table for every
 channel of the anchor (1, 256, 50, 50) is 92 MB, whose first touch alone cost 80 ms.
