@@ -205,7 +205,8 @@ def _values(x, rois, pooled, spatial_scale, rule):
         v = _by_levels(geometry, x_shape, pooled, onnx_block, blocks)
     else:
         ordered = jnp.any((x != x) | ((x == 0) & jnp.signbit(x)))
-        v = lax.cond(ordered, lambda b: _by_levels(geometry, x_shape, pooled, fold_block, b),
+        full = (range_max.levels(x_shape[2]), range_max.levels(x_shape[3]))
+        v = lax.cond(ordered, lambda b: lax.map(lambda xb: fold_block(xb, full), b),
                      lambda b: _by_levels(geometry, x_shape, pooled, fast_block, b), blocks)
     v = jnp.where(read[None, :, None], v, jnp.zeros((), x.dtype))
     return _unblock(v, r, pooled, c)
@@ -302,6 +303,7 @@ def _cotangent(x, rois, g, pooled, spatial_scale, rule):
         lanes = lax.broadcasted_iota(np.int32, target.shape, 1)
         return jnp.zeros((size, BLOCK), x.dtype).at[target, lanes].add(gb, mode="drop")
 
-    gx = _by_levels(geometry, x_shape, pooled, block, (_blocks(x), g))  # (count, N*H*W, BLOCK)
+    full = (range_max.levels(height), range_max.levels(width))  # one program: no level switch
+    gx = lax.map(lambda args: block(args, full), (_blocks(x), g))  # (count, N*H*W, BLOCK)
     gx = gx.reshape(count, n, height, width, BLOCK).transpose(1, 0, 4, 2, 3)
     return gx.reshape(n, count * BLOCK, height, width)[:, :c]
