@@ -6,7 +6,6 @@ value is not."""
 
 from __future__ import annotations
 
-import io
 import re
 
 import numpy as np
@@ -17,14 +16,9 @@ pytest.importorskip("onnxruntime")
 openvino = pytest.importorskip("openvino")
 
 from onnx import TensorProto, helper  # noqa: E402 (after the importorskips)
+from test_check_cli import check  # noqa: E402 (the CLI called in-process)
 
-from jaxmax._src.check import cli, roi_contract  # noqa: E402
-
-
-def check(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    status = cli.main([str(a) for a in argv], out, err)
-    return status, out.getvalue(), err.getvalue()
+from jaxmax._src.check import roi_contract  # noqa: E402
 
 
 def _head(path, features=(1, 16, 20, 20), rois=40):
