@@ -267,12 +267,9 @@ def _fold_winner(xb, geometry, x_shape, counts):
     low = np.iinfo(key.dtype).min
     k_row = jnp.where(row_rest, k_row, low)
     k_below = jnp.where(below, k_below, low)
-    take_below = k_below >= k_row
-    after_key = jnp.where(take_below, k_below, k_row)
-    after_pos = jnp.where(take_below, p_below, p_row)
+    after_pos = jnp.where(k_below >= k_row, p_below, p_row)  # equal keys: the later (below)
     after_nan = jnp.where(row_rest | below, after_pos, pos)  # a trailing NaN wins
     winner = jnp.where(key == nan_key, after_nan, pos)
-    del after_key
     minus_inf = order.compare_key(jnp.array(-jnp.inf, xb.dtype), nan_order="first")
     seeded = (key == minus_inf)  # every element -inf: lowest(T) wins (no NaN in the bin)
     winner = jnp.where(seeded, np.int32(-1), winner)
