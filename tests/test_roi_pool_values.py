@@ -42,7 +42,7 @@ def assert_bits(actual, expected, context=""):
                                   err_msg=f"{context}: zero signs")
 
 
-HARD = {  # §9.9 M1-M7, M14: both faces, both ONNX versions
+HARD = {  # §11.9 M1-M6, M14: both faces, both ONNX versions
     "M1": (X4, [0, 0, 0, 3, 3], (2, 2), [[5, 7], [13, 15]]),
     "M2": (X4, [0, 3, 3, 1, 1], (2, 2), [[15, 15], [15, 15]]),
     "M3": (X4, [0, 5, 5, 8, 8], (2, 2), [[0, 0], [0, 0]]),
