@@ -65,9 +65,13 @@ def detection_cases() -> list:
 
     f32 = np.float32
     cases: list[Case] = []
-    x = np.array([[1, np.nan, 3], [2, 5, 5], [-0.0, 0.0, -1]], f32)
+    x = np.array([[1, 4, 3], [2, 5, 5], [-0.0, 0.0, -1]], f32)
     want = np.array([[0, 1, 0], [0, 1, 0], [1, 0, 0]], f32)
-    cases.append(Case("onnx.hardmax", "Hardmax-13", "NaN is the maximum; ties to the first",
+    cases.append(Case("onnx.hardmax", "Hardmax-13", "ties to the first; -0 ties +0; zero grad",
+                      x, onnx.hardmax, _hardmax_reference(13, -1), expected=want))
+    x = np.array([[1, np.nan, 3], [np.nan, 1, np.nan]], f32)
+    want = np.array([[0, 1, 0], [1, 0, 0]], f32)
+    cases.append(Case("onnx.hardmax", "Hardmax-13", "NaN is the maximum (its first NaN)",
                       x, onnx.hardmax, _hardmax_reference(13, -1), expected=want))
     x = np.array([[[0, 9, 1], [2, 3, 4]], [[5, 1, 1], [1, 7, 0]]], f32)
     want = np.zeros_like(x)
@@ -92,6 +96,16 @@ def detection_cases() -> list:
                               pooled_shape=(7, 1)),
                       _roi_reference(np.array([[0, 0, 0, 3, 56]], f32), (7, 1), "onnx"),
                       expected=want))
+    x = x4 - 20
+    x[0, 0, 0, :2] = [-21.0, -21.0]
+    x[0, 0, 1, :2] = [-22.0, -21.0]
+    rois = np.array([[0, 0, 0, 1, 1], [0, 0, 0, 3, 3]], f32)
+    want = np.array([[[[-21.0]]], [[[-5.0]]]], f32)
+    cases.append(Case("openvino.roi_pooling", "ROIPooling-1",
+                      "the reference fold: ties to the last element", x,
+                      partial(ov.roi_pooling, rois=rois, pooled_h=1, pooled_w=1,
+                              spatial_scale=1.0),
+                      _roi_reference(rois, (1, 1), "fold"), expected=want))
     x = x4.copy()
     x[0, 0, 0, :2] = [0.0, -0.0]
     x[0, 0, 1, :2] = -1
