@@ -30,7 +30,7 @@ def _shapes(sz: Sizes) -> tuple[tuple[int, ...], int, tuple[int, int]]:
 
 
 def _with_inputs(ctx: Ctx) -> Ctx:
-    if "r_out" in ctx.arrays:
+    if "roi_r_out" in ctx.arrays:
         return ctx
     features, count, logits = _shapes(ctx.sz)
     rng = np.random.default_rng(43)
@@ -42,8 +42,8 @@ def _with_inputs(ctx: Ctx) -> Ctx:
     nan[rng.random(features) < 1e-3] = np.nan
     outside = rois.copy()
     outside[::3, 3:] += 400  # past the 800x800 image: clipped bins
-    ctx.arrays.update(x=x, r=rois, x_nan=nan, r_out=outside,
-                      z=rng.standard_normal(logits, dtype=np.float32))
+    ctx.arrays.update(roi_x=x, roi_r=rois, roi_x_nan=nan, roi_r_out=outside,
+                      logits=rng.standard_normal(logits, dtype=np.float32))
     return ctx
 
 
@@ -99,7 +99,7 @@ def _row_max_first():
 
 
 def _ort_hardmax(ctx: Ctx) -> Any:
-    return ort_graph("Hardmax", {"z": ctx.np("z")}, opset=13, axis=-1)
+    return ort_graph("Hardmax", {"z": ctx.np("logits")}, opset=13, axis=-1)
 
 
 def cases(sz: Sizes) -> list[Case]:
@@ -107,17 +107,17 @@ def cases(sz: Sizes) -> list[Case]:
     label = f"MaxRoiPool {shape_label(features)}, {count} ROIs -> 7x7"
     impls = [
         Impl("jaxmax.onnx.max_roi_pool (jit)", "jax",
-             _prepared(jax_jit(_onnx_pool, ("x", "r"))), JAXMAX),
+             _prepared(jax_jit(_onnx_pool, ("roi_x", "roi_r"))), JAXMAX),
         Impl("jaxmax.openvino.roi_pooling (jit)", "jax",
-             _prepared(jax_jit(_ov_pool, ("x", "r"))), JAXMAX),
+             _prepared(jax_jit(_ov_pool, ("roi_x", "roi_r"))), JAXMAX),
         Impl("jaxmax.onnx.max_roi_pool, NaN features (jit)", "jax",
-             _prepared(jax_jit(_onnx_pool, ("x_nan", "r"))), JAXMAX),
+             _prepared(jax_jit(_onnx_pool, ("roi_x_nan", "roi_r"))), JAXMAX),
         Impl("jaxmax.openvino.roi_pooling, NaN features (jit)", "jax",
-             _prepared(jax_jit(_ov_pool, ("x_nan", "r"))), JAXMAX),
+             _prepared(jax_jit(_ov_pool, ("roi_x_nan", "roi_r"))), JAXMAX),
         Impl("jaxmax.onnx.max_roi_pool, ROIs partly outside (jit)", "jax",
-             _prepared(jax_jit(_onnx_pool, ("x", "r_out"))), JAXMAX),
-        Impl("onnxruntime MaxRoiPool-1", "ort", _prepared(_ort_pool("x", "r"))),
-        Impl("OpenVINO CPU ROIPooling-2", "ov", _prepared(_ov_cpu_pool("x", "r"))),
+             _prepared(jax_jit(_onnx_pool, ("roi_x", "roi_r_out"))), JAXMAX),
+        Impl("onnxruntime MaxRoiPool-1", "ort", _prepared(_ort_pool("roi_x", "roi_r"))),
+        Impl("OpenVINO CPU ROIPooling-2", "ov", _prepared(_ov_cpu_pool("roi_x", "roi_r"))),
     ]
     ratios = [Ratio("jaxmax ONNX / onnxruntime", impls[0].label, impls[5].label),
               Ratio("jaxmax ONNX / OpenVINO CPU", impls[0].label, impls[6].label),
@@ -129,11 +129,11 @@ def cases(sz: Sizes) -> list[Case]:
     label = f"Hardmax {shape_label(logits)}, last axis"
     impls = [
         Impl("jaxmax.onnx.hardmax (jit)", "jax",
-             _prepared(jax_jit(lambda: lambda z: jonnx().hardmax(z), ("z",))), JAXMAX),
+             _prepared(jax_jit(lambda: lambda z: jonnx().hardmax(z), ("logits",))), JAXMAX),
         Impl("jax.nn.one_hot(jnp.argmax) (jit)", "jax", _prepared(jax_jit(_one_hot_argmax,
-                                                                          ("z",)))),
+                                                                          ("logits",)))),
         Impl("row max, first x == max or x != x (jit)", "jax",
-             _prepared(jax_jit(_row_max_first, ("z",)))),
+             _prepared(jax_jit(_row_max_first, ("logits",)))),
         Impl("onnxruntime Hardmax-13", "ort", _prepared(_ort_hardmax)),
     ]
     ratios = [Ratio("jaxmax / one_hot(argmax)", impls[0].label, impls[1].label),
