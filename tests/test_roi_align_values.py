@@ -132,7 +132,7 @@ def test_a21_reversed_along_one_axis():
 @pytest.mark.parametrize("batch", [2, -1])
 def test_a13_concrete_bad_batch(batch):
     x = np.concatenate([X4P, X4P + 100])
-    with pytest.raises(ValueError, match=r"ONNX RoiAlign: `batch_indices` of ROI 0 is"):
+    with pytest.raises(ValueError, match=r"ONNX RoiAlign: ROI 0 has `batch_indices` "):
         onnx.roi_align(x, _box(0, 0, 4, 4), np.array([batch]))
 
 
@@ -157,7 +157,7 @@ def test_a14_traced_nan_roi_zeroes_that_roi_only():
 
 
 def test_a15_errors():
-    with pytest.raises(ValueError, match=r"ONNX RoiAlign: `rois` row 0 holds the non-finite"):
+    with pytest.raises(ValueError, match=r"ONNX RoiAlign: ROI 0 of `rois` holds the non-finite"):
         onnx.roi_align(X4P, _box(0, np.nan, 4, 4), B0)
     with pytest.raises(ValueError, match=r"ONNX RoiAlign: `sampling_ratio` must be >= 0"):
         onnx.roi_align(X4P, _box(0, 0, 4, 4), B0, sampling_ratio=-1)
@@ -239,7 +239,7 @@ def test_v4_aligned_modes(aligned, expected):
 
 @pytest.mark.parametrize("batch", [-1, 1])
 def test_v5_bad_batch(batch):
-    with pytest.raises(ValueError, match=r"ROIAlign-9: `batch_indices` of ROI 0 is"):
+    with pytest.raises(ValueError, match=r"ROIAlign-9: ROI 0 has `batch_indices` "):
         _ov(X4, _box(0, 0, 3, 3), np.array([batch]))
 
 

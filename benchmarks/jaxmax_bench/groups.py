@@ -7,6 +7,7 @@ from collections.abc import Callable
 from . import (
     adaptive_unpool,
     data_shapes,
+    detection,
     eager,
     elementwise,
     logical_or,
@@ -24,7 +25,7 @@ from .cases import Case, Sizes
 CASE_BUILDERS: dict[str, Callable[[Sizes], list[Case]]] = {
     m.GROUP: m.cases for m in (reduce, logical_or, max_pool, segment_max, eager, pool_family,
                                elementwise, top_k, adaptive_unpool, data_shapes,
-                               long_window, many_shapes, roi_align)}
+                               long_window, many_shapes, roi_align, detection)}
 GROUPS = tuple(CASE_BUILDERS)
 
 

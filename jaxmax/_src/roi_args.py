@@ -71,5 +71,5 @@ def boxes_and_batch(op: str, rois, batch_indices, x: jax.Array, *, batch_kinds: 
     if batch.shape != (boxes.shape[0],):
         raise ValueError(f"{op}: `batch_indices` must have shape ({boxes.shape[0]},) (one per "
                          f"ROI), got {batch.shape}")
-    roi_rows.check_concrete(op, boxes, batch, x.shape[0])
+    roi_rows.check_known(op, boxes, batch, x.shape[0])
     return validation.on_device(boxes), validation.on_device(batch)

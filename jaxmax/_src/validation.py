@@ -278,3 +278,15 @@ def index_element_type(op: str, value) -> np.dtype:
         raise ValueError(
             f"{op}: `index_element_type` must be int32 or int64 ('i32'/'i64'), got {dtype}")
     return dtype
+
+
+def static_float(op: str, name: str, value) -> float:
+    """A Python float from a real number or a concrete 0-d real array (bools are rejected); a
+    traced value raises the `TypeError` that names the argument."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{op}: `{name}` must be a real number, got a bool")
+    arr = _numpy(op, name, value, _static_how(name))
+    if arr.ndim != 0 or not (jnp.issubdtype(arr.dtype, jnp.floating)
+                             or jnp.issubdtype(arr.dtype, jnp.integer)):
+        raise TypeError(f"{op}: `{name}` must be a real number, got {_short(value)}")
+    return float(arr)

@@ -23,13 +23,13 @@ jaxmax.openvino.from_node, jitted, with jax_enable_x64), and compare every outpu
 equals NaN, -0.0 differs from +0.0, dtypes must match.
 
 Bound operators: ONNX ReduceMax, MaxPool, GlobalMaxPool, Max, ArgMax, TopK, MaxUnpool,
-RoiAlign, ScatterElements and ScatterND (18 and later, reduction max; at opsets 16-17, where
-reduction max is outside the ONNX schema but torch's exporter writes it, run as version 18, as
-onnxruntime does, and said so in the row); OpenVINO ReduceMax-1,
+RoiAlign, Hardmax, MaxRoiPool, ScatterElements and ScatterND (18 and later, reduction max; at
+opsets 16-17, where reduction max is outside the ONNX schema but torch's exporter writes it, run
+as version 18, as onnxruntime does, and said so in the row); OpenVINO ReduceMax-1,
 ReduceLogicalOr-1, MaxPool-1/-8/-14, SegmentMax-16, Maximum-1, TopK-1/-3/-11,
-AdaptiveMaxPool-8, ROIAlign-3/-9, ScatterElementsUpdate-12 and ScatterNDUpdate-15 (reduction
-max). Every other node (a scatter with another reduction too) is listed as not covered, by op
-type.
+AdaptiveMaxPool-8, ROIAlign-3/-9, ROIPooling-1, ScatterElementsUpdate-12 and ScatterNDUpdate-15
+(reduction max). Every other node (a scatter with another reduction too) is listed as not
+covered, by op type.
 
 The table has one row per max-family node: its name, operator and version, the jaxmax call it is
 bound to, its output shapes, and "exact" or the number of differing elements with the first

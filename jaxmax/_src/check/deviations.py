@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from jaxmax._src import node_binding
-from jaxmax._src.check import contract, fields
+from jaxmax._src.check import contract, fields, roi_contract
 from jaxmax._src.node_binding import NodeFunction
 
 ONNXRUNTIME = "onnxruntime"
@@ -289,6 +289,36 @@ def _tie_order(case: Case) -> Masks:
     return [ok, ok]
 
 
+# --- detection operators (docs/semantics.md §11.5) -------------------------------------------
+
+def _hardmax_nan(case: Case) -> Masks:
+    """Hardmax: onnxruntime skips NaN (no 1 at all when a row starts with one). Explained in
+    the rows holding a NaN, where jaxmax's output is the contract's."""
+    x = case.inputs[0]
+    want = roi_contract.hardmax(case.binding, x)
+    opset = int(case.binding.attributes.get("opset", 13))
+    axis = int(case.binding.attributes.get("axis", 1 if opset < 13 else -1)) % x.ndim
+    axes = tuple(range(axis, x.ndim)) if opset < 13 else (axis,)
+    has_nan = np.broadcast_to(np.isnan(x).any(axis=axes, keepdims=True), x.shape)
+    return [has_nan & _same(case.ours[0], want)]
+
+
+def _roi_fold(ours: str, theirs: str, exact_edges: bool = False):
+    """MaxRoiPool/ROIPooling: the runtime folds each bin another way (and the CPU plugin places
+    bin edges by exact integers). Explained where jaxmax's value is the contract's fold `ours`
+    and the runtime's is exactly the documented fold `theirs`."""
+
+    def rule(case: Case) -> Masks:
+        x, rois = case.inputs[0], case.inputs[1]
+        want = roi_contract.roi_pool(case.binding, x, rois, ours)
+        runtime = roi_contract.roi_pool(case.binding, x, rois, theirs, exact_edges)
+        if want is None or runtime is None:
+            return [None]
+        return [_same(case.ours[0], want) & _same(case.theirs[0], runtime)]
+
+    return rule
+
+
 # --- the table -------------------------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
@@ -460,6 +490,12 @@ RULES: dict[tuple[str, str], list[Rule]] = {
                                 "§7.3", _zero_tie(_plus_zero))],
     (ONNXRUNTIME, "TopK"): [Rule("sorted=0", "onnxruntime returns the same pairs in heap order",
                                  "§6.3", _heap_order)],
+    (ONNXRUNTIME, "Hardmax"): [Rule(*_ORT_NAN, "§11.5", _hardmax_nan)],
+    (ONNXRUNTIME, "MaxRoiPool"): [Rule("bin fold", "onnxruntime folds `x < acc ? acc : x` from "
+                                       "lowest(T)", "§11.5", _roi_fold("onnx", "reference"))],
+    (OPENVINO_CPU, "ROIPooling"): [
+        Rule("bin fold and edges", "the CPU plugin folds from the bin's first element and "
+             "places edges by exact integers", "§11.5", _roi_fold("reference", "cpu", True))],
     (ONNXRUNTIME, "ScatterElements"): _ORT_SCATTER,
     (ONNXRUNTIME, "ScatterND"): _ORT_SCATTER,
     (ONNXRUNTIME, "RoiAlign"): _ORT_ROI_ALIGN,

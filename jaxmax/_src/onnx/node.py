@@ -52,8 +52,8 @@ def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -
     from the node, with the schema's defaults (``onnx.defs.get_schema``) for the ones it omits.
     Bound operators and versions: ReduceMax 1/11/12/13/18/20, MaxPool 1/8/10/11/12/22 (``Indices``
     when the node has a second output), GlobalMaxPool 1/22, Max 1/6/8/12/13, ArgMax
-    1/11/12/13, TopK 1/10/11/24, MaxUnpool 9/11/22, RoiAlign 10/16/22 (max as the spec's
-    interpolate-then-max), ScatterElements and ScatterND 18 (reduction max; other reductions
+    1/11/12/13, TopK 1/10/11/24, MaxUnpool 9/11/22, Hardmax 1/11/13, MaxRoiPool 1/22, RoiAlign
+    10/16/22 (max as the spec's interpolate-then-max), ScatterElements and ScatterND 18 (reduction max; other reductions
     raise the not-bound error). A ScatterElements or ScatterND node of version 16 (opsets 16-17)
     with reduction max is outside the ONNX schema (max arrives in 18), but torch's TorchScript
     exporter writes it and onnxruntime runs it with the version-18 rule: it is bound as version
@@ -254,6 +254,18 @@ def _max_unpool(where, version, attrs, inputs, node):
     return "max_unpool", positional, _pick(attrs, ("kernel_shape", "pads", "strides"))
 
 
+def _hardmax(where, version, attrs, inputs, node):
+    return "hardmax", _runtime(inputs, [0]), _pick(attrs, ("axis",))
+
+
+def _max_roi_pool(where, version, attrs, inputs, node):
+    if "pooled_shape" not in attrs:
+        raise NodeBindingError(f"{where}: the required attribute `pooled_shape` is missing",
+                               missing="attribute pooled_shape")
+    return "max_roi_pool", _runtime(inputs, [0, 1]), _pick(attrs, ("pooled_shape",
+                                                                  "spatial_scale"))
+
+
 def _max_reduction(where, attrs) -> None:
     """Scatter nodes bind only with reduction max: jaxmax implements no other reduction."""
     reduction = attrs.get("reduction", "none")
@@ -291,4 +303,6 @@ _BINDERS = {
     "ArgMax": _arg_max,
     "TopK": _top_k,
     "MaxUnpool": _max_unpool,
+    "Hardmax": _hardmax,
+    "MaxRoiPool": _max_roi_pool,
 }

@@ -74,13 +74,22 @@ TABLE = VersionTable({
         11: Version(_types(*_FLOATS)),
         22: Version(_types(*_FLOATS, "bfloat16")),
     },
-    # jaxmax implements reduction "max" only, which exists from 18; the adapters gate the
-    # earlier since-versions (11, 13, 16) by their reductions (docs/semantics.md §8.1)
+    "Hardmax": {
+        1: Version(_types(*_FLOATS)),
+        11: Version(_types(*_FLOATS)),
+        13: Version(_types(*_FLOATS, "bfloat16"), ("one axis, no 2-D coercion",)),
+    },
+    "MaxRoiPool": {
+        1: Version(_types(*_FLOATS)),
+        22: Version(_types(*_FLOATS, "bfloat16")),
+    },
     "RoiAlign": {
         10: Version(_types(*_FLOATS)),
         16: Version(_types(*_FLOATS), ("coordinate_transformation_mode",)),
         22: Version(_types(*_FLOATS, "bfloat16")),
     },
+    # jaxmax implements reduction "max" only, which exists from 18; the adapters gate the
+    # earlier since-versions (11, 13, 16) by their reductions (docs/semantics.md §8.1)
     "ScatterElements": {18: Version(_types(*_SCATTER), ("reduction max",))},
     "ScatterND": {18: Version(_types(*_SCATTER), ("reduction max",))},
 })

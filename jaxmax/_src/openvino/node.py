@@ -58,8 +58,9 @@ def from_node(node) -> NodeFunction:
     The version is the node's ``get_type_info().version_id`` (``"opset8"`` for MaxPool-8) and
     is passed as the jaxmax function's `opset`. Attributes are read with ``get_attributes()``.
     Bound operators: ReduceMax-1, ReduceLogicalOr-1, MaxPool-1/-8/-14, SegmentMax-16, Maximum-1,
-    TopK-1/-3/-11, AdaptiveMaxPool-8, ROIAlign-3/-9, ScatterElementsUpdate-12 and ScatterNDUpdate-15
-    (reduction max; other reductions raise the not-bound error).
+    TopK-1/-3/-11, AdaptiveMaxPool-8, ROIAlign-3/-9, ScatterElementsUpdate-12 and
+    ScatterNDUpdate-15 (reduction max; other reductions raise the not-bound error), ROIPooling-1
+    (method max).
 
     Args:
       node: an ``openvino.Node``, e.g. from ``openvino.Model.get_ordered_ops()``.
@@ -203,6 +204,13 @@ def _adaptive_max_pool(where, version, attrs, inputs, node):
         "index_element_type": attrs.get("index_element_type", "i64"), "opset": version}
 
 
+def _roi_pooling(where, version, attrs, inputs, node):
+    keywords = {"pooled_h": int(attrs["pooled_h"]), "pooled_w": int(attrs["pooled_w"]),
+                "spatial_scale": float(attrs["spatial_scale"]),
+                "method": attrs.get("method", "max"), "opset": version}
+    return "roi_pooling", [_data(inputs, 0, "input"), _data(inputs, 1, "rois")], keywords
+
+
 def _max_reduction(where, attrs) -> None:
     """Scatter nodes bind only with reduction max: jaxmax implements no other reduction."""
     reduction = str(attrs.get("reduction", "none"))
@@ -251,4 +259,5 @@ _BINDERS = {
     "Maximum": _maximum,
     "TopK": _top_k,
     "AdaptiveMaxPool": _adaptive_max_pool,
+    "ROIPooling": _roi_pooling,
 }

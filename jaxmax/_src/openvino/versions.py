@@ -25,6 +25,8 @@ TABLE = VersionTable({
     "TopK": {1: Version(), 3: Version(), 11: Version(adds=("stable",))},
     "AdaptiveMaxPool": {8: Version()},
     "ROIAlign": {3: Version(), 9: Version(adds=("aligned_mode",))},
+    # ROIPooling-1 first appears in opset2 (docs/semantics.md §11.1)
+    "ROIPooling": {2: Version()},
     # reduction "max" exists from these versions; the adapters gate ScatterElementsUpdate-3 and
     # ScatterNDUpdate-3 by their reductions (docs/semantics.md §8.1)
     "ScatterElementsUpdate": {12: Version(adds=("reduction max",))},

@@ -30,6 +30,7 @@ import numpy as np
 from jaxmax._src.tour import (
     adaptive_unpool_cases,
     arg_max_top_k_cases,
+    detection_cases,
     elementwise_cases,
     pool_cases,
     reduce_cases,
@@ -50,6 +51,7 @@ CASE_BUILDERS: tuple[Callable[[], list[Case]], ...] = (
     adaptive_unpool_cases.adaptive_unpool_cases,
     scatter_cases.scatter_cases,
     roi_align_cases.roi_align_cases,
+    detection_cases.detection_cases,
 )
 
 

@@ -204,7 +204,7 @@ def align(x: jax.Array, boxes: jax.Array, batch: jax.Array, *, face: str, mode: 
     ct = compute_dtype(x.dtype)
     if r == 0 or channels == 0 or 0 in pooled or height == 0 or width == 0:
         return jnp.zeros((r, channels) + pooled, x.dtype)
-    valid = roi_rows.valid_mask(boxes, batch, n_img)
+    valid = roi_rows.valid(boxes, batch, n_img)
     safe = jnp.where(valid[:, None], boxes, jnp.zeros_like(boxes)).astype(ct)
     image = jnp.where(valid, batch, 0).astype(jnp.int32)
     s = np.asarray(scale, ct)

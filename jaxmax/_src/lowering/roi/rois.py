@@ -1,10 +1,14 @@
-"""ROI rows: concrete values checked in Python, traced ones reduced to a validity mask.
+"""The ROI checks both ROI poolings share: which image a ROI reads, and whether it is valid.
 
-A ROI is invalid when its batch index lies outside ``[0, N)`` or one of its coordinates is not
-finite (docs/semantics.md §12). Concrete ``rois``/``batch_indices`` then raise a ``ValueError``
-naming the ROI and the value; traced ones give that ROI an output of ``+0.0`` and nothing else
-(:func:`valid_mask`, used by the lowerings to zero the ROI and to compute it on harmless
-stand-in coordinates, so that no NaN reaches a gradient).
+A ROI is invalid when its image index is outside ``[0, N)``, a value of its row (or its batch
+index) is not finite, or, for MaxRoiPool/ROIPooling, a scaled corner is outside the int32 range
+(docs/semantics.md §11.3). Concrete ROIs are checked in Python (`check`: a ValueError naming
+the ROI and the value); traced ROIs cannot raise, so `valid` gives the mask with which the
+lowerings make an invalid ROI's output all ``+0.0`` and read nothing for it.
+
+The batch index is a separate array (RoiAlign's ``batch_indices``, any integer type) or the
+first column of a floating ROI row (MaxRoiPool's ``[b, x1, y1, x2, y2]``, truncated toward
+zero): both are passed here as one ``batch`` array of any type.
 """
 
 from __future__ import annotations
@@ -13,34 +17,107 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-
-def is_concrete(x) -> bool:
-    """Whether `x` holds values Python can read (NumPy, or a JAX array outside a trace)."""
-    return not isinstance(x, jax.core.Tracer)
+from jaxmax._src import validation
+from jaxmax._src.lowering.roi import bins
 
 
-def check_concrete(op: str, boxes, batch, num_images: int) -> None:
-    """A ValueError for the first invalid ROI of concrete `boxes` (R, K) / `batch` (R,).
-
-    Either argument may be traced (None or a tracer): only the concrete one is checked.
-    """
-    if boxes is not None and is_concrete(boxes):
-        values = np.asarray(boxes)
-        bad = ~np.isfinite(values.astype(np.float64))
-        if bad.any():
-            r, k = np.argwhere(bad)[0]
-            raise ValueError(f"{op}: `rois` row {r} holds the non-finite value {values[r, k]} "
-                             f"(column {k}); ROI coordinates must be finite")
-    if batch is not None and is_concrete(batch):
-        ids = np.asarray(batch)
-        bad = (ids < 0) | (ids >= num_images)
-        if bad.any():
-            r = int(np.argwhere(bad)[0][0])
-            raise ValueError(f"{op}: `batch_indices` of ROI {r} is {ids[r]}, outside "
-                             f"[0, {num_images}) (the data holds {num_images} images)")
+def image_index(batch):
+    """The image each ROI reads: ``batch`` itself (integers) or truncated toward zero (floats:
+    ``1.9`` is image 1, ``-0.5`` image 0). NumPy arrays give NumPy arrays."""
+    xp = np if isinstance(batch, np.ndarray) else jnp
+    if not xp.issubdtype(batch.dtype, xp.floating):
+        return batch
+    return xp.trunc(batch)
 
 
-def valid_mask(boxes: jax.Array, batch: jax.Array, num_images: int) -> jax.Array:
-    """(R,) bool: finite coordinates and a batch index in ``[0, num_images)``."""
-    finite = jnp.all(jnp.isfinite(boxes), axis=1)
-    return finite & (batch >= 0) & (batch < num_images)
+def check(op: str, rois: np.ndarray, batch: np.ndarray, images: int, *,
+          rois_name: str = "rois", batch_name: str = "batch index",
+          bounded: np.ndarray | None = None, bounded_name: str = "",
+          bound: float = 2.0**31) -> None:
+    """A ValueError for the first invalid ROI of concrete `rois` (R, k) and `batch` (R,).
+
+    `bounded` (R, j), when given, holds values (scaled corners) that must lie in
+    ``[-bound, bound)``, called `bounded_name` in the message."""
+    bad_value = ~np.isfinite(rois)
+    if bad_value.any():
+        r, col = (int(v) for v in np.argwhere(bad_value)[0])
+        raise ValueError(f"{op}: ROI {r} of `{rois_name}` holds the non-finite value "
+                         f"{rois[r, col]} (column {col}); ROI values must be finite")
+    index = image_index(batch)
+    outside = ~((index >= 0) & (index < images))
+    if outside.any():
+        r = int(np.argwhere(outside)[0, 0])
+        raise ValueError(f"{op}: ROI {r} has {batch_name} {batch[r]}, which names no image of "
+                         f"the {images} in the batch (it must be in [0, {images}))")
+    if bounded is not None:
+        out = ~((bounded >= -bound) & (bounded < bound))
+        if out.any():
+            r, col = (int(v) for v in np.argwhere(out)[0])
+            raise ValueError(f"{op}: ROI {r} has {bounded_name} {bounded[r, col]} (column "
+                             f"{col}), outside the int32 range the bin arithmetic uses")
+
+
+def valid(rois: jax.Array, batch: jax.Array, images: int) -> jax.Array:
+    """(R,) bool: the ROIs `check` accepts (finite values, an image in ``[0, N)``), for traced
+    arguments."""
+    index = image_index(batch)
+    ok = jnp.all(jnp.isfinite(rois), axis=1) & (index >= 0) & (index < images)
+    return ok
+
+
+def check_pool_rois(op: str, rois, images: int, spatial_scale: float) -> None:
+    """`check` for concrete MaxRoiPool/ROIPooling `rois` (R, 5): the batch index in column 0,
+    the scaled, rounded corners within int32. Traced `rois` are left to `valid`."""
+    if isinstance(rois, jax.core.Tracer):
+        return
+    host = np.asarray(rois)
+    wide = host.astype(bins.compute_dtype(host.dtype))
+    with np.errstate(invalid="ignore", over="ignore"):
+        corners = bins.scaled_corners(wide, spatial_scale) if np.isfinite(wide).all() else None
+    check(op, wide, wide[:, 0], images, bounded=corners,
+          bounded_name="the scaled, rounded corner", bound=bins.INT32_BOUND)
+
+
+def pool_arguments(op: str, x, rois, spatial_scale) -> tuple[jax.Array, jax.Array, float]:
+    """The checks both ROI poolings share once the dtype is allowed: `x` (N, C, H, W), `rois`
+    (R, 5) of its dtype, `spatial_scale` finite and > 0, concrete ROIs valid."""
+    if x.ndim != 4:
+        raise ValueError(f"{op}: the data must be 4-D (N, C, H, W), got shape {x.shape}")
+    rois = validation.as_data(op, rois, "rois")
+    if rois.dtype != x.dtype:
+        raise TypeError(f"{op}: `rois` dtype {rois.dtype} must be the data's dtype {x.dtype} "
+                        f"(one type T)")
+    if rois.ndim != 2 or rois.shape[1] != 5:
+        raise ValueError(f"{op}: `rois` must have shape (num_rois, 5) rows [batch, x1, y1, "
+                         f"x2, y2], got {rois.shape}")
+    scale = validation.static_float(op, "spatial_scale", spatial_scale)
+    scale32 = float(np.float32(scale))
+    if not (scale32 > 0 and scale32 != float("inf")):
+        raise ValueError(f"{op}: `spatial_scale` must be finite and > 0 (as float32), got "
+                         f"{scale}")
+    check_pool_rois(op, rois, x.shape[0], scale32)
+    return x, rois, scale32
+
+
+def pooled_pair(op: str, name: str, value) -> tuple[int, int]:
+    """`pooled_shape` as two ints >= 1."""
+    arr = validation.static_int_array(op, name, value)
+    if arr.shape != (2,):
+        raise ValueError(f"{op}: `{name}` must hold 2 ints (height, width), got {arr.tolist()}")
+    pair = (int(arr[0]), int(arr[1]))
+    if min(pair) < 1:
+        raise ValueError(f"{op}: `{name}` values must be >= 1, got {list(pair)}")
+    return pair
+
+
+def check_known(op: str, rois, batch, images: int) -> None:
+    """`check` for RoiAlign's `rois` (R, 4) and `batch_indices` (R,), each checked only when
+    its values are known here (a traced one is left to `valid`)."""
+    known_rois = not isinstance(rois, jax.core.Tracer)
+    known_batch = not isinstance(batch, jax.core.Tracer)
+    if not (known_rois or known_batch):
+        return
+    values = np.asarray(rois).astype(np.float64) if known_rois else np.zeros((len(batch), 0))
+    ids = np.asarray(batch) if known_batch else np.zeros(values.shape[0], np.int64)
+    check(op, values, ids, images if known_batch else max(images, 1),
+          batch_name="`batch_indices`")

@@ -1,0 +1,95 @@
+"""MaxRoiPool / ROIPooling-1 bin geometry (docs/semantics.md §11.3, steps 1-5).
+
+A ROI row ``[b, x1, y1, x2, y2]`` is scaled by ``spatial_scale`` in the computation type
+(float32; float64 for float64 data), its corners rounded half away from zero (C ``round``, never
+``jnp.round``'s half-to-even), its extent ``max(end - start + 1, 1)``; bin ``p`` of ``P`` spans
+``[floor(p * L/P) + start, ceil((p + 1) * L/P) + start)`` with ``L/P`` a correctly rounded
+division in the computation type, clipped to the image.
+
+XLA:CPU turns a division by a broadcast divisor into a multiplication by its reciprocal, which
+is not correctly rounded and moves bin edges (``L = 57, P = 7``). :func:`exact_divide` divides
+by a full-shape divisor behind ``lax.optimization_barrier``, which the simplifier cannot see
+through.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+#: Scaled corners must be in [-INT32_BOUND, INT32_BOUND) (the C int they are cast to).
+INT32_BOUND = 2.0**31
+
+
+class Bins(NamedTuple):
+    """Per ROI: its image and bin edges, clipped to the image; ``valid`` False for a ROI whose
+    corner left the int32 range (its output is zero)."""
+
+    image: jax.Array  # (R,) int32
+    h_start: jax.Array  # (R, PH) int32 in [0, H]
+    h_end: jax.Array
+    w_start: jax.Array  # (R, PW) int32 in [0, W]
+    w_end: jax.Array
+    valid: jax.Array  # (R,) bool
+
+
+def compute_dtype(dtype) -> np.dtype:
+    """float64 for float64 data, float32 otherwise (float16 and bfloat16 too)."""
+    return np.dtype(np.float64 if np.dtype(dtype) == np.float64 else np.float32)
+
+
+def c_round(v):
+    """Round half away from zero (C ``round``), exactly: ``v - trunc(v)`` is exact in floating
+    point, so the comparison with one half is too. NumPy arrays give NumPy arrays."""
+    xp = np if isinstance(v, np.ndarray) else jnp
+    t = xp.trunc(v)
+    return xp.where(xp.abs(v - t) >= 0.5, t + xp.sign(v), t)
+
+
+def scaled_corners(rois, spatial_scale: float):
+    """``rnd(rois[:, 1:] * s)``, (R, 4) ``[xs, ys, xe, ye]`` in the computation type; ``s`` is
+    `spatial_scale` rounded to float32 (an attribute's type), then widened."""
+    dtype = compute_dtype(rois.dtype)
+    return c_round(rois[:, 1:].astype(dtype) * np.array(np.float32(spatial_scale), dtype))
+
+
+def exact_divide(numerator: jax.Array, denominator: int) -> jax.Array:
+    """``numerator / denominator`` correctly rounded on every backend: the divisor is a
+    full-shape array behind ``lax.optimization_barrier``, so XLA cannot turn the division
+    into a multiplication by a reciprocal."""
+    divisor = lax.optimization_barrier(lax.full(numerator.shape, denominator, numerator.dtype))
+    return numerator / divisor
+
+
+def _edges(start, end, pooled: int, size: int):
+    """Bin edges along one axis: (R, pooled) int32 starts and ends in ``[0, size]``."""
+    dtype = start.dtype
+    extent = jnp.maximum(end - start + 1, np.array(1, dtype))
+    step = exact_divide(jnp.broadcast_to(extent[:, None], (extent.shape[0], pooled)), pooled)
+    p = lax.broadcasted_iota(dtype, step.shape, 1)
+    lo = jnp.floor(p * step) + start[:, None]
+    hi = jnp.ceil((p + np.array(1, dtype)) * step) + start[:, None]
+    top = np.array(size, dtype)
+    zero = np.array(0, dtype)
+    return (jnp.clip(lo, zero, top).astype(np.int32), jnp.clip(hi, zero, top).astype(np.int32))
+
+
+def bins(rois: jax.Array, batch_valid: jax.Array, spatial_scale: float,
+         pooled: tuple[int, int], height: int, width: int) -> Bins:
+    """The bins of every ROI (`rois` (R, 5) floating; `batch_valid` (R,) from
+    :func:`jaxmax._src.lowering.roi.rois.valid`). Invalid ROIs get in-range garbage edges and
+    ``valid`` False; the caller zeroes their output."""
+    corners = scaled_corners(rois, spatial_scale)
+    in_range = jnp.all((corners >= -INT32_BOUND) & (corners < INT32_BOUND), axis=1)
+    ok = batch_valid & in_range
+    corners = jnp.where(ok[:, None], corners, jnp.zeros_like(corners))
+    xs, ys, xe, ye = (corners[:, i] for i in range(4))
+    h_start, h_end = _edges(ys, ye, pooled[0], height)
+    w_start, w_end = _edges(xs, xe, pooled[1], width)
+    first = jnp.where(ok, rois[:, 0], jnp.zeros_like(rois[:, 0]))
+    image = jnp.trunc(first.astype(corners.dtype)).astype(np.int32)
+    return Bins(image, h_start, h_end, w_start, w_end, ok)

@@ -1,0 +1,306 @@
+"""MaxRoiPool (ONNX) and ROIPooling-1 method max (OpenVINO): values and gradient of every bin.
+
+The bins come from :mod:`.bins`; each is a rectangle of one image, answered by the 2-D sparse
+table of :mod:`.range_max` built per block of `BLOCK` channels under ``lax.map`` (four lookups
+per bin, ``jnp.take(..., mode="clip")``: indices are valid by construction).
+
+* ``rule="onnx"``: NaN if the bin holds a NaN, else its maximum (``+0`` over ``-0``). The table
+  combines integer keys (IEEE total order, every NaN mapped to the top key) by ``max``, so the
+  result does not depend on XLA's float ``max``.
+* ``rule="openvino"``: the reference fold ``acc = lowest(T); acc = (x < acc) ? acc : x`` in
+  row-major order. Without NaN and ``-0.0`` in the data that is ``max(lowest(T), bin)`` (the
+  fast path, the key table as above). Otherwise (under ``lax.cond``) the fold's winner: the
+  last of the largest keys (NaN the largest; ``-0 == +0``) in the bin; if it is a NaN that is
+  not the bin's last element, the last largest element after it (two more rectangles: the rest
+  of its row and the rows below), so the fold's order matters only there.
+
+Gradients (``jax.custom_vjp``): ONNX sends each bin's cotangent to its first maximal element
+(first NaN; ``-0 == +0``), OpenVINO to the fold's winner (none when ``lowest(T)`` won); both
+from a table of (key, position) pairs. Empty bins and invalid ROIs give ``+0.0`` and pass none.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxmax._src import dtypes, explicit_axes
+from jaxmax._src.lowering import order
+from jaxmax._src.lowering.roi import bins as bins_lowering
+from jaxmax._src.lowering.roi import range_max
+from jaxmax._src.lowering.roi import rois as rois_lowering
+
+#: Channels per table: a block of the anchor's (1, 256, 50, 50) table is 2.9 MB.
+BLOCK = 8
+RULES = ("onnx", "openvino")
+
+
+def roi_max_pool(x: jax.Array, rois: jax.Array, *, pooled: tuple[int, int],
+                 spatial_scale: float, rule: str) -> jax.Array:
+    """``(R, C, PH, PW)``: every bin's value by `rule` (``"onnx"`` or ``"openvino"``).
+
+    `x` is (N, C, H, W) floating, `rois` (R, 5) of its dtype; static arguments are validated.
+    Invalid ROIs (batch index outside ``[0, N)``, a non-finite value, a corner outside int32)
+    give all ``+0.0``.
+    """
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
+    return _roi_max_pool_jit(x, rois, pooled=pooled, spatial_scale=float(spatial_scale),
+                             rule=rule)
+
+
+@partial(jax.jit, static_argnames=("pooled", "spatial_scale", "rule"), inline=True)
+def _roi_max_pool_jit(x, rois, *, pooled, spatial_scale, rule):
+    def compute(x, rois):
+        return _pool(x, rois, pooled, spatial_scale, rule)
+
+    def out_spec(mesh):
+        spec = (None, explicit_axes.spec_of(x)[1], None, None)
+        return explicit_axes.divisible(mesh, spec, (rois.shape[0], x.shape[1]) + pooled)
+
+    return explicit_axes.run(compute, (x, rois), out_spec)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(2, 3, 4))
+def _pool(x, rois, pooled, spatial_scale, rule):
+    return _values(x, rois, pooled, spatial_scale, rule)
+
+
+def _pool_fwd(x, rois, pooled, spatial_scale, rule):
+    return _values(x, rois, pooled, spatial_scale, rule), (x, rois)
+
+
+def _pool_bwd(pooled, spatial_scale, rule, residuals, g):
+    x, rois = residuals
+    return _cotangent(x, rois, g, pooled, spatial_scale, rule), jnp.zeros_like(rois)
+
+
+_pool.defvjp(_pool_fwd, _pool_bwd)
+
+
+# ---- geometry shared by values and gradient -------------------------------------------------
+
+def _geometry(x, rois, pooled, spatial_scale):
+    """Per bin (flattened to Q = R*PH*PW): image, edges, and whether it is read (non-empty,
+    valid ROI); empty bins get the 1x1 rectangle at (0, 0)."""
+    n, _, height, width = x.shape
+    ph, pw = pooled
+    b = bins_lowering.bins(rois, rois_lowering.valid(rois, rois[:, 0], n), spatial_scale,
+                           pooled, height, width)
+    shape = (rois.shape[0], ph, pw)
+    h0 = jnp.broadcast_to(b.h_start[:, :, None], shape)
+    h1 = jnp.broadcast_to(b.h_end[:, :, None], shape)
+    w0 = jnp.broadcast_to(b.w_start[:, None, :], shape)
+    w1 = jnp.broadcast_to(b.w_end[:, None, :], shape)
+    read = (h1 > h0) & (w1 > w0) & b.valid[:, None, None]
+    zero, one = np.int32(0), np.int32(1)
+    h0, w0 = (jnp.where(read, v, zero).reshape(-1) for v in (h0, w0))
+    h1, w1 = (jnp.where(read, v, one).reshape(-1) for v in (h1, w1))
+    image = jnp.broadcast_to(b.image[:, None, None], shape).reshape(-1)
+    return image, h0, h1, w0, w1, read.reshape(-1)
+
+
+def _rows(image, h, w, level, x_shape):
+    """Row of the flattened table (levels, N, H, W) -> (rows, channels)."""
+    n, _, height, width = x_shape
+    return ((level * np.int32(n) + image) * np.int32(height) + h) * np.int32(width) + w
+
+
+def _lookup(flat, image, h0, h1, w0, w1, x_shape, combine, counts):
+    """Combine the four blocks of each rectangle: `flat` a pytree of (rows, Cb) tables with
+    `counts` levels; the rectangles (Q,) int32 shared by every channel, or (Q, Cb) per
+    channel."""
+    level, hs, ws = range_max.corners(h0, h1, w0, w1, counts[0])
+    rows = _rows(image, hs, ws, level, x_shape)  # (4, Q) or (4, Q, Cb)
+    if rows.ndim == 2:
+        got = jax.tree.map(lambda t: jnp.take(t, rows.reshape(-1), axis=0, mode="clip")
+                           .reshape((4, -1, t.shape[1])), flat)
+    else:
+        got = jax.tree.map(lambda t: jnp.take_along_axis(
+            t[None], rows, axis=1, mode="clip"), flat)
+    part = [jax.tree.map(lambda v, i=i: v[i], got) for i in range(4)]
+    return combine(combine(part[0], part[1]), combine(part[2], part[3]))
+
+
+def _blocks(x):
+    """(N, C, H, W) -> (C/BLOCK, N, H, W, BLOCK), channels padded with zeros."""
+    n, c, height, width = x.shape
+    count = -(-c // BLOCK)
+    x = jnp.pad(x, ((0, 0), (0, count * BLOCK - c), (0, 0), (0, 0)))
+    return x.reshape(n, count, BLOCK, height, width).transpose(1, 0, 3, 4, 2)
+
+
+def _unblock(v, rois_count, pooled, channels):
+    """(C/BLOCK, Q, BLOCK) -> (R, C, PH, PW)."""
+    count = v.shape[0]
+    v = v.reshape((count, rois_count) + pooled + (BLOCK,)).transpose(1, 0, 4, 2, 3)
+    return v.reshape((rois_count, count * BLOCK) + pooled)[:, :channels]
+
+
+def _by_levels(geometry, x_shape, pooled, body, blocks):
+    """``lax.map(body(block, counts))`` over the channel blocks, with the fewest table levels
+    that hold every bin: a bin of an ROI inside the map has at most ``ceil(H/PH) + 1`` rows,
+    so the table stops there (the anchor's 50/7: 16 levels instead of 36) unless some bin is
+    larger (an ROI beyond the map), which takes the full table (``lax.cond``)."""
+    _, h0, h1, w0, w1, _ = geometry
+    height, width = x_shape[2], x_shape[3]
+    full = (range_max.levels(height), range_max.levels(width))
+    few = (range_max.levels(min(height, -(-height // pooled[0]) + 1)),
+           range_max.levels(min(width, -(-width // pooled[1]) + 1)))
+
+    def run(counts):
+        return lambda b: lax.map(lambda block: body(block, counts), b)
+
+    if few == full:
+        return run(full)(blocks)
+    fits = ((jnp.max(h1 - h0) < (1 << few[0])) & (jnp.max(w1 - w0) < (1 << few[1])))
+    return lax.cond(fits, run(few), run(full), blocks)
+
+
+# ---- values ----------------------------------------------------------------------------------
+
+def _nan_top_key(x):
+    """IEEE total order on the bits, every NaN (either sign) moved to the top key."""
+    m = order.monotone_bits(x)
+    return lax.select(x != x, lax.full_like(m, np.iinfo(m.dtype).max), m)
+
+
+def _key_max(xb, geometry, x_shape, counts):
+    """Per block: the maximum key of every bin, decoded (NaN propagates, ``+0`` over ``-0``)."""
+    image, h0, h1, w0, w1, _ = geometry
+    keys = _nan_top_key(xb)
+    table = range_max.build(keys, lax.max, 1, 2, counts)
+    flat = table.reshape(-1, xb.shape[-1])
+    best = _lookup(flat, image, h0, h1, w0, w1, x_shape, lax.max, counts)
+    return order.from_monotone_bits(best, xb.dtype)
+
+
+def _values(x, rois, pooled, spatial_scale, rule):
+    r, c = rois.shape[0], x.shape[1]
+    if r == 0 or 0 in x.shape:
+        return jnp.zeros((r, c) + pooled, x.dtype)
+    geometry = _geometry(x, rois, pooled, spatial_scale)
+    read = geometry[-1]
+    lowest = dtypes.lowest(x.dtype)
+    x_shape = x.shape
+
+    def onnx_block(xb, counts):
+        return _key_max(xb, geometry, x_shape, counts)
+
+    def fast_block(xb, counts):  # no NaN and no -0.0: max(lowest(T), bin)
+        return jnp.maximum(_key_max(xb, geometry, x_shape, counts), lowest)
+
+    def fold_block(xb, counts):
+        winner = _fold_winner(xb, geometry, x_shape, counts)
+        flat = xb.reshape(-1, xb.shape[-1])
+        got = jnp.take_along_axis(flat, jnp.maximum(winner, 0), axis=0, mode="clip")
+        return jnp.where(winner >= 0, got, lowest)
+
+    blocks = _blocks(x)
+    if rule == "onnx":
+        v = _by_levels(geometry, x_shape, pooled, onnx_block, blocks)
+    else:
+        ordered = jnp.any((x != x) | ((x == 0) & jnp.signbit(x)))
+        full = (range_max.levels(x_shape[2]), range_max.levels(x_shape[3]))
+        v = lax.cond(ordered, lambda b: lax.map(lambda xb: fold_block(xb, full), b),
+                     lambda b: _by_levels(geometry, x_shape, pooled, fast_block, b), blocks)
+    v = jnp.where(read[None, :, None], v, jnp.zeros((), x.dtype))
+    return _unblock(v, r, pooled, c)
+
+
+# ---- winners (gradient; the OpenVINO fold) ---------------------------------------------------
+
+def _pairs(xb):
+    """(compare key: NaN the top, ``-0 == +0``; flat position in (N, H, W)) per element."""
+    n, height, width, cb = xb.shape
+    pos = lax.broadcasted_iota(np.int32, (n * height * width, cb), 0).reshape(xb.shape)
+    return order.compare_key(xb, nan_order="first"), pos
+
+
+def _pick(later: bool):
+    """Lexicographic max of (key, position) pairs; equal keys keep the earlier (`later`: the
+    later) position."""
+    def combine(a, b):
+        (ka, pa), (kb, pb) = a, b
+        take_b = (kb > ka) | ((kb == ka) & ((pb > pa) if later else (pb < pa)))
+        return jnp.where(take_b, kb, ka), jnp.where(take_b, pb, pa)
+    return combine
+
+
+def _pair_table(xb, later, counts):
+    combine = _pick(later)
+    table = range_max.build(_pairs(xb), combine, 1, 2, counts)
+    return jax.tree.map(lambda t: t.reshape(-1, xb.shape[-1]), table), combine
+
+
+def _first_winner(xb, geometry, x_shape, counts):
+    """(Q, Cb): the flat position of each bin's first maximal element (NaN the maximum)."""
+    image, h0, h1, w0, w1, read = geometry
+    flat, combine = _pair_table(xb, False, counts)
+    _, pos = _lookup(flat, image, h0, h1, w0, w1, x_shape, combine, counts)
+    return jnp.where(read[:, None], pos, np.int32(-1))
+
+
+def _fold_winner(xb, geometry, x_shape, counts):
+    """(Q, Cb): the element the OpenVINO reference fold keeps, -1 when ``lowest(T)`` wins."""
+    image, h0, h1, w0, w1, read = geometry
+    width = x_shape[3]
+    flat, combine = _pair_table(xb, True, counts)
+    key, pos = _lookup(flat, image, h0, h1, w0, w1, x_shape, combine, counts)
+    nan_key = np.iinfo(key.dtype).max
+    h_nan, w_nan = (pos // np.int32(width)) % np.int32(x_shape[2]), pos % np.int32(width)
+    cb = xb.shape[-1]
+    wide = [jnp.broadcast_to(v[:, None], (v.shape[0], cb)) for v in (image, h0, h1, w0, w1)]
+    image_, h0_, h1_, w0_, w1_ = wide
+    # after the last NaN: the rest of its row, then the rows below it (in that order)
+    row_rest = w_nan + 1 < w1_
+    below = h_nan + 1 < h1_
+    k_row, p_row = _lookup(flat, image_, h_nan, h_nan + 1, jnp.where(row_rest, w_nan + 1, w0_),
+                           jnp.where(row_rest, w1_, w0_ + 1), x_shape, combine, counts)
+    k_below, p_below = _lookup(flat, image_, jnp.where(below, h_nan + 1, h0_),
+                               jnp.where(below, h1_, h0_ + 1), w0_, w1_, x_shape, combine,
+                               counts)
+    low = np.iinfo(key.dtype).min
+    k_row = jnp.where(row_rest, k_row, low)
+    k_below = jnp.where(below, k_below, low)
+    after_pos = jnp.where(k_below >= k_row, p_below, p_row)  # equal keys: the later (below)
+    after_nan = jnp.where(row_rest | below, after_pos, pos)  # a trailing NaN wins
+    winner = jnp.where(key == nan_key, after_nan, pos)
+    minus_inf = order.compare_key(jnp.array(-jnp.inf, xb.dtype), nan_order="first")
+    seeded = (key == minus_inf)  # every element -inf: lowest(T) wins (no NaN in the bin)
+    winner = jnp.where(seeded, np.int32(-1), winner)
+    return jnp.where(read[:, None], winner, np.int32(-1))
+
+
+# ---- gradient --------------------------------------------------------------------------------
+
+def _cotangent(x, rois, g, pooled, spatial_scale, rule):
+    r, c = rois.shape[0], x.shape[1]
+    if r == 0 or 0 in x.shape:
+        return jnp.zeros_like(x)
+    n, _, height, width = x.shape
+    geometry = _geometry(x, rois, pooled, spatial_scale)
+    x_shape = x.shape
+    count = -(-c // BLOCK)
+    g = jnp.pad(g, ((0, 0), (0, count * BLOCK - c), (0, 0), (0, 0)))
+    g = g.reshape((r, count, BLOCK, -1)).transpose(1, 0, 3, 2).reshape(count, -1, BLOCK)
+
+    def block(args, counts):
+        xb, gb = args
+        if rule == "onnx":
+            winner = _first_winner(xb, geometry, x_shape, counts)
+        else:
+            winner = _fold_winner(xb, geometry, x_shape, counts)
+        size = n * height * width
+        target = jnp.where(winner >= 0, winner, np.int32(size))
+        lanes = lax.broadcasted_iota(np.int32, target.shape, 1)
+        return jnp.zeros((size, BLOCK), x.dtype).at[target, lanes].add(gb, mode="drop")
+
+    full = (range_max.levels(height), range_max.levels(width))  # one program: no level switch
+    gx = lax.map(lambda args: block(args, full), (_blocks(x), g))  # (count, N*H*W, BLOCK)
+    gx = gx.reshape(count, n, height, width, BLOCK).transpose(1, 0, 4, 2, 3)
+    return gx.reshape(n, count * BLOCK, height, width)[:, :c]
