@@ -68,7 +68,8 @@ def benchmark_rows(quick_only: bool) -> Iterator[tuple[str, Callable[[], str]]]:
                     key = impl.inputs or case.inputs
                     name = f"{'quick' if quick else 'full'} | {group} | {case.name} | {impl.label}"
 
-                    def one(impl: Any = impl, key: str = key, ctxs: dict = ctxs, sz: Any = sz) -> str:
+                    def one(impl: Any = impl, key: str = key, ctxs: dict = ctxs,
+                            sz: Any = sz) -> str:
                         if key not in ctxs:
                             ctxs[key] = Ctx(key, sz)
                         run = impl.build(ctxs[key])
