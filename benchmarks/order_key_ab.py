@@ -1,15 +1,16 @@
 """The one comparison key (``order.compare_key``) against the two it replaced, side by side in
 one process, on every row whose program the choice changes: ArgMax's small-input pairs, its
-fold in blocks over an axis before the last, its lane fold (float32 over ``8 * c`` lanes), its
-other last-axis folds, and MaxPool's compact form of (value, index) pairs.
+fold in blocks over an axis before the last, its lane fold (float32 over ``8 * c`` lanes), and
+MaxPool's compact form of (value, index) pairs.
 
 The keys (equal values, see `order.compare_key`):
 
 * ``monotone``: the monotone bits with the ``-0.0`` fix as a subtraction, NaN found by
-  ``x != x`` (the pairs, the blocked and lane folds and the compact pairs used it);
-* ``bits where``: the sign and magnitude bits, NaN a magnitude above infinity's, selected by
-  ``jnp.where`` (the other last-axis folds used it);
-* ``kept``: ``order.compare_key``, the second formula selected by ``lax.select``.
+  ``x != x`` (the rows above used it);
+* ``kept``: ``order.compare_key``, the sign and magnitude bits, NaN a magnitude above
+  infinity's, selected by ``lax.select``. The other last-axis folds used it with ``jnp.where``
+  (``bits_compare_key``), which compiled to the same HLO on (1, 25200), (2048, 1001),
+  (16, 50257), bfloat16 (256, 1000) and (40000, 12) (checked when it was removed).
 
 Each row is compiled with its former key ("before") and with the kept one, and the two
 executables are timed in interleaved rounds; the table gives the medians of wall and process
@@ -49,28 +50,6 @@ def monotone_key(x: Any, *, nan_order: str) -> Any:
     return lax.select(x != x, nan_key, m)
 
 
-def bits_where_key(x: Any, *, nan_order: str) -> Any:
-    """The former ``bits_compare_key``: the kept formula, NaN selected by ``jnp.where``."""
-    import jax.numpy as jnp
-    import numpy as np
-    from jax import lax
-
-    from jaxmax._src import dtypes
-    from jaxmax._src.lowering import order
-
-    if not dtypes.is_floating(x.dtype):
-        return order.key(x, descending=True, nan_order=nan_order)
-    int_type = order.signed_bits_dtype(x.dtype)
-    info = np.iinfo(int_type)
-    b = lax.bitcast_convert_type(x, int_type)
-    sign = b >> (8 * int_type.itemsize - 1)
-    numeric = (b ^ (sign & np.array(info.max, int_type))) - sign
-    magnitude = b & np.array(info.max, int_type)
-    inf_bits = np.array(np.array(np.inf, x.dtype).view(int_type), int_type)
-    nan_key = np.array(info.max if nan_order == "first" else info.min, int_type)
-    return jnp.where(magnitude > inf_bits, nan_key, numeric)
-
-
 def rows() -> list[tuple[str, str, Callable[..., Any], Any]]:
     """(label, former key, function, input)."""
     import jax.numpy as jnp
@@ -91,7 +70,7 @@ def rows() -> list[tuple[str, str, Callable[..., Any], Any]]:
         return ov.max_pool(x, kernel=(3, 3), strides=(2, 2), pads_begin=(1, 1), pads_end=(1, 1),
                            opset=8, index_element_type="i32")
 
-    m, w = "monotone", "bits where"
+    m = "monotone"
     return [
         ("ArgMax pairs (64, 100) axis 1", m, arg_max(1), data((64, 100))),
         ("ArgMax pairs (8, 21, 8, 8) axis 1", m, arg_max(1), data((8, 21, 8, 8))),
@@ -101,12 +80,6 @@ def rows() -> list[tuple[str, str, Callable[..., Any], Any]]:
          data((2, 1000, 512), jnp.bfloat16)),
         ("ArgMax lane fold (256, 1000) axis 1", m, arg_max(1), data((256, 1000))),
         ("ArgMax lane fold (4096, 64) axis 1", m, arg_max(1), data((4096, 64))),
-        ("ArgMax wide lanes (1, 25200) axis 1", w, arg_max(1), data((1, 25200))),
-        ("ArgMax wide lanes (2048, 1001) axis 1", w, arg_max(1), data((2048, 1001))),
-        ("ArgMax wide lanes (16, 50257) axis 1", w, arg_max(1), data((16, 50257))),
-        ("ArgMax wide lanes bf16 (256, 1000) axis 1", w, arg_max(1),
-         data((256, 1000), jnp.bfloat16)),
-        ("ArgMax last-axis fold (40000, 12) axis 1", w, arg_max(1), data((40000, 12))),
         ("MaxPool-8 compact pairs (1, 3, 13, 13)", m, pool, data((1, 3, 13, 13))),
         ("MaxPool-8 compact pairs (2, 4, 20, 20)", m, pool, data((2, 4, 20, 20))),
     ]
@@ -123,7 +96,7 @@ def main() -> int:
     from jaxmax._src.lowering import order
 
     kept = order.compare_key
-    former = {"monotone": monotone_key, "bits where": bits_where_key}
+    former = {"monotone": monotone_key}
     print("| row | former key | former ms | kept ms | kept / former | CPU kept / former |\n"
           "|---|---|---|---|---|---|")
     for label, before, fn, x in rows():
