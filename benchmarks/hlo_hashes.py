@@ -16,8 +16,8 @@ The text is lowered without debug information (``Lowered.as_text()``; no source 
 a moved line or a renamed Python function changes no hash unless it changes the program.
 
 Run: ``PYTHONPATH=$PWD python benchmarks/hlo_hashes.py [--quick-only] [--only SUBSTRING]
-> hashes.txt`` (about 5 minutes for everything on a 2-core machine; rows that fail to lower print
-``ERR`` and the exception's type).
+> hashes.txt`` (55 minutes for everything on a 2-core machine at load 15-19; rows that fail to
+lower print ``ERR`` and the exception's type).
 """
 
 from __future__ import annotations
