@@ -185,7 +185,7 @@ def _interior(a: Axis) -> tuple[int, int]:
 
 # Up to this many padded output rows on one side of an axis, each row is a box of its own (its
 # taps are then inside or wholly padding: plain slices or constants); more are one slab. On a
-# dilated axis, up to `_DILATED_BORDER_ROWS`: there the slab compiles in 0.24-0.48x the time at
+# dilated axis, up to `_DILATED_BORDER_ROWS`: there the slab compiles in 0.25-0.45x the time at
 # the same or a lower run time (k3 d2 p2 and k3 d3 p3; on undilated k5 p2 the rows of their own
 # are 1.2-1.5x faster to compile and 1.15x to run: benchmarks/border_rows_ab.py, and
 # benchmarks/RESULTS.md, "MaxPool's dilated border rows").
