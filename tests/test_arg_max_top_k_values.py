@@ -464,17 +464,14 @@ def test_arg_max_float32_lane_fold_and_its_exits(arg_max_forms):
                     f"NaN, jit, last {last}")
 
 
-@pytest.mark.parametrize("name", ["compare_key", "bits_compare_key"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16, np.float64])
 @pytest.mark.parametrize("nan_order", ["first", "last"])
-def test_compare_key_orders_like_the_rule(dtype, nan_order, name):
-    """`order.compare_key` (the folds' key) and `order.bits_compare_key` (the last-axis folds')
-    against a NumPy reading of the rule on every pair of special values: NaN of either sign
-    above (`first`) or below (`last`) every number, -0.0 equal to +0.0, subnormals and
-    infinities in numeric order."""
-    from jaxmax._src.lowering import order
-
-    key_of = getattr(order, name)
+def test_compare_key_orders_like_the_rule(dtype, nan_order):
+    """`order.compare_key` (every fold's key, and the compact pooling pairs') against a NumPy
+    reading of the rule on every pair of special values: NaN of either sign above (`first`) or
+    below (`last`) every number, -0.0 equal to +0.0, subnormals and infinities in numeric
+    order."""
+    from jaxmax._src.lowering.order import compare_key as key_of
 
     info = ml_dtypes.finfo(dtype)
     tiny = float(info.smallest_subnormal)
@@ -495,16 +492,13 @@ def test_compare_key_orders_like_the_rule(dtype, nan_order, name):
             assert np.sign(int(got[i]) - int(got[j])) == want, (values[i], values[j])
 
 
-@pytest.mark.parametrize("name", ["compare_key", "bits_compare_key"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16])
-def test_compare_keys_order_every_bit_pattern(dtype, name):
-    """Both keys against a NumPy reading of the rule on every bit pattern of 16-bit floats and
-    a million float32 patterns (both NaN orders): sorted by the rule (NaN above or below every
-    number, numbers by value, -0.0 equal to +0.0), the keys never decrease, and two neighbours
-    share a key exactly where the rule ties them."""
-    from jaxmax._src.lowering import order
-
-    key_of = getattr(order, name)
+def test_compare_key_orders_every_bit_pattern(dtype):
+    """`order.compare_key` against a NumPy reading of the rule on every bit pattern of 16-bit
+    floats and a million float32 patterns (both NaN orders): sorted by the rule (NaN above or
+    below every number, numbers by value, -0.0 equal to +0.0), the keys never decrease, and two
+    neighbours share a key exactly where the rule ties them."""
+    from jaxmax._src.lowering.order import compare_key as key_of
     if np.dtype(dtype).itemsize == 2:
         patterns = np.arange(1 << 16, dtype=np.uint16)
     else:

@@ -69,8 +69,8 @@ def _arg_max_jit(x, *, axis, keepdims, last, nan_order, index_dtype):
         elif x.dtype == np.float32 and lanes(n):
             out = _lane_arg_max(x, partial(order.compare_key, nan_order=nan_order), lanes(n),
                                 last).astype(index_dtype)
-        else:  # compare_key's values in fewer operations (the forms above keep their programs)
-            data, fold_key = _blocked_input(x, nan_order, order.bits_compare_key)
+        else:
+            data, fold_key = _blocked_input(x, nan_order)
             if n < 2 * _MIN_LANES:
                 out = _fold_arg_max(data, fold_key, axis, last, index_dtype)
             else:
@@ -122,18 +122,18 @@ def block(n: int) -> int:
     return next((b for b in range(MAX_BLOCK, 7, -1) if n % b == 0), 16)
 
 
-def _blocked_input(x, nan_order, key_fn=order.compare_key):
+def _blocked_input(x, nan_order):
     """The array a fold slices (`_blocked_arg_max`, and over the last axis `_fold_arg_max` and
-    `_lane_arg_max`) and its key, `key_fn` (``order.compare_key`` or another function of its
-    values). bfloat16 is sliced as its 16 bits and keyed as the float32 those bits widen to
-    (the same order): XLA's CPU compiled the fold of bfloat16 slices in 1.1 s against 0.27 s
-    (32 steps; float16 and integers are as fast as float32)."""
+    `_lane_arg_max`) and its key, ``order.compare_key``. bfloat16 is sliced as its 16 bits and
+    keyed as the float32 those bits widen to (the same order): XLA's CPU compiled the fold of
+    bfloat16 slices in 1.1 s against 0.27 s (32 steps; float16 and integers are as fast as
+    float32)."""
     if x.dtype != jnp.bfloat16:
-        return x, partial(key_fn, nan_order=nan_order)
+        return x, partial(order.compare_key, nan_order=nan_order)
 
     def key(bits):
         wide = lax.bitcast_convert_type(bits.astype(np.uint32) << np.uint32(16), np.float32)
-        return key_fn(wide, nan_order=nan_order)
+        return order.compare_key(wide, nan_order=nan_order)
 
     return lax.bitcast_convert_type(x, np.uint16), key
 

@@ -102,32 +102,18 @@ def key(x: jax.Array, *, descending: bool, nan_order: str) -> jax.Array:
 def compare_key(x: jax.Array, *, nan_order: str) -> jax.Array:
     """A key in the order of ``key(x, descending=True, nan_order=nan_order)``, cheaper to
     compute, for comparisons only: its values differ (a negative number's key is one larger, so
-    that ``-0.0`` meets ``+0.0`` at 0), so it is never mapped back (:func:`ranked`).
+    that ``-0.0`` meets ``+0.0`` at 0), so it is never mapped back (:func:`ranked`). The one
+    comparison key: every ArgMax fold and MaxPool's compact pairs compare it.
 
-    The ``-0.0`` fix is one subtraction (``m - (m >> (width - 1))`` raises every negative
-    monotone key by one), and NaN is found by ``x != x``, so a fold that computes the key of
-    every element it reads spends five integer operations and a compare on it instead of eight.
+    All on the integer bits: a negative number's key is ``(bits ^ INT_MAX) + 1`` (its magnitude
+    negated, so ``-0.0`` meets ``+0.0`` at 0), computed as ``(bits ^ (sign & INT_MAX)) - sign``
+    with ``sign = bits >> (width - 1)``, and NaN is a magnitude above infinity's bits (no float
+    compare): a fold that keys every element it reads spends four integer operations and a
+    compare on it before the NaN select, where ``key`` spends eight (the monotone bits with the
+    ``-0.0`` fix as a subtraction and NaN found by ``x != x``, five and a float compare, the
+    key of the pairs, the blocked and lane folds and the compact pairs until it was replaced
+    by this one, runs within 5% of it on each: benchmarks/order_key_ab.py).
     """
-    if nan_order not in NAN_ORDERS:
-        raise ValueError(f"nan_order must be one of {NAN_ORDERS}, got {nan_order!r}")
-    if not dtypes.is_floating(x.dtype):
-        return key(x, descending=True, nan_order=nan_order)
-    m = monotone_bits(x)
-    m = m - (m >> (8 * m.dtype.itemsize - 1))
-    info = np.iinfo(m.dtype)
-    # lax.select, not jnp.where: a jitted wrapper would be one more function in the program of
-    # every new shape (MaxPool's compact form keys inside its reduction)
-    nan_key = lax.full_like(m, info.max if nan_order == "first" else info.min)
-    return lax.select(x != x, nan_key, m)
-
-
-def bits_compare_key(x: jax.Array, *, nan_order: str) -> jax.Array:
-    """:func:`compare_key`'s values in fewer operations, all on the integer bits: a negative
-    number's key is ``(bits ^ INT_MAX) + 1`` (its magnitude negated, so ``-0.0`` meets ``+0.0``
-    at 0), computed as ``(bits ^ (sign & INT_MAX)) - sign`` with ``sign = bits >> (width - 1)``,
-    and NaN is a magnitude above infinity's bits (no float compare). For folds that key every
-    element they read (four integer operations and a compare before the NaN select, against
-    five and a float compare)."""
     if nan_order not in NAN_ORDERS:
         raise ValueError(f"nan_order must be one of {NAN_ORDERS}, got {nan_order!r}")
     if not dtypes.is_floating(x.dtype):
@@ -139,8 +125,10 @@ def bits_compare_key(x: jax.Array, *, nan_order: str) -> jax.Array:
     numeric = (b ^ (sign & np.array(info.max, int_type))) - sign
     magnitude = b & np.array(info.max, int_type)
     inf_bits = np.array(np.array(np.inf, x.dtype).view(int_type), int_type)
-    nan_key = np.array(info.max if nan_order == "first" else info.min, int_type)
-    return jnp.where(magnitude > inf_bits, nan_key, numeric)
+    # lax.select, not jnp.where: a jitted wrapper would be one more function in the program of
+    # every new shape (MaxPool's compact form keys inside its reduction)
+    nan_key = lax.full_like(numeric, info.max if nan_order == "first" else info.min)
+    return lax.select(magnitude > inf_bits, nan_key, numeric)
 
 
 def top_k_key(x: jax.Array, *, descending: bool, nan_order: str) -> jax.Array:

@@ -50,15 +50,16 @@ def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -
     The version is the operator's since-version at `opset` (the model's ``opset_import`` for the
     default domain): the largest since-version ``<= opset``, as ONNX picks it. Attributes are read
     from the node, with the schema's defaults (``onnx.defs.get_schema``) for the ones it omits.
-    Bound operators and versions: ReduceMax 1/11/12/13/18/20, MaxPool 1/8/10/11/12/22 (``Indices``
-    when the node has a second output), GlobalMaxPool 1/22, Max 1/6/8/12/13, ArgMax
+    Bound operators and versions: ReduceMax 1/11/12/13/18/20, MaxPool 1/8/10/11/12/22
+    (``Indices`` when the node has a second output), GlobalMaxPool 1/22, Max 1/6/8/12/13, ArgMax
     1/11/12/13, TopK 1/10/11/24, MaxUnpool 9/11/22, Hardmax 1/11/13, MaxRoiPool 1/22, RoiAlign
     10/16/22 (max as the spec's interpolate-then-max), ScatterElements and ScatterND 18
-    (reduction max; other reductions raise the not-bound error). A ScatterElements or ScatterND node of version 16 (opsets 16-17)
-    with reduction max is outside the ONNX schema (max arrives in 18), but torch's TorchScript
-    exporter writes it and onnxruntime runs it with the version-18 rule: it is bound as version
-    18 (``opset=18`` in the call), and the callable's ``note`` says so.
-    ``onnx.scatter_elements(..., opset=16, reduction="max")`` itself still raises.
+    (reduction max; other reductions raise the not-bound error). A ScatterElements or ScatterND
+    node of version 16 (opsets 16-17) with reduction max is outside the ONNX schema (max arrives
+    in 18), but torch's TorchScript exporter writes it and onnxruntime runs it with the
+    version-18 rule: it is bound as version 18 (``opset=18`` in the call), and the callable's
+    ``note`` says so. ``onnx.scatter_elements(..., opset=16, reduction="max")`` itself still
+    raises.
 
     Args:
       node: an ``onnx.NodeProto`` (default domain).

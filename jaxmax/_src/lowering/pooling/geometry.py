@@ -184,16 +184,21 @@ def _interior(a: Axis) -> tuple[int, int]:
 
 
 # Up to this many padded output rows on one side of an axis, each row is a box of its own (its
-# taps are then inside or wholly padding: plain slices or constants); more are one slab.
+# taps are then inside or wholly padding: plain slices or constants); more are one slab. On a
+# dilated axis, up to `_DILATED_BORDER_ROWS`: there the slab compiles in 0.25-0.45x the time at
+# the same or a lower run time (k3 d2 p2 and k3 d3 p3; on undilated k5 p2 the rows of their own
+# are 1.2-1.5x faster to compile and 1.15x to run: benchmarks/border_rows_ab.py, and
+# benchmarks/RESULTS.md, "MaxPool's dilated border rows").
 _BORDER_ROWS = 3
+_DILATED_BORDER_ROWS = 1
 
 
 @functools.lru_cache(maxsize=128)
 def _boxes(g: Geometry) -> Boxes | None:
     """The output split into boxes whose taps need no ``lax.pad``: per axis, the interior outputs
     (every tap inside) and each padded output row on its own (up to `_BORDER_ROWS` per side,
-    else one slab, padded). None when some axis has no interior output or no axis has padded
-    outputs."""
+    `_DILATED_BORDER_ROWS` on a dilated axis, else one slab, padded). None when some axis has no
+    interior output or no axis has padded outputs."""
     inner = [_interior(a) for a in g.axes]
     if any(first >= end for first, end in inner):
         return None
@@ -202,8 +207,9 @@ def _boxes(g: Geometry) -> Boxes | None:
     segments = []
     for a, (first, end) in zip(g.axes, inner, strict=True):
         segs = [(first, end)]
+        rows = _BORDER_ROWS if a.d == 1 else _DILATED_BORDER_ROWS
         for lo, hi in ((0, first), (end, a.out)):
-            if 0 < hi - lo <= _BORDER_ROWS:
+            if 0 < hi - lo <= rows:
                 segs += [(r, r + 1) for r in range(lo, hi)]
             elif hi > lo:
                 segs.append((lo, hi))

@@ -1,9 +1,9 @@
-"""Tangents: the pooled values as ``jax.custom_jvp`` functions whose tangent is each window's
+"""Tangents: the pooled values as one ``jax.custom_jvp`` function whose tangent is each window's
 winner's.
 
 Stage five of the pooling pipeline (:mod:`~jaxmax._src.lowering.pooling.max_pool`): `pooled` is
-the values of :mod:`~jaxmax._src.lowering.pooling.values` with, for floating data, a tangent
-rule that gathers the input tangent at each window's winner
+the values of :mod:`~jaxmax._src.lowering.pooling.values` (entered at one place, `_value`) with,
+for floating data, a tangent rule that gathers the input tangent at each window's winner
 (:mod:`~jaxmax._src.lowering.pooling.winners`), zero without one. The tangent is linear in the
 input tangent, so forward mode, reverse mode (JAX transposes the rule), ``vmap`` and ``jit`` all
 work, dilated and 3-D windows included, where ``lax.reduce_window`` has no derivative. The
@@ -64,27 +64,14 @@ def gather_tangent(t: jax.Array, winner: jax.Array, g: Geometry) -> jax.Array:
     return out
 
 
-def _jvp(g: Geometry, x: jax.Array, t: jax.Array, out: jax.Array, nan: str):
-    if 0 in g.out_shape:
-        return out, jnp.zeros(g.out_shape, t.dtype)
-    winner = pool_winners.winner(lax.stop_gradient(x), g, lax.stop_gradient(out), nan)
-    return out, gather_tangent(t, winner, g)
+def _value(x: jax.Array, g: Geometry, nan: str, keep: bool) -> jax.Array:
+    """The pooled values of `x` (:mod:`~jaxmax._src.lowering.pooling.values`, the one call into
+    that stage); with `keep`, as an array in memory (`_in_memory`)."""
+    out = pool_values.pooled(x, g, nan)
+    if keep and out.size:
+        out = _in_memory(out, lambda: pool_values.pooled(x, g, nan))
+    return out
 
-
-# ----------------------------------------------------------------------- nan="propagate"
-
-@partial(jax.custom_jvp, nondiff_argnums=(1,))
-def _propagating(x, g):
-    return pool_values.pooled(x, g, "propagate")
-
-
-@_propagating.defjvp
-def _propagating_jvp(g, primals, tangents):
-    (x,), (t,) = primals, tangents
-    return _jvp(g, x, t, _propagating(x, g), "propagate")
-
-
-# ----------------------------------------------------------------------- nan="skip"
 
 def _in_memory(v: jax.Array, recompute) -> jax.Array:
     """`v`, as the carry of a ``while_loop`` of zero trips (its predicate reads one element of
@@ -95,40 +82,31 @@ def _in_memory(v: jax.Array, recompute) -> jax.Array:
     return rules.redo_if(jnp.isnan(v.reshape(-1)[0]), v, recompute)
 
 
-@partial(jax.custom_jvp, nondiff_argnums=(1, 2))
-def _skipping(x, g, keep):
-    """The pooling under ``nan="skip"``; with `keep`, its value is an array in memory
-    (`_in_memory`)."""
-    out = pool_values.pooled(x, g, "skip")
-    if keep and out.size:
-        out = _in_memory(out, lambda: pool_values.pooled(x, g, "skip"))
-    return out
+@partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3, 4))
+def _pooled(x: jax.Array, g: Geometry, nan: str, stages, keep: bool) -> jax.Array:
+    """The values of `x` (`_value`) with the winner's tangent; with `stages` (``"skip"``
+    windows of many taps: ``Geometry.two_stages``), the derivative is that of the two stages
+    (the same function; each stage's derivative has few taps)."""
+    return _value(x, g, nan, keep)
 
 
-@_skipping.defjvp
-def _skipping_jvp(g, keep, primals, tangents):
+@_pooled.defjvp
+def _pooled_jvp(g, nan, stages, keep, primals, tangents):
+    if stages is not None:
+        first, second = stages
+
+        def two_stages(v):
+            # stage 1's result in memory: stage 2's taps and winners read it, not recompute it
+            return _pooled(_pooled(v, first, nan, None, True), second, nan, None, False)
+
+        return jax.jvp(two_stages, primals, tangents)
     (x,), (t,) = primals, tangents
     # The value is the custom_jvp function itself (its while_loop is never differentiated).
-    return _jvp(g, x, t, _skipping(x, g, keep), "skip")
-
-
-@partial(jax.custom_jvp, nondiff_argnums=(1, 2))
-def _skipping_staged(x, g, stages):
-    """The pooling of a large window under ``nan="skip"``: the value in one scan, the derivative
-    that of the two `stages` (the same function; each stage's derivative has few taps)."""
-    del stages
-    return pool_values.pooled(x, g, "skip")
-
-
-@_skipping_staged.defjvp
-def _skipping_staged_jvp(g, stages, primals, tangents):
-    first, second = stages
-
-    def two_stages(v):
-        # stage 1's result in memory: stage 2's taps and winners read it, not recompute it
-        return _skipping(_skipping(v, first, True), second, False)
-
-    return jax.jvp(two_stages, primals, tangents)
+    out = _pooled(x, g, nan, None, keep)
+    if 0 in g.out_shape:
+        return out, jnp.zeros(g.out_shape, t.dtype)
+    winner = pool_winners.winner(lax.stop_gradient(x), g, lax.stop_gradient(out), nan)
+    return out, gather_tangent(t, winner, g)
 
 
 def pooled(x: jax.Array, g: Geometry, nan: str) -> jax.Array:
@@ -138,10 +116,6 @@ def pooled(x: jax.Array, g: Geometry, nan: str) -> jax.Array:
     (where a cross-device max may drop a NaN).
     """
     if not dtypes.is_floating(x.dtype):
-        return pool_values.pooled(x, g, nan)
-    if nan == "propagate":
-        return _propagating(x, g)
-    stages = g.two_stages if len(g.taps) > _ONE_STAGE_MAX_TAPS else None
-    if stages is None:
-        return _skipping(x, g, False)
-    return _skipping_staged(x, g, stages)
+        return _value(x, g, nan, False)
+    many = nan == "skip" and len(g.taps) > _ONE_STAGE_MAX_TAPS
+    return _pooled(x, g, nan, g.two_stages if many else None, False)
