@@ -61,7 +61,8 @@ N, C, H, W = 4, 8, 16, 16  # NCHW inputs: every axis divides over 4 and 8 device
 IMAGE = (N, C, H, W)
 
 # the four axes of an NCHW input, and the two spatial ones at once on the 2-D mesh
-BATCH, CHANNELS, ALONG_H, ALONG_W = P("d"), P(None, "d"), P(None, None, "d"), P(None, None, None, "d")
+BATCH, CHANNELS = P("d"), P(None, "d")
+ALONG_H, ALONG_W = P(None, None, "d"), P(None, None, None, "d")
 H_AND_W = P(None, None, "a", "b")
 IMAGE_LAYOUTS = {"batch": (BATCH,), "channels": (CHANNELS,), "H": (ALONG_H,), "W": (ALONG_W,),
                  "H and W": (H_AND_W,)}

@@ -137,7 +137,7 @@ def run_jit(suite: str, selection) -> None:
                 args = [tuple(global_array(x, mesh, s)
                               for x, s in zip(inputs, case.layouts[layout], strict=True))
                         for layout in group]
-                outs = jax.jit(lambda all_args: [evaluate(case, a) for a in all_args])(args)
+                outs = jax.jit(lambda all_args, c=case: [evaluate(c, a) for a in all_args])(args)
                 gathered = multihost_utils.process_allgather(outs, tiled=True)
                 messages = [differences(got, expected) for got in gathered]
             except Exception as err:  # noqa: BLE001 (reported per case)
