@@ -162,7 +162,9 @@ def _where() -> list[Case]:
 def _elementwise() -> list[Case]:
     pair = lambda: (tricky(50, IMAGE), tricky(51, IMAGE))  # noqa: E731
     triple = lambda: (tricky(52, IMAGE), tricky(53, IMAGE), tricky(54, (1, C, 1, W)))  # noqa: E731
-    layouts = {"batch": (BATCH, BATCH), "channels and batch": (CHANNELS, BATCH),
+    # (on Explicit axes JAX itself refuses two inputs sharded along different axes over one
+    # mesh axis: a ShardingTypeError that asks for a reshard)
+    layouts = {"batch": (BATCH, BATCH), "channels, other replicated": (CHANNELS, None),
                "H, other replicated": (ALONG_H, None)}
     # The broadcast input is an argument of its own: slicing a row out of a batch-sharded array
     # inside the program (b[:1]) makes XLA's partitioner replicate it with an adding
@@ -312,7 +314,7 @@ QUICK = {
         ("openvino.top_k TopK-11 k 4 axis 1 min index stable i64", "batch"),
         ("openvino.top_k TopK-3 k 2 axis 3 max none", "W (top-k axis)"),
         ("onnx.max Max-13 three inputs, one broadcast", "batch"),
-        ("openvino.maximum Maximum-1", "channels and batch"),
+        ("openvino.maximum Maximum-1", "channels, other replicated"),
         ("openvino.segment_max SegmentMax-16 ZERO num_segments 12",
          "rows (segment axis), ids sharded"),
         ("onnx.scatter_elements ScatterElements-18 max axis 1", "other axis, all three"),
@@ -372,3 +374,12 @@ EAGER_QUICK = [
 def by_name(name: str) -> Case:
     """The case called `name` (in `CASES` or `EAGER_ONLY`)."""
     return next(c for c in CASES + EAGER_ONLY if c.name == name)
+
+
+def _reduce_max_sharded_axes(place):
+    return ov.reduce_max(place(tricky(64, IMAGE), None),
+                         place(np.arange(4, dtype=np.int32), P("d")))
+
+
+EAGER_ERRORS.append(("openvino.reduce_max with `axes` a global array sharded over processes",
+                     _reduce_max_sharded_axes, TypeError, "`axes` must be static"))

@@ -191,6 +191,8 @@ def run_suite(name: str) -> None:
         run_jit(name, [(by_name(c), [layout], types[i % 2])
                        for i, (c, layout) in enumerate(QUICK[name.removeprefix("quick-")])])
         run_eager(name, [(by_name(c), layout) for c, layout in EAGER_QUICK])
+    elif name == "eager":
+        run_eager(name, [(by_name(c), layout) for c, layout in EAGER_QUICK])
     elif name == "full":
         for axis_type in types:
             run_jit(name, [(c, list(c.layouts), axis_type) for c in CASES])
