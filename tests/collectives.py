@@ -151,3 +151,23 @@ if __name__ == "__main__":
     from multiprocess_cases import CASES
 
     print(table(measure(c, layout) for c in CASES for layout in c.layouts))
+
+
+def violations(row: Row, case) -> list[str]:
+    """What `row` breaks of the two rules (empty when it keeps both):
+
+    * the bytes every collective of the program returns on one device add up to at most the
+      outputs' bytes (values and indices, whole) plus the halo rows its windows read across
+      shard boundaries;
+    * no all-gather returns as much as a sharded input holds (an input gathered whole).
+    """
+    out = []
+    if row.moved_bytes > row.bound:
+        out.append(f"moves {row.moved_bytes} B per device, more than the outputs' "
+                   f"{row.output_bytes} B + halo {row.halo_bytes} B")
+    sizes = [x.nbytes for x, s in zip(case.inputs(), case.layouts[row.layout], strict=True)
+             if s is not None and any(e is not None for e in s)]
+    gathers = [c.nbytes for c in row.collectives if c.kind == "all-gather"]
+    if sizes and gathers and max(gathers) >= min(sizes):
+        out.append(f"all-gathers {max(gathers)} B, a sharded input of {min(sizes)} B whole")
+    return out

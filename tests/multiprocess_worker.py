@@ -180,6 +180,27 @@ def run_eager(suite: str, selection) -> None:
               message=message)
 
 
+def run_tour(suite: str) -> None:
+    """The tour (``python -m jaxmax``) on its first two cases: it agrees, and its last line
+    names the job's processes and devices."""
+    import io
+
+    import jax
+
+    from jaxmax._src.tour import runner as tour
+
+    out = io.StringIO()
+    status = tour.run_tour(tour.default_cases()[:2], out=out, repeats=1)
+    want = (f"Ran on {jax.process_count()} processes and {jax.device_count()} devices (cpu; "
+            f"this is process {jax.process_index()}, with {jax.local_device_count()} of them).")
+    last = out.getvalue().rstrip().splitlines()[-1]
+    message = None if status == 0 and last == want else f"status {status}, last line {last!r}"
+    # each process names itself: report the agreement, the same in every process
+    _emit(suite=suite, case="python -m jaxmax (the tour), first two cases", layout="-",
+          mesh="-", ok=message is None, message=message and message.replace(
+              f"process {jax.process_index()}", "process i"))
+
+
 def run_suite(name: str) -> None:
     """``quick-2x2``/``quick-4x1``: the lists the test suite checks (tests/multiprocess_cases.py's
     QUICK and EAGER_QUICK); ``full``: every case and layout, Auto and Explicit, and eagerly."""
@@ -191,6 +212,8 @@ def run_suite(name: str) -> None:
         run_jit(name, [(by_name(c), [layout], types[i % 2])
                        for i, (c, layout) in enumerate(QUICK[name.removeprefix("quick-")])])
         run_eager(name, [(by_name(c), layout) for c, layout in EAGER_QUICK])
+        if name == "quick-2x2":
+            run_tour(name)
     elif name == "eager":
         run_eager(name, [(by_name(c), layout) for c, layout in EAGER_QUICK])
     elif name == "full":
