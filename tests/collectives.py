@@ -130,27 +130,22 @@ def _kib(n: int) -> str:
     return f"{n / 1024:.1f}"
 
 
-def table(rows) -> str:
+def table(rows_and_cases) -> str:
+    """Markdown: one line per (row, case) pair, with whether it keeps the rules."""
     lines = ["| operator and form | sharding | collectives | moved per device (KiB) | "
-             "largest one (KiB) | output (KiB) | input (KiB) |",
-             "|---|---|---|---|---|---|---|"]
-    for r in rows:
+             "largest one (KiB) | output (KiB) | input (KiB) | keeps the rules |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r, case in rows_and_cases:
+        broken = violations(r, case)
+        verdict = "yes" if not broken else "no: " + "; ".join(broken)
         kinds: dict[str, int] = {}
         for c in r.collectives:
             kinds[c.kind] = kinds.get(c.kind, 0) + 1
         what = ", ".join(f"{v} {k}" for k, v in kinds.items()) or "none"
         lines.append(f"| {r.case} | {r.layout} | {what} | {_kib(r.moved_bytes)} | "
-                     f"{_kib(r.largest)} | {_kib(r.output_bytes)} | {_kib(r.input_bytes)} |")
+                     f"{_kib(r.largest)} | {_kib(r.output_bytes)} | {_kib(r.input_bytes)} | "
+                     f"{verdict} |")
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    import jax
-
-    jax.config.update("jax_num_cpu_devices", 8)
-    from multiprocess_cases import CASES
-
-    print(table(measure(c, layout) for c in CASES for layout in c.layouts))
 
 
 def violations(row: Row, case) -> list[str]:
@@ -171,3 +166,12 @@ def violations(row: Row, case) -> list[str]:
     if sizes and gathers and max(gathers) >= min(sizes):
         out.append(f"all-gathers {max(gathers)} B, a sharded input of {min(sizes)} B whole")
     return out
+
+
+if __name__ == "__main__":
+    import jax
+
+    jax.config.update("jax_num_cpu_devices", 8)
+    from multiprocess_cases import CASES
+
+    print(table((measure(c, layout), c) for c in CASES for layout in c.layouts))
