@@ -61,6 +61,23 @@ def run(compute: Callable[..., Any], args: Sequence[jax.Array],
     return jax.sharding.auto_axes(compute, axes=names, out_sharding=out_sharding)(*args)
 
 
+def blockwise(compute: Callable[[jax.Array], Any], x: jax.Array, axis: int,
+              out_spec: Callable[[Any], Spec], outputs: int = 1) -> Any:
+    """``compute(x)`` for a computation along `axis` that is independent across every other
+    axis: when `x` is sharded over ``Explicit`` mesh axes only, and not along `axis`, each
+    device computes its own block (``jax.shard_map``, no collective: XLA's partitioner gathers
+    the whole input before some primitives, ``lax.top_k`` on CPU among them); otherwise as
+    `run`. The output of each block keeps `x`'s sharding."""
+    spec = spec_of(x)
+    names = {n for entry in spec for n in _names(entry)}
+    if not names or spec[axis] is not None or set(_explicit_names(x)) != names:
+        return run(compute, (x,), out_spec, outputs)
+    mesh = jax.typeof(x).sharding.mesh
+    block = PartitionSpec(*spec)
+    return jax.shard_map(compute, mesh=mesh, in_specs=(block,),
+                         out_specs=block if outputs == 1 else (block,) * outputs)(x)
+
+
 def reduced(spec: Spec, axes: tuple[int, ...], keepdims: bool) -> Spec:
     """The output spec of a reduction over `axes`."""
     if keepdims:

@@ -77,8 +77,8 @@ def _top_k_jit(x, *, k, axis, descending, nan_order, by_index, index_dtype):
         return jnp.moveaxis(values, -1, axis), jnp.moveaxis(indices, -1, axis)
 
     spec = explicit_axes.spec_of(x)
-    return explicit_axes.run(
-        compute, (x,), lambda _: tuple(None if i == axis else e for i, e in enumerate(spec)),
+    return explicit_axes.blockwise(
+        compute, x, axis, lambda _: tuple(None if i == axis else e for i, e in enumerate(spec)),
         outputs=2)
 
 
