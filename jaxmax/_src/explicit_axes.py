@@ -61,6 +61,23 @@ def run(compute: Callable[..., Any], args: Sequence[jax.Array],
     return jax.sharding.auto_axes(compute, axes=names, out_sharding=out_sharding)(*args)
 
 
+def explicit_only(x: jax.Array, axis: int) -> tuple[str, ...]:
+    """The mesh axes `x` is sharded over along `axis`, when every mesh axis `x` is sharded over
+    is ``Explicit`` (then ``jax.shard_map`` can compute block by block); ``()`` otherwise."""
+    spec = spec_of(x)
+    names = {n for entry in spec for n in _names(entry)}
+    if not names or set(_explicit_names(x)) != names or not _even(x):
+        return ()
+    return _names(spec[axis])
+
+
+def _even(x: jax.Array) -> bool:
+    """Whether every sharded axis of `x` divides evenly over its mesh axes (``jax.shard_map``
+    needs equal blocks)."""
+    mesh = jax.typeof(x).sharding.mesh
+    return divisible(mesh, spec_of(x), tuple(x.shape)) == spec_of(x)
+
+
 def blockwise(compute: Callable[[jax.Array], Any], x: jax.Array, axis: int,
               out_spec: Callable[[Any], Spec], outputs: int = 1) -> Any:
     """``compute(x)`` for a computation along `axis` that is independent across every other
@@ -70,7 +87,8 @@ def blockwise(compute: Callable[[jax.Array], Any], x: jax.Array, axis: int,
     `run`. The output of each block keeps `x`'s sharding."""
     spec = spec_of(x)
     names = {n for entry in spec for n in _names(entry)}
-    if not names or spec[axis] is not None or set(_explicit_names(x)) != names:
+    if not names or spec[axis] is not None or set(_explicit_names(x)) != names \
+            or not _even(x):
         return run(compute, (x,), out_spec, outputs)
     mesh = jax.typeof(x).sharding.mesh
     block = PartitionSpec(*spec)
