@@ -14,6 +14,11 @@ operators document:
 * SegmentMax replicates the segment axis and keeps the sharding of the trailing axes.
 
 Inputs whose type names no ``Explicit`` axis (unsharded arrays, ``Auto`` meshes) run as they are.
+
+On ``Explicit`` axes the sharding is known at trace time, so a computation along one axis that
+is independent across the others can also run block by block (`blockwise`, ``jax.shard_map``)
+where the partitioner would move the input (TopK), and `explicit_only` tells a lowering which
+mesh axes split its own axis (ArgMax combines its blocks' answers itself).
 """
 
 from __future__ import annotations

@@ -17,7 +17,9 @@ on any data and its time does not depend on the data (NaN, ties, ``-0.0``/``+0.0
 subnormals); its compiled code is bounded by the unrolled steps, whatever the axis length.
 
 Inputs sharded over ``Explicit`` mesh axes are computed with those axes made ``Auto``
-(:mod:`jaxmax._src.explicit_axes`). The output keeps the sharding of every other axis.
+(:mod:`jaxmax._src.explicit_axes`), except along a sharded arg-max axis, where each device
+finds its block's answer and two output-sized all-reduces combine them (`_across_blocks`). The
+output keeps the sharding of every other axis.
 """
 
 from __future__ import annotations
