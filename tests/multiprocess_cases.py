@@ -383,3 +383,15 @@ def _reduce_max_sharded_axes(place):
 
 EAGER_ERRORS.append(("openvino.reduce_max with `axes` a global array sharded over processes",
                      _reduce_max_sharded_axes, TypeError, "`axes` must be static"))
+
+
+def _from_node_sharded_constant(place):
+    import onnx as onnx_proto
+
+    node = onnx_proto.helper.make_node("ReduceMax", ["x", "axes"], ["y"])
+    return onnx.from_node(node, opset=18,
+                          constants={"axes": place(np.arange(4, dtype=np.int64), P("d"))})
+
+
+EAGER_ERRORS.append(("onnx.from_node with a constant sharded over processes",
+                     _from_node_sharded_constant, TypeError, "constants['axes']"))
