@@ -27,7 +27,6 @@ WINDOW_GATHER = ("the partitioner gathers the input (or an input-sized intermedi
 ARG_MAX = ("ArgMax along a sharded axis moves twice its output on Explicit axes (an all-reduce of "
            "the blocks' best keys, then of their indices: 8 KiB here, 32 KiB before); one "
            "all-reduce of (key, index) pairs packed in 64 bits would move the output's bytes")
-SEGMENT = "SegmentMax with rows sharded gathers the data (or ids) at its scatter step"
 SCATTER = ("the scatter faces gather indices or updates sharded along an axis other than the "
            "one the partitioner keeps")
 UNPOOL = "MaxUnpool gathers its sharded I (and X) before the scatter"
@@ -53,8 +52,6 @@ OVER = {
         ARG_MAX,
     **{(c.name, layout): TOPK for c in CASES if "top_k" in c.name
        for layout in ("channels (reduced)", "W (top-k axis)") if layout in c.layouts},
-    **{(c.name, layout): SEGMENT for c in CASES if "segment_max" in c.name
-       for layout in ("rows (segment axis), ids sharded", "rows sharded, ids replicated")},
     **{(c.name, layout): SCATTER for c in CASES if "scatter_elements" in c.name
        for layout in ("scatter axis, all three", "other axis, all three",
                       "indices and updates only")},

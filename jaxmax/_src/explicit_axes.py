@@ -66,6 +66,11 @@ def run(compute: Callable[..., Any], args: Sequence[jax.Array],
     return jax.sharding.auto_axes(compute, axes=names, out_sharding=out_sharding)(*args)
 
 
+def names_of(x: jax.Array) -> tuple[str, ...]:
+    """Every mesh axis name `x`'s sharding type names."""
+    return tuple(sorted({n for entry in spec_of(x) for n in _names(entry)}))
+
+
 def explicit_only(x: jax.Array, axis: int) -> tuple[str, ...]:
     """The mesh axes `x` is sharded over along `axis`, when every mesh axis `x` is sharded over
     is ``Explicit`` (then ``jax.shard_map`` can compute block by block); ``()`` otherwise."""
