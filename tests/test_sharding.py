@@ -336,3 +336,23 @@ def test_readme_scaling_out_example_on_the_default_mesh():
                                     8, "ZERO")
     np.testing.assert_array_equal(np.asarray(y), grouped.max(axis=(2, 3)))
     np.testing.assert_array_equal(np.asarray(y), np.asarray(features(x)))
+
+
+@pytest.mark.parametrize("specs", [(P(None, "x"), P()), (P(), P(None, None, "x")),
+                                   (P("x"), P("x"))], ids=["a sharded", "b sharded", "both"])
+def test_ov_maximum_inputs_sharded_differently(specs, axis_type):
+    """Maximum-1's select on operands of different shardings (one replicated): on Explicit axes
+    a select needs one sharding, and it raised ShardingTypeError before. Bits compared: a tie of
+    -0.0 and +0.0 keeps `a`."""
+    rng = np.random.default_rng(5)
+    # -1, -0.0 and +0.0 (0 * negative is -0.0), ties everywhere
+    a = (rng.integers(-2, 3, (8, 8, 8)) * 0.0 - rng.integers(0, 2, (8, 8, 8))).astype(np.float32)
+    b = (rng.integers(-2, 3, (8, 8, 8)) * 0.0 - rng.integers(0, 2, (8, 8, 8))).astype(np.float32)
+    a[rng.random(a.shape) < 0.1] = NAN
+    b[rng.random(b.shape) < 0.1] = NAN
+    want = np.where(a < b, b, a)  # the spec's a < b ? b : a
+    mesh = mesh_1d(axis_type)
+    args = [jax.device_put(v, NamedSharding(mesh, s)) for v, s in zip((a, b), specs, strict=True)]
+    for run in (ov.maximum, jax.jit(ov.maximum)):
+        got = np.asarray(run(*args))
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

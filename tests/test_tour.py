@@ -114,6 +114,9 @@ def test_tour_runs_every_operator_and_all_agree():
     assert sum(int(r["cases"]) for r in rows) == len(tour.default_cases())
     assert "disagree" not in result.stdout.lower().replace("where frameworks disagree", "")
     assert "cases agree" in result.stdout
+    # the subprocess has no forced device count: one CPU device, one process
+    assert result.stdout.rstrip().splitlines()[-1] == \
+        "Ran on 1 process and 1 device (cpu; this is process 0, with 1 of them)."
 
 
 def test_help_explains_the_tour():

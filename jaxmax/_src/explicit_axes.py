@@ -14,6 +14,11 @@ operators document:
 * SegmentMax replicates the segment axis and keeps the sharding of the trailing axes.
 
 Inputs whose type names no ``Explicit`` axis (unsharded arrays, ``Auto`` meshes) run as they are.
+
+On ``Explicit`` axes the sharding is known at trace time, so a computation along one axis that
+is independent across the others can also run block by block (`blockwise`, ``jax.shard_map``)
+where the partitioner would move the input (TopK), and `explicit_only` tells a lowering which
+mesh axes split its own axis (ArgMax combines its blocks' answers itself).
 """
 
 from __future__ import annotations
@@ -59,6 +64,46 @@ def run(compute: Callable[..., Any], args: Sequence[jax.Array],
     sharding = NamedSharding(mesh, PartitionSpec(*out_spec(mesh)))
     out_sharding = sharding if outputs == 1 else (sharding,) * outputs
     return jax.sharding.auto_axes(compute, axes=names, out_sharding=out_sharding)(*args)
+
+
+def names_of(x: jax.Array) -> tuple[str, ...]:
+    """Every mesh axis name `x`'s sharding type names."""
+    return tuple(sorted({n for entry in spec_of(x) for n in _names(entry)}))
+
+
+def explicit_only(x: jax.Array, axis: int) -> tuple[str, ...]:
+    """The mesh axes `x` is sharded over along `axis`, when every mesh axis `x` is sharded over
+    is ``Explicit`` (then ``jax.shard_map`` can compute block by block); ``()`` otherwise."""
+    spec = spec_of(x)
+    names = {n for entry in spec for n in _names(entry)}
+    if not names or set(_explicit_names(x)) != names or not _even(x):
+        return ()
+    return _names(spec[axis])
+
+
+def _even(x: jax.Array) -> bool:
+    """Whether every sharded axis of `x` divides evenly over its mesh axes (``jax.shard_map``
+    needs equal blocks)."""
+    mesh = jax.typeof(x).sharding.mesh
+    return divisible(mesh, spec_of(x), tuple(x.shape)) == spec_of(x)
+
+
+def blockwise(compute: Callable[[jax.Array], Any], x: jax.Array, axis: int,
+              out_spec: Callable[[Any], Spec], outputs: int = 1) -> Any:
+    """``compute(x)`` for a computation along `axis` that is independent across every other
+    axis: when `x` is sharded over ``Explicit`` mesh axes only, and not along `axis`, each
+    device computes its own block (``jax.shard_map``, no collective: XLA's partitioner gathers
+    the whole input before some primitives, ``lax.top_k`` on CPU among them); otherwise as
+    `run`. The output of each block keeps `x`'s sharding."""
+    spec = spec_of(x)
+    names = {n for entry in spec for n in _names(entry)}
+    if not names or spec[axis] is not None or set(_explicit_names(x)) != names \
+            or not _even(x):
+        return run(compute, (x,), out_spec, outputs)
+    mesh = jax.typeof(x).sharding.mesh
+    block = PartitionSpec(*spec)
+    return jax.shard_map(compute, mesh=mesh, in_specs=(block,),
+                         out_specs=block if outputs == 1 else (block,) * outputs)(x)
 
 
 def reduced(spec: Spec, axes: tuple[int, ...], keepdims: bool) -> Spec:

@@ -9,6 +9,7 @@ name and names the argument.
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 from collections.abc import Sequence
 
@@ -29,14 +30,49 @@ _INT64 = np.iinfo(np.int64)
 _X64_HOW = "enable 64-bit mode with jax.config.update('jax_enable_x64', True)"
 
 
+def holds_whole(x: jax.Array) -> bool:
+    """Whether this process holds every element of the JAX array `x` (on its own devices).
+
+    Decided from `x`'s sharding and shape alone, which every process of a multi-process job
+    shares for a global array, so that all of them take the same branch: an array sharded over
+    the devices of several processes is held whole by none (unless each holds a full replica),
+    an array of one process's devices by that process.
+    """
+    if x.is_fully_addressable or x.is_fully_replicated:
+        return True
+    blocks = {tuple(s.indices(n) for s, n in zip(index, x.shape, strict=True))
+              for index in x.sharding.addressable_devices_indices_map(x.shape).values()
+              if index is not None}
+    return sum(math.prod(len(range(*b)) for b in block) for block in blocks) == x.size
+
+
+def known_value(x) -> np.ndarray | None:
+    """The values of array argument `x` when every process can read them now, else None.
+
+    The one rule for every concrete-value check (index and id ranges, sorted ids, the number of
+    segments, the scatter layout): a tracer, or a global array that this process does not hold
+    whole (`holds_whole`: sharded over other processes' devices), is not known, and the
+    argument is treated as traced (docs/semantics.md §2, §9.1). Reading a part would give each
+    process a different answer, and the processes would then compile different programs or
+    raise in some of them only.
+    """
+    if isinstance(x, jax.core.Tracer) or (isinstance(x, jax.Array) and not holds_whole(x)):
+        return None
+    return np.asarray(x)
+
+
 def _numpy(op: str, name: str, value, how: str) -> np.ndarray:
     """``np.asarray(value)`` with every failure turned into the contract's prefixed error."""
+    unknown = (f"{op}: `{name}` must be static (a Python value or a concrete array) because it "
+               f"decides the output shape, but it is traced")
+    if isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer) \
+            and not holds_whole(value):
+        raise TypeError(f"{unknown} (a global array sharded over other processes' devices, "
+                        f"which this process cannot read); {how}")
     try:
         return np.asarray(value)
     except TRACER_ERRORS:
-        raise TypeError(
-            f"{op}: `{name}` must be static (a Python value or a concrete array) because it "
-            f"decides the output shape, but it is traced; {how}") from None
+        raise TypeError(f"{unknown}; {how}") from None
     except OverflowError as err:  # Python ints NumPy cannot hold in any integer type
         raise ValueError(f"{op}: `{name}` holds an integer outside int64: {err}") from None
     except ValueError as err:  # ragged nesting

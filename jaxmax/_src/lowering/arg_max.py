@@ -17,7 +17,9 @@ on any data and its time does not depend on the data (NaN, ties, ``-0.0``/``+0.0
 subnormals); its compiled code is bounded by the unrolled steps, whatever the axis length.
 
 Inputs sharded over ``Explicit`` mesh axes are computed with those axes made ``Auto``
-(:mod:`jaxmax._src.explicit_axes`). The output keeps the sharding of every other axis.
+(:mod:`jaxmax._src.explicit_axes`), except along a sharded arg-max axis, where each device
+finds its block's answer and two output-sized all-reduces combine them (`_across_blocks`). The
+output keeps the sharding of every other axis.
 """
 
 from __future__ import annotations
@@ -78,9 +80,37 @@ def _arg_max_jit(x, *, axis, keepdims, last, nan_order, index_dtype):
                                     float_search=n < 2**24).astype(index_dtype)
         return lax.expand_dims(out, (axis,)) if keepdims else out
 
+    spec = explicit_axes.spec_of(x)
+    along = explicit_axes.explicit_only(x, axis)
+    if along:
+        return _across_blocks(x, compute, along, axis=axis, keepdims=keepdims, last=last,
+                              nan_order=nan_order)
     return explicit_axes.run(
-        compute, (x,), lambda _: explicit_axes.reduced(explicit_axes.spec_of(x), (axis,),
-                                                       keepdims))
+        compute, (x,), lambda _: explicit_axes.reduced(spec, (axis,), keepdims))
+
+
+def _across_blocks(x, compute, names, *, axis, keepdims, last, nan_order):
+    """ArgMax of `x` sharded along `axis` over the ``Explicit`` mesh axes `names`: each device
+    finds its block's answer (`compute`, keepdims), then two output-sized collectives pick the
+    blocks that hold the largest key and, of those, the first (`last`: last) global index.
+    The partitioner instead all-gathered a key and an index per element of the axis."""
+    spec = explicit_axes.spec_of(x)
+
+    def per_block(block):
+        local = compute(block) if keepdims else lax.expand_dims(compute(block), (axis,))
+        keys = order.compare_key(block, nan_order=nan_order)
+        best = jnp.take_along_axis(keys, local.astype(np.int32), axis=axis)
+        top = lax.pmax(best, names)
+        offset = (lax.axis_index(names) * block.shape[axis]).astype(local.dtype)
+        ours = jnp.where(best == top, local + offset,
+                         np.iinfo(local.dtype).min if last else np.iinfo(local.dtype).max)
+        out = lax.pmax(ours, names) if last else lax.pmin(ours, names)
+        return out if keepdims else jnp.squeeze(out, axis)
+
+    out_spec = explicit_axes.reduced(spec, (axis,), keepdims)
+    mesh = jax.typeof(x).sharding.mesh
+    return jax.shard_map(per_block, mesh=mesh, in_specs=(jax.P(*spec),),
+                         out_specs=jax.P(*out_spec))(x)
 
 
 def _positions(n: int) -> np.dtype:

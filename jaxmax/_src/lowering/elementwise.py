@@ -19,6 +19,8 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from jaxmax._src import explicit_axes
+
 
 @functools.partial(jax.jit, inline=True)
 def ieee_maximum(*arrays: jax.Array) -> jax.Array:
@@ -31,4 +33,8 @@ def ieee_maximum(*arrays: jax.Array) -> jax.Array:
 def select_maximum(a: jax.Array, b: jax.Array) -> jax.Array:
     """``where(a < b, b, a)`` broadcast NumPy-style; the cotangent goes to `b` where ``a < b``
     and to `a` everywhere else (NaN and ties included)."""
-    return jnp.where(a < b, b, a)
+    # On Explicit mesh axes a select needs one sharding for its three operands, which a and b
+    # sharded differently (or one replicated) lack: the comparison's broadcast sharding is
+    # stated as the output's, the select runs with those axes Auto. Elsewhere: one fusion.
+    return explicit_axes.run(lambda a, b: jnp.where(a < b, b, a), (a, b),
+                             lambda mesh: explicit_axes.spec_of(a < b))

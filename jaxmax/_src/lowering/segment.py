@@ -12,10 +12,11 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import rules
+from jaxmax._src.lowering import order, rules
 from jaxmax._src.lowering.scatter import private as private_scatter
 
 
@@ -43,7 +44,58 @@ def _segment_max_jit(data: jax.Array, segment_ids: jax.Array, num_segments: int,
         return explicit_axes.divisible(
             mesh, (None,) + explicit_axes.spec_of(data)[1:], (num_segments,) + data.shape[1:])
 
+    rows = explicit_axes.explicit_only(data, 0)
+    if (rows and dtypes.is_floating(data.dtype)
+            and explicit_axes.spec_of(segment_ids)[0] in (None, explicit_axes.spec_of(data)[0])
+            and set(rows) >= set(explicit_axes.names_of(segment_ids))):
+        return _across_rows(data, segment_ids, num_segments, fill, cross_device, rows)
     return explicit_axes.run(compute, (data, segment_ids), out_spec)
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(2, 3, 4, 5))
+def _across_rows(data, segment_ids, num_segments, fill, cross_device, rows):
+    """SegmentMax of floating `data` whose rows are sharded over the ``Explicit`` mesh axes
+    `rows`: each device takes the rule's max of its own rows into a whole output, marks the
+    segments it has no member of, and one all-reduce of those outputs as ordered integer keys
+    (``order.monotone_bits``: ``+0.0`` above ``-0.0``; no NaN is left) combines them, an empty
+    segment's key the smallest integer, below every value's. The output's bytes move once;
+    the partitioner gathered the rows instead. The derivative is `_segment_max`'s."""
+    spec = explicit_axes.spec_of(data)
+    low = dtypes.lowest(data.dtype)
+    filler = dtypes.zero(data.dtype) if fill == "zero" else low
+
+    def per_block(block, ids):
+        if ids.dtype.itemsize == 8:
+            ids = jnp.clip(ids, -1, num_segments)
+        shape = (num_segments,) + tuple(block.shape[1:])
+        out = _scatter_rule_max(jnp.full(shape, low, block.dtype), ids, block)
+        members = jax.ops.segment_sum(jnp.ones(ids.shape, jnp.int32), ids, num_segments)
+        key = order.monotone_bits(out)
+        empty_key = np.iinfo(key.dtype).min
+        mine = (members > 0).reshape((num_segments,) + (1,) * (block.ndim - 1))
+        key = lax.pmax(jnp.where(mine, key, empty_key), rows)
+        return jnp.where(key == empty_key, filler, order.from_monotone_bits(key, block.dtype))
+
+    mesh = jax.typeof(data).sharding.mesh
+    if explicit_axes.spec_of(segment_ids)[0] != spec[0]:  # replicated ids: each its own slice
+        segment_ids = jax.sharding.reshard(
+            segment_ids, jax.sharding.NamedSharding(mesh, jax.P(spec[0])))
+    # check_vma=False: the private combiner scatter (JAX's own primitive, bound directly) has
+    # no rule for a mesh-invariant operand (the filled output) beside varying ones
+    return jax.shard_map(per_block, mesh=mesh, in_specs=(jax.P(*spec), jax.P(spec[0])),
+                         out_specs=jax.P(None, *spec[1:]), check_vma=False)(data, segment_ids)
+
+
+@_across_rows.defjvp
+def _across_rows_jvp(num_segments, fill, cross_device, rows, primals, tangents):
+    data, segment_ids = primals
+    out = _across_rows(data, segment_ids, num_segments, fill, cross_device, rows)
+    spec = (None,) + explicit_axes.spec_of(data)[1:]
+    _, tangent = jax.jvp(
+        lambda d: explicit_axes.run(
+            lambda d_, i_: _segment_max(d_, i_, num_segments, fill, cross_device),
+            (d, segment_ids), lambda _: spec), (data,), (tangents[0],))
+    return out, tangent
 
 
 def _segment_max(data: jax.Array, segment_ids: jax.Array, num_segments: int, fill: str,

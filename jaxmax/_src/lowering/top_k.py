@@ -17,7 +17,9 @@ mesh). Their derivative is the gather of the tangent at those indices (a ``custo
 transpose sends each cotangent to the element its index names.
 
 Integer keys decide everything: XLA's floating ``max`` (which drops NaN on CPU) is never used.
-Inputs sharded over ``Explicit`` mesh axes are computed with those axes made ``Auto``
+Inputs sharded over ``Explicit`` mesh axes along other axes only are computed block by block
+(``explicit_axes.blockwise``: no collective, where XLA's partitioner would gather the whole input
+before its CPU ``TopK``); sharded along the top-k axis, with those axes made ``Auto``
 (:mod:`jaxmax._src.explicit_axes`): ``lax.top_k`` has no sharding rule for a sharded axis there.
 The output keeps the sharding of every other axis; the top-k axis is replicated.
 """
@@ -77,8 +79,8 @@ def _top_k_jit(x, *, k, axis, descending, nan_order, by_index, index_dtype):
         return jnp.moveaxis(values, -1, axis), jnp.moveaxis(indices, -1, axis)
 
     spec = explicit_axes.spec_of(x)
-    return explicit_axes.run(
-        compute, (x,), lambda _: tuple(None if i == axis else e for i, e in enumerate(spec)),
+    return explicit_axes.blockwise(
+        compute, x, axis, lambda _: tuple(None if i == axis else e for i, e in enumerate(spec)),
         outputs=2)
 
 

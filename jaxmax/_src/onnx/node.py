@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxmax._src import node_binding
+from jaxmax._src import node_binding, validation
 from jaxmax._src.node_binding import NodeBindingError, NodeFunction, Slot
 from jaxmax._src.onnx import versions
 
@@ -42,6 +42,16 @@ def _attributes(onnx, node, schema, where: str) -> dict[str, Any]:
         elif isinstance(value, list):
             values[name] = tuple(value)
     return values
+
+
+def _constant(op_type: str, key: str, value) -> np.ndarray:
+    """A value of `constants`, which every process of a job must be able to read whole."""
+    known = validation.known_value(value)
+    if known is None:
+        raise TypeError(f"from_node({op_type}): constants[{key!r}] must be a concrete value "
+                        f"every process holds (a NumPy array or a replicated JAX array), got "
+                        f"a traced value or a global array sharded over other processes")
+    return known
 
 
 def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -> NodeFunction:
@@ -134,9 +144,9 @@ def from_node(node, *, opset: int, constants: Mapping[str, Any] | None = None) -
         if not tensor:
             inputs.append(Slot(name, _ABSENT, tensor))
         elif tensor in constants:
-            inputs.append(Slot(name, np.asarray(constants[tensor]), tensor))
+            inputs.append(Slot(name, _constant(op_type, tensor, constants[tensor]), tensor))
         elif name in constants and not variadic:
-            inputs.append(Slot(name, np.asarray(constants[name]), tensor))
+            inputs.append(Slot(name, _constant(op_type, name, constants[name]), tensor))
         else:
             inputs.append(Slot(name, _RUNTIME, tensor))
     binder = _BINDERS[op_type]

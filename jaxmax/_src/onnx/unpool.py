@@ -131,8 +131,8 @@ def max_unpool(X: Data, I: Data, output_shape: Ints | None = None, *,  # noqa: E
         raise ValueError(
             f"{_OP}: the output has {size} elements, more than {stored} indices `I` can name; "
             f"enable 64-bit mode with jax.config.update('jax_enable_x64', True)")
-    if not isinstance(I_host, jax.core.Tracer) and I_host.size:
-        concrete = np.asarray(I_host)
+    concrete = validation.known_value(I_host)
+    if concrete is not None and concrete.size:
         low, high = int(concrete.min()), int(concrete.max())
         if low < 0 or high >= size:
             bad = low if low < 0 else high

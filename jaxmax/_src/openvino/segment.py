@@ -17,9 +17,10 @@ def _num_segments(op: str, num_segments, ids: np.ndarray | None) -> int:
     if num_segments is None:
         if ids is None:
             raise TypeError(
-                f"{op}: `num_segments` is None and `segment_ids` is traced, so the number of "
-                f"segments (the output shape) is unknown; pass a static `num_segments` (a Python "
-                f"int) when calling under jit or vmap over the ids")
+                f"{op}: `num_segments` is None and `segment_ids` is traced (or a global array "
+                f"sharded over other processes' devices), so the number of segments (the output "
+                f"shape) is unknown; pass a static `num_segments` (a Python int) when calling "
+                f"under jit or vmap over the ids, or with ids spread over processes")
         return int(ids.max()) + 1 if ids.size else 0
     count = int(validation.static_int_array(
         op, "num_segments", num_segments, max_ndim=0,
@@ -82,7 +83,7 @@ def segment_max(data: Data, segment_ids: Ints, num_segments: Int | None = None, 
     # The checks below need concrete ids as NumPy values: under a trace, jnp.asarray would turn
     # even a NumPy constant into a tracer.
     host_ids = validation.host_data(op, segment_ids, "segment_ids", empty_dtype=np.int64)
-    concrete_ids = None if isinstance(host_ids, jax.core.Tracer) else np.asarray(host_ids)
+    concrete_ids = validation.known_value(host_ids)
     if np.dtype(host_ids.dtype) not in _SEGMENT_ID_TYPES:
         raise TypeError(f"{op}: `segment_ids` must be int32 or int64, got {host_ids.dtype}")
     ids = validation.on_device(host_ids)

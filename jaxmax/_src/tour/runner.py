@@ -249,10 +249,21 @@ def run_tour(cases: Sequence[Case], out: TextIO = sys.stdout, repeats: int = 20,
             out.write(f"DISAGREES {o.case.operator} ({o.case.spec}) [{o.case.name}] {failure}\n")
     if failed:
         out.write(f"{len(failed)} of {len(outcomes)} cases disagree.\n")
-        return 1
-    out.write(f"All {len(outcomes)} cases agree with the expected values (spec examples and "
-              f"NumPy loops), eagerly and under jit, vmap and grad.\n")
-    return 0
+    else:
+        out.write(f"All {len(outcomes)} cases agree with the expected values (spec examples "
+                  f"and NumPy loops), eagerly and under jit, vmap and grad.\n")
+    out.write(where_it_ran() + "\n")
+    return 1 if failed else 0
+
+
+def where_it_ran() -> str:
+    """One sentence: the processes and devices of this JAX run (a multi-process job runs the
+    tour in each process, on that process's first device)."""
+    processes, devices = jax.process_count(), jax.device_count()
+    local = jax.local_device_count()
+    return (f"Ran on {processes} process{'es' if processes != 1 else ''} and {devices} "
+            f"device{'s' if devices != 1 else ''} ({jax.default_backend()}; this is process "
+            f"{jax.process_index()}, with {local} of them).")
 
 
 _DESCRIPTION = """\

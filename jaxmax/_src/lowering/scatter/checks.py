@@ -65,10 +65,9 @@ def host_indices(op: str, indices, allowed: Callable[[np.dtype], bool], what: st
 
 
 def concrete(arr) -> np.ndarray | None:
-    """The values of `arr` when they are known now, else None."""
-    if isinstance(arr, jax.core.Tracer):
-        return None
-    return np.asarray(arr)
+    """The values of `arr` when every process knows them now, else None
+    (`validation.known_value`)."""
+    return validation.known_value(arr)
 
 
 def check_range(op: str, values: np.ndarray, sizes: np.ndarray,

@@ -1,0 +1,266 @@
+"""One process of a multi-process JAX job that runs the operator table (tests/multiprocess_cases.py)
+on global arrays and compares every result, bit for bit, with the unsharded single-device one.
+
+Started by tests/multiprocess.py as ``python multiprocess_worker.py PROCESS_ID PROCESSES PORT
+DEVICES SUITE...``. Each suite prints one ``RESULT {json}`` line per check; every process runs
+the same checks in the same order (they meet in the same collectives) and prints the same lines.
+
+Suites (`run_suite`):
+
+* ``quick-2x2``, ``quick-4x1``: the (case, layout) lists tests/test_multiprocess.py checks,
+  under ``jax.jit``, the mesh's axis type alternating Explicit / Auto; then the eager calls.
+* ``full``: every case on every layout, on Auto and on Explicit meshes, and every case eagerly.
+
+Each jitted check builds its inputs with ``jax.make_array_from_callback`` over a mesh of every
+device of the job, computes the outputs (and the gradient) in one program, gathers them with
+``process_allgather`` and compares them with the case jitted on the NumPy inputs on one device.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+
+
+def _bits(a):
+    import numpy as np
+
+    a = np.asarray(a)
+    if a.dtype.kind == "f":
+        return a.view(np.dtype(f"u{a.dtype.itemsize}"))
+    return a
+
+
+def differences(got, want) -> str | None:
+    """None when `got` and `want` (pytrees of arrays) are equal bit for bit, else a sentence."""
+    import jax
+    import numpy as np
+
+    got_leaves, want_leaves = jax.tree.leaves(got), jax.tree.leaves(want)
+    if len(got_leaves) != len(want_leaves):
+        return f"{len(got_leaves)} outputs, expected {len(want_leaves)}"
+    for k, (g, w) in enumerate(zip(got_leaves, want_leaves, strict=True)):
+        g, w = np.asarray(g), np.asarray(w)
+        if g.shape != w.shape or g.dtype != w.dtype:
+            return f"output {k}: {g.dtype}{g.shape}, expected {w.dtype}{w.shape}"
+        bad = np.flatnonzero(_bits(g).ravel() != _bits(w).ravel())
+        if bad.size:
+            i = bad[0]
+            return (f"output {k}: {bad.size} of {g.size} elements differ in bits, first at "
+                    f"{np.unravel_index(i, g.shape)}: got {g.ravel()[i]!r}, "
+                    f"expected {w.ravel()[i]!r}")
+    return None
+
+
+def weights(shape):
+    """The fixed cotangent the gradient checks contract the first output with."""
+    import numpy as np
+
+    size = int(np.prod(shape))
+    return ((np.arange(size) % 7) - 2.5).astype(np.float32).reshape(shape)
+
+
+def evaluate(case, args):
+    """The case's outputs on `args`, and the gradient when the case asks for it."""
+    import jax
+    import jax.numpy as jnp
+
+    out = case.fn(*args)
+    if not case.grad:
+        return out
+
+    def loss(x):
+        first = jax.tree.leaves(case.fn(x, *args[1:]))[0]
+        return jnp.sum(first * weights(first.shape))
+
+    return out, jax.grad(loss)(args[0])
+
+
+def meshes(axis_type):
+    """The job's meshes: every device on ``"d"``, and 2 x (devices / 2) on ``("a", "b")``."""
+    import jax
+
+    n = jax.device_count()
+    return {"d": jax.make_mesh((n,), ("d",), axis_types=(axis_type,)),
+            "ab": jax.make_mesh((2, n // 2), ("a", "b"), axis_types=(axis_type,) * 2)}
+
+
+def mesh_of(specs) -> str:
+    names = {n for s in specs if s is not None for e in s if e is not None
+             for n in (e if isinstance(e, tuple) else (e,))}
+    return "ab" if names & {"a", "b"} else "d"
+
+
+def global_array(x, mesh, spec):
+    """`x` as a global array laid out as `spec` over `mesh`; each process supplies its shards
+    from its own copy of the NumPy value."""
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    sharding = NamedSharding(mesh, PartitionSpec() if spec is None else spec)
+    return jax.make_array_from_callback(x.shape, sharding, lambda index: x[index])
+
+
+def _emit(**fields) -> None:
+    print("RESULT " + json.dumps(fields, sort_keys=True), flush=True)
+
+
+def _error(err: BaseException) -> str:
+    return f"{type(err).__name__}: {str(err)[:600]}"
+
+
+def reference(case, inputs):
+    """The unsharded result: the case under ``jax.jit`` on NumPy inputs, on one device."""
+    import jax
+
+    return jax.jit(lambda *a: evaluate(case, a))(*inputs)
+
+
+def run_jit(suite: str, selection) -> None:
+    """`selection`: (case, layouts, axis type) triples; the layouts of one triple that share a
+    mesh run in one program (one compilation), the gradient included."""
+    import jax
+    from jax.experimental import multihost_utils
+
+    for case, layouts, axis_type in selection:
+        mesh_by_name = meshes(axis_type)
+        inputs = case.inputs()
+        expected = reference(case, inputs)
+        groups: dict[str, list[str]] = {}
+        for layout in layouts:
+            groups.setdefault(mesh_of(case.layouts[layout]), []).append(layout)
+        for mesh_name, group in groups.items():
+            mesh = mesh_by_name[mesh_name]
+            try:
+                args = [tuple(global_array(x, mesh, s)
+                              for x, s in zip(inputs, case.layouts[layout], strict=True))
+                        for layout in group]
+                outs = jax.jit(lambda all_args, c=case: [evaluate(c, a) for a in all_args])(args)
+                gathered = multihost_utils.process_allgather(outs, tiled=True)
+                messages = [differences(got, expected) for got in gathered]
+            except Exception as err:  # noqa: BLE001 (reported per case)
+                messages = [_error(err)] * len(group)
+            for layout, message in zip(group, messages, strict=True):
+                _emit(suite=suite, case=case.name, layout=layout, mesh=axis_type.name,
+                      ok=message is None, message=message)
+
+
+def run_eager(suite: str, selection) -> None:
+    """`selection`: (case, layout) pairs called eagerly on global arrays (Explicit mesh); then
+    the calls that must raise."""
+    from jax.experimental import multihost_utils
+    from jax.sharding import AxisType
+    from multiprocess_cases import EAGER_ERRORS
+
+    mesh_by_name = meshes(AxisType.Explicit)
+    for case, layout in selection:
+        inputs = case.inputs()
+        specs = case.layouts[layout]
+        mesh = mesh_by_name[mesh_of(specs)]
+        try:
+            expected = case.fn(*inputs)
+            args = [global_array(x, mesh, s) for x, s in zip(inputs, specs, strict=True)]
+            got = multihost_utils.process_allgather(case.fn(*args), tiled=True)
+            message = differences(got, expected)
+        except Exception as err:  # noqa: BLE001
+            message = _error(err)
+        _emit(suite=suite, case=case.name, layout=layout, mesh="Explicit",
+              ok=message is None, message=message)
+    for name, call, error, needle in EAGER_ERRORS:
+        try:
+            call(lambda x, spec: global_array(x, mesh_by_name["d"], spec))
+            message = f"returned; expected {error.__name__} mentioning {needle!r}"
+        except error as err:
+            message = None if needle in str(err) else f"message lacks {needle!r}: {err}"
+        except Exception as err:  # noqa: BLE001
+            message = _error(err)
+        _emit(suite=suite, case=name, layout="error", mesh="Explicit", ok=message is None,
+              message=message)
+
+
+def run_tour(suite: str) -> None:
+    """The tour (``python -m jaxmax``) on its first two cases: it agrees, and its last line
+    names the job's processes and devices."""
+    import io
+
+    import jax
+
+    from jaxmax._src.tour import runner as tour
+
+    out = io.StringIO()
+    status = tour.run_tour(tour.default_cases()[:2], out=out, repeats=1)
+    want = (f"Ran on {jax.process_count()} processes and {jax.device_count()} devices (cpu; "
+            f"this is process {jax.process_index()}, with {jax.local_device_count()} of them).")
+    last = out.getvalue().rstrip().splitlines()[-1]
+    message = None if status == 0 and last == want else f"status {status}, last line {last!r}"
+    # each process names itself: report the agreement, the same in every process
+    _emit(suite=suite, case="python -m jaxmax (the tour), first two cases", layout="-",
+          mesh="-", ok=message is None, message=message and message.replace(
+              f"process {jax.process_index()}", "process i"))
+
+
+def run_suite(name: str) -> None:
+    """``quick-2x2``/``quick-4x1``: the lists the test suite checks (tests/multiprocess_cases.py's
+    QUICK and EAGER_QUICK); ``full``: every case and layout, Auto and Explicit, and eagerly."""
+    from jax.sharding import AxisType
+    from multiprocess_cases import CASES, EAGER_ONLY, EAGER_QUICK, QUICK, by_name
+
+    types = (AxisType.Explicit, AxisType.Auto)
+    if name.startswith("quick-"):
+        run_jit(name, [(by_name(c), [layout], types[i % 2])
+                       for i, (c, layout) in enumerate(QUICK[name.removeprefix("quick-")])])
+        run_eager(name, [(by_name(c), layout) for c, layout in EAGER_QUICK])
+        if name == "quick-2x2":
+            run_tour(name)
+    elif name == "eager":
+        run_eager(name, [(by_name(c), layout) for c, layout in EAGER_QUICK])
+    elif name == "full":
+        for axis_type in types:
+            run_jit(name, [(c, list(c.layouts), axis_type) for c in CASES])
+        run_eager(name, [(c, layout) for c in CASES + EAGER_ONLY for layout in c.layouts])
+    else:
+        raise ValueError(f"unknown suite {name!r}")
+
+
+def _misbehave(how: str, process_id: int) -> int:
+    """``fail-K``: process K exits with status 3; ``hang-K``: process K never ends."""
+    which, culprit = how.split("-")
+    if process_id != int(culprit):
+        print(f"process {process_id} did its part", flush=True)
+        return 0
+    if which == "fail":
+        print(f"process {process_id} was asked to fail", file=sys.stderr, flush=True)
+        return 3
+    print(f"process {process_id} waits for ever", flush=True)
+    while True:
+        time.sleep(1)
+
+
+def main(argv: list[str]) -> int:
+    process_id, processes, port, devices = (int(a) for a in argv[:4])
+    if argv[4].startswith(("fail-", "hang-")):  # the harness's own tests: no JAX job at all
+        return _misbehave(argv[4], process_id)
+    import jax
+
+    jax.config.update("jax_num_cpu_devices", devices)
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(f"127.0.0.1:{port}", num_processes=processes,
+                               process_id=process_id)
+    print(f"process {jax.process_index()} of {jax.process_count()}: "
+          f"{jax.local_device_count()} local devices, {jax.device_count()} in all", flush=True)
+    for suite in argv[4:]:
+        start = time.perf_counter()
+        try:
+            run_suite(suite)
+        except Exception:  # noqa: BLE001 (a failure outside any case: report, fail the process)
+            traceback.print_exc()
+            return 1
+        print(f"suite {suite}: {time.perf_counter() - start:.1f} s", flush=True)
+    jax.distributed.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
