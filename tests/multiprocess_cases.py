@@ -284,10 +284,56 @@ def _unpool() -> list[Case]:
                  _unpool_inputs(80), layouts, grad=True)]
 
 
+def _boxes(seed: int, count: int, columns: int) -> np.ndarray:
+    """`count` ROIs over a (H, W) image: ``[x1, y1, x2, y2]`` from sub-pixel to the whole map and
+    past it, some reversed; `columns` 5 puts the image index first (MaxRoiPool's rows)."""
+    rng = np.random.default_rng(seed)
+    xy = rng.uniform(-2, W + 2, (count, 4)).astype(np.float32)
+    if columns == 4:
+        return xy
+    return np.concatenate([rng.integers(0, N, (count, 1)).astype(np.float32), xy], axis=1)
+
+
+def _detection() -> list[Case]:
+    rois5 = lambda: (tricky(90, IMAGE), _boxes(91, 8, 5))  # noqa: E731
+    rois4 = lambda: (tricky(92, IMAGE), _boxes(93, 8, 4),  # noqa: E731
+                     np.random.default_rng(94).integers(0, N, 8).astype(np.int32))
+    x_two = {"batch": (BATCH, None), "channels": (CHANNELS, None)}
+    x_three = {"batch": (BATCH, None, None), "channels": (CHANNELS, None, None)}
+    # With the ROIs sharded, each device adds its ROIs' cotangents into a partial gradient of X
+    # and the partials are summed across devices: another order of the same sums, equal only up
+    # to rounding (RoiAlign's bilinear weights). Those layouts check the values alone.
+    rois_two = {"rois sharded": (None, P("d"))}
+    rois_three = {"rois and batch_indices sharded": (None, P("d"), P("d"))}
+    calls = {
+        "onnx.max_roi_pool MaxRoiPool-22 3x3": (
+            lambda x, r: onnx.max_roi_pool(x, r, pooled_shape=(3, 3), spatial_scale=0.5),
+            rois5, x_two, rois_two),
+        "openvino.roi_pooling ROIPooling-1 2x3": (
+            lambda x, r: ov.roi_pooling(x, r, pooled_h=2, pooled_w=3, spatial_scale=1.0),
+            rois5, x_two, rois_two),
+        "onnx.roi_align RoiAlign-22 max 3x3 sr 2": (
+            lambda x, r, b: onnx.roi_align(x, r, b, mode="max", output_height=3,
+                                           output_width=3, sampling_ratio=2),
+            rois4, x_three, rois_three),
+        "openvino.roi_align ROIAlign-9 avg 2x2 sr 2 half_pixel": (
+            lambda x, r, b: ov.roi_align(x, r, b, pooled_h=2, pooled_w=2, sampling_ratio=2,
+                                         spatial_scale=1.0, mode="avg",
+                                         aligned_mode="half_pixel"),
+            rois4, x_three, rois_three),
+    }
+    out = [Case("onnx.hardmax Hardmax-13 axis 1", lambda x: onnx.hardmax(x, axis=1),
+                _image(95), CHANNEL_AXIS_LAYOUTS, grad=True)]
+    for name, (fn, inputs, x_layouts, roi_layouts) in calls.items():
+        out.append(Case(name, fn, inputs, x_layouts, grad=True))
+        out.append(Case(name + " (values)", fn, inputs, roi_layouts))
+    return out
+
+
 def all_cases() -> list[Case]:
     """Every case, in a fixed order (the processes of a job must run the same sequence)."""
     return _pools() + _reductions() + _where() + _elementwise() + _segments() + _scatters() \
-        + _unpool()
+        + _unpool() + _detection()
 
 
 CASES = all_cases()
@@ -322,6 +368,11 @@ QUICK = {
         ("onnx.scatter_nd ScatterND-18 max k 2", "indices and updates"),
         ("openvino.scatter_nd_update ScatterNDUpdate-15 max k 2", "data rows"),
         ("onnx.max_unpool MaxUnpool-22 k2 s2", "channels"),
+        ("onnx.hardmax Hardmax-13 axis 1", "channels (reduced)"),
+        ("onnx.max_roi_pool MaxRoiPool-22 3x3", "channels"),
+        ("openvino.roi_pooling ROIPooling-1 2x3 (values)", "rois sharded"),
+        ("onnx.roi_align RoiAlign-22 max 3x3 sr 2 (values)", "rois and batch_indices sharded"),
+        ("openvino.roi_align ROIAlign-9 avg 2x2 sr 2 half_pixel", "batch"),
     ],
     "4x1": [
         ("openvino.max_pool MaxPool-8 k3 s2 d2 ceil, values and indices", "W"),

@@ -30,6 +30,16 @@ ARG_MAX = ("ArgMax along a sharded axis moves twice its output on Explicit axes 
 SCATTER = ("the scatter faces gather indices or updates sharded along an axis other than the "
            "one the partitioner keeps")
 UNPOOL = "MaxUnpool gathers its sharded I (and X) before the scatter"
+ROI_POOL_GATHER = ("MaxRoiPool/ROIPooling with the data sharded over the batch all-gather the "
+                   "sparse tables built from it (each ROI reads any image): the ROIs' images "
+                   "are only known at run time; not fixed yet")
+ROI_SHARDED = ("with the ROIs sharded, each device's outputs are gathered for the replicated "
+               "result beside the ROI table's all-gather: about twice the output")
+ROI_ALIGN_BATCH = ("RoiAlign with the data sharded over the batch: each device computes every "
+                   "ROI against its images and the partial outputs are all-reduced (each ROI's "
+                   "image is known only at run time): about four times the output")
+ZERO_SIGNS = ("ReduceMax's zero-sign settling (run only when a result is a zero, counted here) "
+              "all-reduces one flag per output: the output's bytes and a few more")
 NAN_BRANCH = ("a reduction across devices all-reduces its output-sized partial result once more "
               "in the branch that recomputes without NaN (run only when a NaN is found, but "
               "counted here), plus its NaN flags: 2-3x the output, tiny against the input")
@@ -73,6 +83,13 @@ OVER = {
     ("onnx.max_unpool MaxUnpool-22 k2 s2", "channels"): UNPOOL,
     ("onnx.max_unpool MaxUnpool-22 k2 s2", "H"): UNPOOL,
     ("onnx.max_unpool MaxUnpool-22 k2 s2", "X only, channels"): UNPOOL,
+    ("onnx.reduce_max ReduceMax-20 axes [1, 2]", "H and W (reduced)"): ZERO_SIGNS,
+    ("onnx.max_roi_pool MaxRoiPool-22 3x3", "batch"): ROI_POOL_GATHER,
+    ("openvino.roi_pooling ROIPooling-1 2x3", "batch"): ROI_POOL_GATHER,
+    ("onnx.max_roi_pool MaxRoiPool-22 3x3 (values)", "rois sharded"): ROI_SHARDED,
+    ("openvino.roi_pooling ROIPooling-1 2x3 (values)", "rois sharded"): ROI_SHARDED,
+    ("onnx.roi_align RoiAlign-22 max 3x3 sr 2", "batch"): ROI_ALIGN_BATCH,
+    ("openvino.roi_align ROIAlign-9 avg 2x2 sr 2 half_pixel", "batch"): ROI_ALIGN_BATCH,
 }
 
 

@@ -57,14 +57,7 @@ def test_quick_table(layout):
 
 # Rows of the whole table known to differ from one device, each with its reason; they must
 # fail (a fix makes the test fail until the entry goes), and nothing else may.
-KNOWN = {
-    ("openvino.reduce_max axis 3 keep_dims", layout): (
-        "ReduceMax-1's zero sign on a -0.0/+0.0 tie depends on the program (one device: -0.0 "
-        "for this row inside the whole array, +0.0 alone; the reference keeps the first zero, "
-        "-0.0): tests/test_reduce_max_openvino_values.py::"
-        "test_zero_sign_of_a_signed_zero_tie_is_the_reference_one")
-    for layout in ("batch", "channels (reduced)", "H (reduced)")
-}
+KNOWN: dict[tuple[str, str], str] = {}  # none since ReduceMax settles a zero maximum's sign
 
 
 @pytest.mark.skipif(not FULL, reason="the whole table runs with JAXMAX_MULTIPROCESS=full")
@@ -77,7 +70,8 @@ def test_full_table(layout):
     unknown = _failures([r for r in rows if (r["case"], r["layout"]) not in KNOWN])
     assert not unknown, "\n".join(unknown)
     known = [r for r in rows if (r["case"], r["layout"]) in KNOWN]
-    assert known and not any(r["ok"] for r in known), \
+    assert {(r["case"], r["layout"]) for r in known} == set(KNOWN), "a KNOWN row never ran"
+    assert not any(r["ok"] for r in known), \
         "a known difference is gone: remove it from KNOWN"
 
 

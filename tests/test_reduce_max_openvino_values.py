@@ -596,10 +596,6 @@ def test_traced_static_arguments_raise(op, fn, data):
     assert "static" in str(info.value)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ReduceMax-1's zero sign on a -0.0/+0.0 tie: the reference keeps the first zero; jaxmax "
-    "gives +0.0 on these small rows and -0.0 for the same row inside a larger array, so the "
-    "sign also changes with the sharding (found by the multi-process table, docs/multi-host.md)"))
 @pytest.mark.parametrize("row", [[-0.0, 0.0], [-1.0, -0.0, 0.0], [-0.0, 0.0, -0.0, np.nan]],
                          ids=["-0 +0", "-1 -0 +0", "-0 +0 -0 nan"])
 def test_zero_sign_of_a_signed_zero_tie_is_the_reference_one(row):
