@@ -41,6 +41,13 @@ INDEXED = {
     "ONNX MaxPool with Indices": ((1, 1, N), lambda z: onnx.max_pool(
         z, kernel_shape=[2], strides=[2], return_indices=True)),
 }
+# operators that number positions internally: no index output, the same two outcomes
+POSITIONED = {
+    "ONNX Hardmax": ((2, N), lambda z: onnx.hardmax(z)),
+    "ONNX Hardmax, an axis before the last": ((N, 2), lambda z: onnx.hardmax(z, axis=0)),
+    "ONNX Hardmax-11 coerced": ((2, 2**16, 2**15 + 1),
+                                lambda z: onnx.hardmax(z, axis=1, opset=11)),
+}
 
 
 def _last(out):
@@ -58,6 +65,21 @@ def test_int64_indices_with_x64(name):
 @pytest.mark.parametrize("name", list(INDEXED))
 def test_the_documented_error_without_x64(name):
     shape, call = INDEXED[name]
+    with jax.enable_x64(False), pytest.raises(ValueError, match="more than int32 can count"):
+        jax.eval_shape(call, jax.ShapeDtypeStruct(shape, jnp.float32))
+
+
+@pytest.mark.parametrize("name", list(POSITIONED))
+def test_positions_past_int32_with_x64(name):
+    shape, call = POSITIONED[name]
+    with jax.enable_x64(True):
+        out = jax.eval_shape(call, jax.ShapeDtypeStruct(shape, jnp.float32))
+    assert out.shape == shape and out.dtype == np.float32
+
+
+@pytest.mark.parametrize("name", list(POSITIONED))
+def test_positions_past_int32_without_x64(name):
+    shape, call = POSITIONED[name]
     with jax.enable_x64(False), pytest.raises(ValueError, match="more than int32 can count"):
         jax.eval_shape(call, jax.ShapeDtypeStruct(shape, jnp.float32))
 

@@ -297,6 +297,16 @@ def index_dtype(op: str, name: str, requested, count: int) -> np.dtype:
     return stored
 
 
+def positions_fit(op: str, name: str, count: int) -> None:
+    """`ValueError` when positions along an axis of `count` elements, which an operator numbers
+    internally (Hardmax's first maximum), do not fit the integer JAX stores: int32 without
+    ``jax_enable_x64``."""
+    stored = np.dtype(jax.dtypes.canonicalize_dtype(np.int64))
+    if count - 1 > np.iinfo(stored).max:
+        raise ValueError(f"{op}: `{name}` has {count} elements along the axis, more than "
+                         f"{stored} can count; {_X64_HOW}")
+
+
 _INDEX_TYPES: dict[str, np.dtype] = {"i32": np.dtype(np.int32), "i64": np.dtype(np.int64)}
 
 

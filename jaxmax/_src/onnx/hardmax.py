@@ -3,6 +3,8 @@ validation -> the 2-D coercion before 13 -> :mod:`jaxmax._src.lowering.hardmax`.
 
 from __future__ import annotations
 
+import math
+
 import jax
 
 from jaxmax._src import validation
@@ -60,4 +62,5 @@ def hardmax(input: Data, *, axis: Int | None = None, opset: Int = 13) -> jax.Arr
     if x.ndim == 0:
         raise ValueError(f"{_OP}: `input` must have rank >= 1, got a rank-0 array")
     k = validation.axes_tuple(_OP, "axis", axis_, x.ndim)[0]
+    validation.positions_fit(_OP, "input", math.prod(x.shape[k:]) if coerce else x.shape[k])
     return lowering.hardmax(x, axis=k, flatten=coerce)

@@ -67,10 +67,11 @@ def valid(rois: jax.Array, batch: jax.Array, images: int) -> jax.Array:
 
 def check_pool_rois(op: str, rois, images: int, spatial_scale: float) -> None:
     """`check` for concrete MaxRoiPool/ROIPooling `rois` (R, 5): the batch index in column 0,
-    the scaled, rounded corners within int32. Traced `rois` are left to `valid`."""
-    if isinstance(rois, jax.core.Tracer):
+    the scaled, rounded corners within int32. Traced `rois` (or a global array this process
+    does not hold whole: `validation.known_value`) are left to `valid`."""
+    host = validation.known_value(rois)
+    if host is None:
         return
-    host = np.asarray(rois)
     wide = host.astype(bins.compute_dtype(host.dtype))
     with np.errstate(invalid="ignore", over="ignore"):
         corners = bins.scaled_corners(wide, spatial_scale) if np.isfinite(wide).all() else None
@@ -112,12 +113,12 @@ def pooled_pair(op: str, name: str, value) -> tuple[int, int]:
 
 def check_known(op: str, rois, batch, images: int) -> None:
     """`check` for RoiAlign's `rois` (R, 4) and `batch_indices` (R,), each checked only when
-    its values are known here (a traced one is left to `valid`)."""
-    known_rois = not isinstance(rois, jax.core.Tracer)
-    known_batch = not isinstance(batch, jax.core.Tracer)
-    if not (known_rois or known_batch):
+    its values are known here (`validation.known_value`; a traced one is left to `valid`)."""
+    known_rois, known_batch = validation.known_value(rois), validation.known_value(batch)
+    if known_rois is None and known_batch is None:
         return
-    values = np.asarray(rois).astype(np.float64) if known_rois else np.zeros((len(batch), 0))
-    ids = np.asarray(batch) if known_batch else np.zeros(values.shape[0], np.int64)
-    check(op, values, ids, images if known_batch else max(images, 1),
+    count = rois.shape[0]
+    values = (np.zeros((count, 0)) if known_rois is None else known_rois.astype(np.float64))
+    ids = np.zeros(count, np.int64) if known_batch is None else known_batch
+    check(op, values, ids, max(images, 1) if known_batch is None else images,
           batch_name="`batch_indices`")
