@@ -4,6 +4,8 @@ hand-computed cotangent of its gradient. Written from the spec text and docs/sem
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from helpers import is_float, lowest
 
@@ -38,6 +40,8 @@ def segment_max(data, segment_ids, num_segments=None, fill_mode="ZERO") -> np.nd
             for r in members:
                 x = flat[r][col]
                 if x == x and x > acc:  # NaN (x != x) never wins; -inf never beats lowest
+                    acc = x
+                elif x == acc == 0 and math.copysign(1.0, x) > 0:  # +0.0 above -0.0 (§3.3)
                     acc = x
             out[seg, col] = acc
     return out.reshape((count,) + data.shape[1:])

@@ -53,8 +53,9 @@ def test_bound_with_the_version_18_rule(tmp_path, op, opset):
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     (want,) = session.run(None, {"d": data, "i": ids, "u": upd})
     (got,) = f(data, ids, upd)
-    # no NaN in a touched target or update (assert_same: -0.0 == +0.0): the values agree
-    assert_same(np.asarray(got), want)
+    # no NaN in a touched target or update: the values agree (the zero a -0.0/+0.0 tie
+    # keeps is onnxruntime's fold order, a documented deviation: docs/semantics.md §8.4)
+    assert_same(np.asarray(got), want, zero_signs=False)
 
 
 @pytest.mark.parametrize("op", ["scatter_elements", "scatter_nd"])

@@ -85,10 +85,12 @@ def test_onnxruntime_and_reference(opset, ctm, sr, mode):
     got = onnx.roi_align(x, rois, batch, opset=opset,
                          max_sampling="weighted_corners",  # WEIGHTED_CORNERS
                          **attrs)
-    assert_same(got, _ort(model, feeds), "onnxruntime")
+    # the runtimes' zero signs are a documented deviation (an out-of-image sample is their
+    # 0 * X[0, 0]; weighted corners: docs/semantics.md §12): values only
+    assert_same(got, _ort(model, feeds), "onnxruntime", zero_signs=False)
     if opset >= 16:  # the reference reads opset 10 as half_pixel (its bug, §12.5)
         (ref,) = ReferenceEvaluator(model).run(None, feeds)
-        assert_same(got, ref, "onnx.reference")
+        assert_same(got, ref, "onnx.reference", zero_signs=False)
 
 
 def test_weighted_corners_reproduce_onnxruntime_on_the_anchor_shape():

@@ -11,8 +11,8 @@ row gave the other zero than an 8-long one) and with the sharding. The two faces
 * ``nan="skip"`` (OpenVINO): the reference fold ``acc = x > acc ? x : acc`` keeps the first zero
   it meets in row-major order over the reduced axes.
 
-`settle` recomputes the sign of the zero results only when some result is a zero
-(``rules.redo_if`` on a scalar: results without a zero pass through, in place), reading the
+`settle` recomputes the sign of the zero results only when some result is a zero (a
+``lax.cond`` on a scalar: results without a zero pass through, an output-sized copy), reading the
 data's bits: zeros are found by their magnitude bits, never by a float compare (XLA's CPU
 compare takes a subnormal for zero).
 The first zero is the minimum of ``2 * position + sign bit`` over the zeros, an integer
@@ -30,7 +30,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes
-from jaxmax._src.lowering import order, rules
+from jaxmax._src.lowering import order
 
 __all__ = ["settle"]
 
@@ -74,7 +74,7 @@ def _settled(x: jax.Array, axes: tuple[int, ...], out: jax.Array, nan: str) -> j
         settled = jnp.where(negative, sign, bits.dtype.type(0))
         return order.from_bits(jnp.where(zero_out, settled, out_bits), out.dtype)
 
-    return rules.redo_if(jnp.any(zero_out), out, signs)
+    return lax.cond(jnp.any(zero_out), signs, lambda: out)
 
 
 def _first_zero_negative(bits: jax.Array, zero: jax.Array, axes: tuple[int, ...]) -> jax.Array:
