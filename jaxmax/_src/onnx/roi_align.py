@@ -43,8 +43,8 @@ def roi_align(X: Data, rois: Data, batch_indices: Data, *, mode: str = "avg",
       rois: ``(R, 4)`` boxes ``[x1, y1, x2, y2]`` in X's dtype, in image coordinates.
       batch_indices: ``(R,)`` int64 (int32 accepted), each in ``[0, N)``.
       mode: ``"avg"`` or ``"max"`` (any case). Static.
-      output_height, output_width: the pooled size, each >= 0 (0 gives an empty output).
-        Static.
+      output_height: the pooled height, >= 0 (0 gives an empty output). Static.
+      output_width: the pooled width, >= 0 (0 gives an empty output). Static.
       sampling_ratio: samples per bin and axis, >= 0; 0 is adaptive. Static.
       spatial_scale: the factor from image to map coordinates (a float32 attribute), finite.
         Static.

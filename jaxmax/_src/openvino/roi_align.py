@@ -39,7 +39,8 @@ def roi_align(data: Data, rois: Data, batch_indices: Data, *, pooled_h: Int, poo
       data: ``(N, C, H, W)`` of a floating type.
       rois: ``(R, 4)`` boxes in data's dtype.
       batch_indices: ``(R,)`` of any integer type, each in ``[0, N)``.
-      pooled_h, pooled_w: the pooled size, each >= 1. Static.
+      pooled_h: the pooled height, >= 1. Static.
+      pooled_w: the pooled width, >= 1. Static.
       sampling_ratio: samples per bin and axis, >= 0 (0: adaptive). Static.
       spatial_scale: > 0, finite (a float32 attribute). Static.
       mode: ``"avg"`` or ``"max"`` (any case). Static.

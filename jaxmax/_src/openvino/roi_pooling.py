@@ -30,7 +30,8 @@ def roi_pooling(input: Data, rois: Data, *, pooled_h: Int, pooled_w: Int,  # noq
     Args:
       input: (N, C, H, W) data of any floating type.
       rois: (num_rois, 5) rows ``[b, x1, y1, x2, y2]`` of `input`'s dtype. May be traced.
-      pooled_h, pooled_w: the output height and width, each >= 1. Static.
+      pooled_h: the output height, >= 1. Static.
+      pooled_w: the output width, >= 1. Static.
       spatial_scale: finite, > 0, rounded to float32. Static.
       method: ``"max"`` (any case); ``"bilinear"`` raises NotImplementedError. Static.
       opset: the model's OpenVINO opset, >= 2. Static.
