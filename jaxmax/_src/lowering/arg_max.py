@@ -113,7 +113,7 @@ def _across_blocks(x, compute, names, *, axis, keepdims, last, nan_order):
                          out_specs=jax.P(*out_spec))(x)
 
 
-def _positions(n: int) -> np.dtype:
+def positions(n: int) -> np.dtype:
     """The integer type that numbers the positions of an axis of `n` elements: int32, or int64
     past int32's range (only reached with ``jax_enable_x64``: the adapters refuse such an axis
     without it)."""
@@ -185,7 +185,7 @@ def _blocked_arg_max(x, key, axis, last, width):
     fold = partial(_running_best, key=key, last=last)
     best, at = fold(lambda j: lax.slice_in_dim(x, j, j + (blocks - 1) * width + 1, width, axis),
                     width)
-    pos = _positions(n)
+    pos = positions(n)
     index = at.astype(pos) + lax.broadcasted_iota(pos, best.shape, axis) * pos.type(width)
     top = lax.reduce_max(best, (axis,))
     if rest:
@@ -261,7 +261,7 @@ def _lane_arg_max(x, key, width, last, float_search=False):
 
         best, run = _running_best(run_at, count, key, last)
     top = lax.reduce_max(best, (best.ndim - 1,))
-    pos = _positions(n)
+    pos = positions(n)
     start = run.astype(pos) * pos.type(width)
     if n % width:
         start = jnp.minimum(start, pos.type(n - width))

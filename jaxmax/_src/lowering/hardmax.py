@@ -15,7 +15,6 @@ import math
 from functools import partial
 
 import jax
-import numpy as np
 from jax import lax
 
 from jaxmax._src.lowering import arg_max
@@ -36,7 +35,7 @@ def _hardmax_jit(x, *, axis, flatten):
         return _hardmax_jit(rows, axis=1, flatten=False).reshape(x.shape)
     if x.size == 0:
         return lax.full(x.shape, 0, x.dtype)
-    index_dtype = np.dtype(np.int32 if x.shape[axis] <= np.iinfo(np.int32).max else np.int64)
+    index_dtype = arg_max.positions(x.shape[axis])
     winner = arg_max.arg_max(lax.stop_gradient(x), axis=axis, keepdims=True, last=False,
                              nan_order="first", index_dtype=index_dtype)
     return (lax.broadcasted_iota(index_dtype, x.shape, axis) == winner).astype(x.dtype)

@@ -23,9 +23,10 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes
+from jaxmax._src.lowering import order
 from jaxmax._src.lowering.pooling.geometry import Geometry, Tap
 
-__all__ = ["bits_dtype", "by_boxes", "phase_pieces", "piece_tap", "strided_taps", "tap", "taps"]
+__all__ = ["by_boxes", "phase_pieces", "piece_tap", "strided_taps", "tap", "taps"]
 
 
 def _read_slice(g: Geometry, t: Tap):
@@ -137,12 +138,6 @@ def piece_tap(pieces: dict[tuple[int, ...], jax.Array], g: Geometry, t: Tap) -> 
     return lax.pad(inside, np.zeros((), inside.dtype), _pads(g, t))
 
 
-def bits_dtype(dtype) -> np.dtype:
-    """The unsigned integer type of `dtype`'s width: what a float is read as where XLA's
-    partitioner may add it to zeros (``pool_geometry.geometry``)."""
-    return np.dtype(f"uint{8 * np.dtype(dtype).itemsize}")
-
-
 def by_boxes(g: Geometry, part, fill) -> jax.Array:
     """``part(box, at)`` (the result over the outputs of the sub-geometry `box`, whose first
     output is `g`'s output `at`) for the interior and each border box of `g` (``Geometry.boxes``;
@@ -156,11 +151,11 @@ def by_boxes(g: Geometry, part, fill) -> jax.Array:
         # assembled on the bits: XLA's SPMD partitioner may move a box to the devices of its
         # rows with an adding all-reduce, which turns -0.0 into +0.0 (pool_geometry.geometry)
         def as_bits(v):
-            return lax.bitcast_convert_type(v, bits_dtype(v.dtype))
+            return order.bits(v)
 
         out = by_boxes(g._replace(sharded=False), lambda box, at: as_bits(part(box, at)),
-                       fill.view(bits_dtype(fill.dtype)))
-        return lax.bitcast_convert_type(out, fill.dtype)
+                       fill.view(order.unsigned_bits_dtype(fill.dtype)))
+        return order.from_bits(out, fill.dtype)
     inner = boxes.interior
     out = lax.pad(part(inner, boxes.at), fill,
                   [(at, n - at - m, 0)

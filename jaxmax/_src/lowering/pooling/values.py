@@ -25,9 +25,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from jaxmax._src import dtypes
+from jaxmax._src.lowering import order
 from jaxmax._src.lowering.pooling import scan as pool_scan
 from jaxmax._src.lowering.pooling import stages as pool_stages
 from jaxmax._src.lowering.pooling import taps as pool_taps
@@ -63,9 +63,9 @@ def _scanned(x: jax.Array, g: Geometry, pad: np.ndarray, nan: str) -> jax.Array:
     if g.sharded and dtypes.is_floating(x.dtype):
         # the taps are sliced from the bits and read as floats (pool_geometry.geometry: a
         # border box's rows may reach the other devices through an adding all-reduce)
-        view = lax.bitcast_convert_type(x, pool_taps.bits_dtype(x.dtype))
+        view = order.bits(x)
         def read(v):
-            return lax.bitcast_convert_type(v, x.dtype)
+            return order.from_bits(v, x.dtype)
     return pool_taps.by_boxes(
         g, lambda box, at: pool_scan.first_max(pool_taps.taps(view, box, pad, read), pad, nan),
         pad)
