@@ -15,20 +15,10 @@ from jaxmax._src.lowering.roi import rois as roi_rows
 
 
 def static_float32(op: str, name: str, value) -> float:
-    """A static real attribute stored as float32 (both specs' type): finite, rounded to f32."""
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{op}: `{name}` must be a real number, got a bool")
-    try:
-        arr = np.asarray(value)
-    except validation.TRACER_ERRORS:
-        raise TypeError(f"{op}: `{name}` must be static (a Python number or a concrete array), "
-                        f"but it is traced; pass it as a Python value, or mark it static with "
-                        f"jax.jit(..., static_argnames=('{name}',))") from None
-    if arr.ndim != 0 or not (jnp.issubdtype(arr.dtype, jnp.floating)
-                             or jnp.issubdtype(arr.dtype, jnp.integer)):
-        raise TypeError(f"{op}: `{name}` must be a real number, got {value!r}")
+    """A static real attribute stored as float32 (both specs' type): finite, rounded to f32
+    (`validation.static_float` checks the type and that it is static)."""
     with np.errstate(over="ignore"):
-        f = float(np.float32(arr))
+        f = float(np.float32(validation.static_float(op, name, value)))
     if not math.isfinite(f):
         raise ValueError(f"{op}: `{name}` must be finite (as a float32), got {value!r}")
     return f
