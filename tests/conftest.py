@@ -31,3 +31,8 @@ def cnn_files(tmp_path_factory):
     import torch_cnn
 
     return torch_cnn.save(tmp_path_factory.mktemp("cnn"))
+
+
+# tests/data/torchvision/export.py imports torchvision, which this environment does not have (it
+# is run by hand elsewhere); --doctest-modules would import it.
+collect_ignore_glob = ["data/*"]

@@ -1,5 +1,6 @@
 """The box head of a two-stage detector as an ONNX graph, built with onnx.helper (torchvision's
-compiled ops do not load beside torch 2.13+cpu, so its Faster R-CNN cannot be exported here).
+compiled ops do not load beside torch 2.13+cpu; tests/data/torchvision/ holds models torchvision
+exported in another environment).
 
 Two FPN levels, features (1, 256, 50, 50) (stride 16) and (1, 256, 25, 25) (stride 32), and R
 proposals in an 800x800 image. Each level pools every proposal with RoiAlign avg 7x7 (level 0:

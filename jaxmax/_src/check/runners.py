@@ -19,6 +19,7 @@ import numpy as np
 
 from jaxmax._src import node_binding
 from jaxmax._src.check.errors import CheckError
+from jaxmax._src.check.ov_names import input_name
 from jaxmax._src.node_binding import NodeBindingError, NodeFunction
 
 
@@ -224,7 +225,7 @@ class OpenVinoModel:
                 dims: tuple[int | None, ...] = (None,)
             else:
                 dims = tuple(None if d.is_dynamic else d.get_length() for d in shape)
-            self.inputs.append(ModelInput(port.get_any_name(), dims,
+            self.inputs.append(ModelInput(input_name(port), dims,
                                           np.dtype(port.get_element_type().to_dtype())))
 
     def reshape(self, shapes: dict[str, tuple[int, ...]]) -> None:
@@ -267,7 +268,7 @@ class OpenVinoModel:
         ov = self.ov
         # scatter indices the plugin would write outside its buffers on: an error before the
         # run, or (computed from another scatter's output) a run in a child process
-        order = [p.get_any_name() for p in self.model.inputs]
+        order = [input_name(p) for p in self.model.inputs]
         computed = scatter_guard.validate(self.model, feeds)
         if computed:
             with _openvino_errors():

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from jaxmax._src.check.errors import CheckError
+from jaxmax._src.check.ov_names import input_name
 
 OP = "ScatterElementsUpdate"
 RUNTIME = "OpenVINO CPU"
@@ -49,7 +50,7 @@ def _static_value(output, feeds: dict[str, np.ndarray]) -> np.ndarray | None:
     if kind == "Constant":
         return np.asarray(source.get_data())
     if kind == "Parameter":
-        return feeds.get(output.get_any_name())
+        return feeds.get(input_name(output))
     return None
 
 
