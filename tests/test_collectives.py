@@ -38,11 +38,6 @@ ROI_SHARDED = ("with the ROIs sharded, each device's outputs are gathered for th
 ROI_ALIGN_BATCH = ("RoiAlign with the data sharded over the batch: each device computes every "
                    "ROI against its images and the partial outputs are all-reduced (each ROI's "
                    "image is known only at run time): about four times the output")
-ZERO_SIGNS = ("ReduceMax's zero-sign settling (run only when a result is a zero, counted here) "
-              "all-reduces one flag per output: the output's bytes and a few more")
-NAN_BRANCH = ("a reduction across devices all-reduces its output-sized partial result once more "
-              "in the branch that recomputes without NaN (run only when a NaN is found, but "
-              "counted here), plus its NaN flags: 2-3x the output, tiny against the input")
 
 OVER = {
     ("openvino.max_pool MaxPool-14 k3 s2 ceil_torch", "H"): WINDOW_GATHER,
@@ -69,21 +64,10 @@ OVER = {
     ("openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False",
      "data only, scatter axis"): SCATTER,
     ("onnx.max_unpool MaxUnpool-22 k2 s2", "batch"): UNPOOL,
-    **{("onnx.global_max_pool GlobalMaxPool-22", layout): NAN_BRANCH
-       for layout in ("H", "W", "H and W")},
-    ("openvino.reduce_max axes (1, 2)", "channels (reduced)"): NAN_BRANCH,
-    ("openvino.reduce_max axes (1, 2)", "H (reduced)"): NAN_BRANCH,
-    ("openvino.reduce_max axes (1, 2)", "H and W (reduced)"): NAN_BRANCH,
-    ("openvino.reduce_max axis 3 keep_dims", "H and W (reduced)"): NAN_BRANCH,
-    ("onnx.reduce_max ReduceMax-20 axes [1, 2]", "channels (reduced)"): NAN_BRANCH,
-    ("onnx.reduce_max ReduceMax-20 axes [1, 2]", "H (reduced)"): NAN_BRANCH,
-    **{("onnx.reduce_max ReduceMax-13 all axes", layout): NAN_BRANCH
-       for layout in ("batch", "channels (reduced)", "H (reduced)", "H and W (reduced)")},
     ("openvino.scatter_nd_update ScatterNDUpdate-15 max k 2", "indices and updates"): SCATTER,
     ("onnx.max_unpool MaxUnpool-22 k2 s2", "channels"): UNPOOL,
     ("onnx.max_unpool MaxUnpool-22 k2 s2", "H"): UNPOOL,
     ("onnx.max_unpool MaxUnpool-22 k2 s2", "X only, channels"): UNPOOL,
-    ("onnx.reduce_max ReduceMax-20 axes [1, 2]", "H and W (reduced)"): ZERO_SIGNS,
     ("onnx.max_roi_pool MaxRoiPool-22 3x3", "batch"): ROI_POOL_GATHER,
     ("openvino.roi_pooling ROIPooling-1 2x3", "batch"): ROI_POOL_GATHER,
     ("onnx.max_roi_pool MaxRoiPool-22 3x3 (values)", "rois sharded"): ROI_SHARDED,
