@@ -46,12 +46,6 @@ OVER = {
     ("onnx.max_pool MaxPool-22 k3 s2 p1 ceil", "H"): WINDOW_GATHER,
     ("onnx.max_pool MaxPool-22 k3 s2 p1 ceil", "W"): WINDOW_GATHER,
     ("onnx.max_pool MaxPool-22 k3 s2 p1 ceil", "H and W"): WINDOW_GATHER,
-    ("openvino.adaptive_max_pool AdaptiveMaxPool-8 (5, 3)", "H"): WINDOW_GATHER,
-    ("openvino.adaptive_max_pool AdaptiveMaxPool-8 (5, 3)", "W"): WINDOW_GATHER,
-    ("openvino.adaptive_max_pool AdaptiveMaxPool-8 (5, 3)", "H and W"): WINDOW_GATHER,
-    ("openvino.adaptive_max_pool AdaptiveMaxPool-8 (8, 8) i32", "H"): WINDOW_GATHER,
-    ("openvino.adaptive_max_pool AdaptiveMaxPool-8 (8, 8) i32", "W"): WINDOW_GATHER,
-    ("openvino.adaptive_max_pool AdaptiveMaxPool-8 (8, 8) i32", "H and W"): WINDOW_GATHER,
     ("onnx.arg_max ArgMax-13 axis 1", "channels (reduced)"): ARG_MAX,
     ("onnx.arg_max ArgMax-13 axis 1 select_last_index keepdims 0", "channels (reduced)"):
         ARG_MAX,
