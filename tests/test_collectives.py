@@ -21,9 +21,6 @@ from multiprocess_cases import CASES
 
 TOPK = ("TopK along a sharded axis gathers the whole input (per-shard candidates merged by a "
         "second selection would move D x k per row; not done yet)")
-WINDOW_GATHER = ("the partitioner gathers the input (or an input-sized intermediate) to cut "
-                 "the windows of a sharded pooled axis; a shard_map with a halo exchange would "
-                 "move only the halo rows (not done yet)")
 ARG_MAX = ("ArgMax along a sharded axis moves twice its output on Explicit axes (an all-reduce of "
            "the blocks' best keys, then of their indices: 8 KiB here, 32 KiB before); one "
            "all-reduce of (key, index) pairs packed in 64 bits would move the output's bytes")
@@ -40,12 +37,6 @@ ROI_ALIGN_BATCH = ("RoiAlign with the data sharded over the batch: each device c
                    "image is known only at run time): about four times the output")
 
 OVER = {
-    ("openvino.max_pool MaxPool-14 k3 s2 ceil_torch", "H"): WINDOW_GATHER,
-    ("openvino.max_pool MaxPool-14 k3 s2 ceil_torch", "W"): WINDOW_GATHER,
-    ("openvino.max_pool MaxPool-14 k3 s2 ceil_torch", "H and W"): WINDOW_GATHER,
-    ("onnx.max_pool MaxPool-22 k3 s2 p1 ceil", "H"): WINDOW_GATHER,
-    ("onnx.max_pool MaxPool-22 k3 s2 p1 ceil", "W"): WINDOW_GATHER,
-    ("onnx.max_pool MaxPool-22 k3 s2 p1 ceil", "H and W"): WINDOW_GATHER,
     ("onnx.arg_max ArgMax-13 axis 1", "channels (reduced)"): ARG_MAX,
     ("onnx.arg_max ArgMax-13 axis 1 select_last_index keepdims 0", "channels (reduced)"):
         ARG_MAX,
