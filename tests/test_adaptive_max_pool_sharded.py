@@ -16,7 +16,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 from adaptive_unpool_oracle import adaptive_max_pool as oracle
-from jax.sharding import AxisType, NamedSharding
+from helpers import explicit_mesh
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxmax import openvino as ov
@@ -41,14 +42,6 @@ def _data(seed: int, dtype) -> np.ndarray:
     return x.astype(dtype)
 
 
-def _mesh(spec):
-    devices = jax.devices()[:4]
-    if "a" in tuple(spec):
-        return jax.make_mesh((2, 2), ("a", "b"), axis_types=(AxisType.Explicit,) * 2,
-                             devices=devices)
-    return jax.make_mesh((4,), ("d",), axis_types=(AxisType.Explicit,), devices=devices)
-
-
 def _bits(a) -> np.ndarray:
     a = np.asarray(a)
     return a.view(f"u{a.dtype.itemsize}") if a.dtype.kind == "f" or a.dtype.itemsize == 2 \
@@ -62,7 +55,7 @@ def test_sharded_adaptive_pool_is_the_oracles_bit_for_bit(sharded, output, dtype
     x = _data(sum(output), dtype)
     want_v, want_i = oracle(x, output, np.int32)
     spec = SPECS[sharded]
-    xs = jax.device_put(x, NamedSharding(_mesh(spec), spec))
+    xs = jax.device_put(x, NamedSharding(explicit_mesh(spec), spec))
     f = jax.jit(lambda v: ov.adaptive_max_pool(v, list(output), index_element_type="i32"))
     got_v, got_i = f(xs)
     np.testing.assert_array_equal(_bits(got_v), _bits(want_v))
@@ -83,6 +76,6 @@ def test_sharded_adaptive_pool_gradient_goes_to_the_winners(sharded):
                                          strict=True)):
         np.add.at(want[plane], ii, cc)
     spec = SPECS[sharded]
-    xs = jax.device_put(x, NamedSharding(_mesh(spec), spec))
+    xs = jax.device_put(x, NamedSharding(explicit_mesh(spec), spec))
     got = jax.jit(jax.grad(lambda v: (ov.adaptive_max_pool(v, list(output))[0] * ct).sum()))(xs)
     np.testing.assert_array_equal(np.asarray(got), want.reshape(SHAPE))

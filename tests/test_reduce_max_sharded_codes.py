@@ -16,7 +16,8 @@ import jax
 import ml_dtypes
 import numpy as np
 import pytest
-from jax.sharding import AxisType, NamedSharding
+from helpers import explicit_mesh
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 from reduce_oracle import onnx_reduce_max, openvino_reduce_max, share_grad
 
@@ -42,14 +43,6 @@ def _data(seed: int, dtype, *, clean: bool = False) -> np.ndarray:
         x[1][u[1] >= 0.98] = 2.5
         x[1, 3] = np.where(rng.random((8, 8)) < 0.5, np.nan, -np.inf)
     return x.astype(dtype)
-
-
-def _mesh(spec):
-    devices = jax.devices()[:4]
-    if "a" in tuple(spec):
-        return jax.make_mesh((2, 2), ("a", "b"), axis_types=(AxisType.Explicit,) * 2,
-                             devices=devices)
-    return jax.make_mesh((4,), ("d",), axis_types=(AxisType.Explicit,), devices=devices)
 
 
 # (axes, the input's spec): a major reduced axis sharded, a minor one (the blocks interleave in
@@ -83,7 +76,7 @@ def test_sharded_reduction_is_the_oracles_bit_for_bit(face, layout, dtype):
     axes, spec = LAYOUTS[layout]
     x = _data(len(layout), DTYPES[dtype], clean=len(axes) == 4)
     want = oracle(x, axes)
-    xs = jax.device_put(x, NamedSharding(_mesh(spec), spec))
+    xs = jax.device_put(x, NamedSharding(explicit_mesh(spec), spec))
     f = jax.jit(lambda v: call(v, axes))
     got = np.asarray(f(xs))
     np.testing.assert_array_equal(_bits(got), _bits(want), err_msg=f"{face} {layout} {dtype}")
@@ -107,7 +100,7 @@ def test_sharded_reduction_gradient_is_shared_by_the_tied_maxima(face, layout):
     x = _data(len(layout) + 1, np.float32)
     out_shape = tuple(n for a, n in enumerate(SHAPE) if a not in axes)
     ct = ((np.arange(int(np.prod(out_shape))) % 5) - 1.5).astype(np.float32).reshape(out_shape)
-    xs = jax.device_put(x, NamedSharding(_mesh(spec), spec))
+    xs = jax.device_put(x, NamedSharding(explicit_mesh(spec), spec))
     got = jax.jit(jax.grad(lambda v: (call(v, axes) * ct).sum()))(xs)
     with np.errstate(divide="ignore"):  # a NaN slice's share, which it never assigns
         want = share_grad(x, axes, ct, skip_nan)
