@@ -11,6 +11,10 @@ are computed with those axes made ``Auto`` (:mod:`jaxmax._src.explicit_axes`).
 The sign of a zero maximum is settled from the data afterwards, only when some result is a zero
 (:mod:`jaxmax._src.lowering.signed_zeros`).
 
+Floating data sharded over ``Explicit`` mesh axes along a reduced axis is reduced block by block
+and the blocks combined by one integer all-reduce of the output's size
+(:mod:`jaxmax._src.lowering.reduce_sharded`).
+
 ReduceMax on one device, on CPU, applies the rule while it reads the data, in one pass
 (:mod:`jaxmax._src.lowering.reduce_cpu`), as fast on data with NaN as without.
 

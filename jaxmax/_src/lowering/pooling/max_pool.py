@@ -22,6 +22,11 @@ Which form computes the values:
   differentiable primitive), NaN-checked on its result (where a window's NaN shows), and on the
   data too when partial results may cross devices, then raised to lowest(T).
 
+An input sharded over ``Explicit`` mesh axes along a pooled axis whose output does not divide
+over them (ceil rounding) takes the halo form instead
+(:mod:`~jaxmax._src.lowering.pooling.halo`: each device pools its own outputs with this
+lowering after a halo exchange, and one integer all-reduce gathers them).
+
 See docs/semantics.md §5 for the rules and §9 for the jit contract.
 """
 
