@@ -143,3 +143,17 @@ def test_the_reported_case():
     got = np.asarray(f(jax.device_put(x, NamedSharding(mesh, P(None, None, "d")))))
     assert np.signbit(got[0, 0, 15, 15]) and got[0, 0, 15, 15] == 0
     _assert_bits(got, np.asarray(f(x)), "sharded against unsharded")
+
+
+@pytest.mark.parametrize("names", [("a", "b"), ("b", "a")], ids=["a,b", "b,a"])
+def test_a_ceil_pool_over_two_mesh_axes_of_one_spatial_axis(names):
+    """H sharded over two mesh axes at once, in either order: the halo goes to the block that
+    follows in the spec's order (``lax.ppermute`` numbers the devices in the mesh's order)."""
+    case = "MaxPool-14 ceil_torch k3 s2 p1, values and indices"
+    x, want = _case_data(case)
+    mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(AxisType.Explicit,) * 2)
+    got = jax.jit(CASES[case][0])(jax.device_put(x, NamedSharding(mesh, P(None, None, names))))
+    for g, w in zip(got, want, strict=True):
+        w = np.asarray(w)
+        _assert_bits(np.asarray(g).astype(w.dtype) if w.dtype.kind == "i" else g, w,
+                     f"H over {names}")

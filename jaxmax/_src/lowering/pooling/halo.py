@@ -172,6 +172,7 @@ class _Form:
     def __init__(self, g, spec, out_spec, splits, sizes, index_dtype, layout, local):
         self.g, self.spec, self.out_spec, self.splits = g, spec, out_spec, splits
         self.sizes, self.index_dtype, self.layout, self.local = sizes, index_dtype, layout, local
+        self.mesh_names = tuple(sizes)  # dicts keep the mesh's order
 
     # ---- one device's part (inside shard_map)
 
@@ -223,15 +224,31 @@ class _Form:
             if s.before:
                 tail = lax.slice_in_dim(block, block.shape[s.axis] - s.before, None,
                                         axis=s.axis)
-                pieces.append(lax.ppermute(tail, s.names,
-                                           [(i, i + 1) for i in range(s.devices - 1)]))
+                pieces.append(self._shifted(tail, s, +1))
             pieces.append(block)
             if s.after:
                 head = lax.slice_in_dim(block, 0, s.after, axis=s.axis)
-                pieces.append(lax.ppermute(head, s.names,
-                                           [(i + 1, i) for i in range(s.devices - 1)]))
+                pieces.append(self._shifted(head, s, -1))
             block = lax.concatenate(pieces, s.axis) if len(pieces) > 1 else block
         return block
+
+    def _shifted(self, rows: jax.Array, s: _Split, step: int) -> jax.Array:
+        """`rows` sent to the device `step` blocks further along `s` (zeros where none is).
+
+        A block's place along an axis sharded over several mesh axes is row-major over them in
+        the spec's order (`lax.axis_index`); ``lax.ppermute`` numbers the devices row-major in
+        the mesh's order: the pairs are translated."""
+        mesh_order = tuple(n for n in self.mesh_names if n in s.names)
+        sizes = [self.sizes[n] for n in s.names]
+
+        def in_mesh_order(block: int) -> int:
+            coords = dict(zip(s.names, np.unravel_index(block, sizes), strict=True))
+            return int(np.ravel_multi_index([coords[n] for n in mesh_order],
+                                            [self.sizes[n] for n in mesh_order]))
+
+        pairs = [(in_mesh_order(i), in_mesh_order(i + step)) for i in range(s.devices)
+                 if 0 <= i + step < s.devices]
+        return lax.ppermute(rows, mesh_order, pairs)
 
     def _switch(self, branch, *operands):
         combos = list(itertools.product(*(s.kinds for s in self.splits)))
