@@ -17,7 +17,9 @@ part of a window and an integer max combines in any order:
 Each device reduces its block to the best code and, among its elements of that code, the
 smallest ``2 * position + sign`` for every window (masks of the windows' rows on this device,
 from its offset, one axis at a time); ``lax.pmax`` of the codes, then ``lax.pmin`` of the
-positions of the devices whose code is the largest. Only on ``Explicit`` axes, floating data;
+positions of the devices whose code is the largest. Each axis's fold builds a (window, element)
+array along that axis: ``O`` times the block's size for ``O`` outputs there (adaptive pools have
+few). Only on ``Explicit`` axes, floating data;
 elsewhere the partitioner's form (docs/multi-host.md). The derivative is the one-device form's:
 the tangent at each index (`routed`).
 """
