@@ -128,3 +128,15 @@ def run_python(code: str, env_x64: bool = False) -> subprocess.CompletedProcess:
     env.pop("XLA_FLAGS", None)
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                           text=True, timeout=300, env=env)
+
+
+def explicit_mesh(spec, count: int = 4):
+    """A mesh of the first `count` devices with ``Explicit`` axes for partition spec `spec`:
+    ``("a", "b")`` of shape ``(2, count // 2)`` when the spec names ``"a"``, else ``("d",)``."""
+    from jax.sharding import AxisType
+
+    devices = jax.devices()[:count]
+    if "a" in tuple(spec):
+        return jax.make_mesh((2, count // 2), ("a", "b"), axis_types=(AxisType.Explicit,) * 2,
+                             devices=devices)
+    return jax.make_mesh((count,), ("d",), axis_types=(AxisType.Explicit,), devices=devices)

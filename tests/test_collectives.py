@@ -21,9 +21,6 @@ from multiprocess_cases import CASES
 
 TOPK = ("TopK along a sharded axis gathers the whole input (per-shard candidates merged by a "
         "second selection would move D x k per row; not done yet)")
-WINDOW_GATHER = ("the partitioner gathers the input (or an input-sized intermediate) to cut "
-                 "the windows of a sharded pooled axis; a shard_map with a halo exchange would "
-                 "move only the halo rows (not done yet)")
 ARG_MAX = ("ArgMax along a sharded axis moves twice its output on Explicit axes (an all-reduce of "
            "the blocks' best keys, then of their indices: 8 KiB here, 32 KiB before); one "
            "all-reduce of (key, index) pairs packed in 64 bits would move the output's bytes")
@@ -38,25 +35,8 @@ ROI_SHARDED = ("with the ROIs sharded, each device's outputs are gathered for th
 ROI_ALIGN_BATCH = ("RoiAlign with the data sharded over the batch: each device computes every "
                    "ROI against its images and the partial outputs are all-reduced (each ROI's "
                    "image is known only at run time): about four times the output")
-ZERO_SIGNS = ("ReduceMax's zero-sign settling (run only when a result is a zero, counted here) "
-              "all-reduces one flag per output: the output's bytes and a few more")
-NAN_BRANCH = ("a reduction across devices all-reduces its output-sized partial result once more "
-              "in the branch that recomputes without NaN (run only when a NaN is found, but "
-              "counted here), plus its NaN flags: 2-3x the output, tiny against the input")
 
 OVER = {
-    ("openvino.max_pool MaxPool-14 k3 s2 ceil_torch", "H"): WINDOW_GATHER,
-    ("openvino.max_pool MaxPool-14 k3 s2 ceil_torch", "W"): WINDOW_GATHER,
-    ("openvino.max_pool MaxPool-14 k3 s2 ceil_torch", "H and W"): WINDOW_GATHER,
-    ("onnx.max_pool MaxPool-22 k3 s2 p1 ceil", "H"): WINDOW_GATHER,
-    ("onnx.max_pool MaxPool-22 k3 s2 p1 ceil", "W"): WINDOW_GATHER,
-    ("onnx.max_pool MaxPool-22 k3 s2 p1 ceil", "H and W"): WINDOW_GATHER,
-    ("openvino.adaptive_max_pool AdaptiveMaxPool-8 (5, 3)", "H"): WINDOW_GATHER,
-    ("openvino.adaptive_max_pool AdaptiveMaxPool-8 (5, 3)", "W"): WINDOW_GATHER,
-    ("openvino.adaptive_max_pool AdaptiveMaxPool-8 (5, 3)", "H and W"): WINDOW_GATHER,
-    ("openvino.adaptive_max_pool AdaptiveMaxPool-8 (8, 8) i32", "H"): WINDOW_GATHER,
-    ("openvino.adaptive_max_pool AdaptiveMaxPool-8 (8, 8) i32", "W"): WINDOW_GATHER,
-    ("openvino.adaptive_max_pool AdaptiveMaxPool-8 (8, 8) i32", "H and W"): WINDOW_GATHER,
     ("onnx.arg_max ArgMax-13 axis 1", "channels (reduced)"): ARG_MAX,
     ("onnx.arg_max ArgMax-13 axis 1 select_last_index keepdims 0", "channels (reduced)"):
         ARG_MAX,
@@ -69,21 +49,10 @@ OVER = {
     ("openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False",
      "data only, scatter axis"): SCATTER,
     ("onnx.max_unpool MaxUnpool-22 k2 s2", "batch"): UNPOOL,
-    **{("onnx.global_max_pool GlobalMaxPool-22", layout): NAN_BRANCH
-       for layout in ("H", "W", "H and W")},
-    ("openvino.reduce_max axes (1, 2)", "channels (reduced)"): NAN_BRANCH,
-    ("openvino.reduce_max axes (1, 2)", "H (reduced)"): NAN_BRANCH,
-    ("openvino.reduce_max axes (1, 2)", "H and W (reduced)"): NAN_BRANCH,
-    ("openvino.reduce_max axis 3 keep_dims", "H and W (reduced)"): NAN_BRANCH,
-    ("onnx.reduce_max ReduceMax-20 axes [1, 2]", "channels (reduced)"): NAN_BRANCH,
-    ("onnx.reduce_max ReduceMax-20 axes [1, 2]", "H (reduced)"): NAN_BRANCH,
-    **{("onnx.reduce_max ReduceMax-13 all axes", layout): NAN_BRANCH
-       for layout in ("batch", "channels (reduced)", "H (reduced)", "H and W (reduced)")},
     ("openvino.scatter_nd_update ScatterNDUpdate-15 max k 2", "indices and updates"): SCATTER,
     ("onnx.max_unpool MaxUnpool-22 k2 s2", "channels"): UNPOOL,
     ("onnx.max_unpool MaxUnpool-22 k2 s2", "H"): UNPOOL,
     ("onnx.max_unpool MaxUnpool-22 k2 s2", "X only, channels"): UNPOOL,
-    ("onnx.reduce_max ReduceMax-20 axes [1, 2]", "H and W (reduced)"): ZERO_SIGNS,
     ("onnx.max_roi_pool MaxRoiPool-22 3x3", "batch"): ROI_POOL_GATHER,
     ("openvino.roi_pooling ROIPooling-1 2x3", "batch"): ROI_POOL_GATHER,
     ("onnx.max_roi_pool MaxRoiPool-22 3x3 (values)", "rois sharded"): ROI_SHARDED,

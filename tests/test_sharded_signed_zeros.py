@@ -81,6 +81,20 @@ CASES = {
     "ONNX MaxPool k3 s2 p1": (
         lambda v: onnx.max_pool(v, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
         lambda x: onnx_oracle(x, [3, 3], [2, 2], [1, 1, 1, 1])[:1]),
+    # ceil rounding: an output that does not divide over the devices (17 along H and W), the
+    # halo form (jaxmax/_src/lowering/pooling/halo.py)
+    "MaxPool-14 ceil_torch k3 s2 p1, values and indices": (
+        lambda v: ov.max_pool(v, kernel=3, strides=2, pads_begin=1, pads_end=1,
+                              rounding_type="ceil_torch", opset=14, index_element_type="i32"),
+        lambda x: openvino_oracle(x, [3, 3], [2, 2], [(1, 1), (1, 1)], rounding="ceil_torch")),
+    "ONNX MaxPool k3 s2 p1 ceil": (
+        lambda v: onnx.max_pool(v, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                                ceil_mode=1),
+        lambda x: onnx_oracle(x, [3, 3], [2, 2], [1, 1, 1, 1], ceil_mode=1)[:1]),
+    "ONNX MaxPool k3 s2 p1 ceil with Indices (storage_order 1)": (
+        lambda v: onnx.max_pool(v, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                                ceil_mode=1, storage_order=1, return_indices=True),
+        lambda x: onnx_oracle(x, [3, 3], [2, 2], [1, 1, 1, 1], ceil_mode=1, storage_order=1)),
     "ONNX MaxPool k2 s1 p(1,0) with Indices": (
         lambda v: onnx.max_pool(v, kernel_shape=[2, 2], pads=[1, 1, 0, 0],
                                 return_indices=True),
@@ -129,3 +143,17 @@ def test_the_reported_case():
     got = np.asarray(f(jax.device_put(x, NamedSharding(mesh, P(None, None, "d")))))
     assert np.signbit(got[0, 0, 15, 15]) and got[0, 0, 15, 15] == 0
     _assert_bits(got, np.asarray(f(x)), "sharded against unsharded")
+
+
+@pytest.mark.parametrize("names", [("a", "b"), ("b", "a")], ids=["a,b", "b,a"])
+def test_a_ceil_pool_over_two_mesh_axes_of_one_spatial_axis(names):
+    """H sharded over two mesh axes at once, in either order: the halo goes to the block that
+    follows in the spec's order (``lax.ppermute`` numbers the devices in the mesh's order)."""
+    case = "MaxPool-14 ceil_torch k3 s2 p1, values and indices"
+    x, want = _case_data(case)
+    mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(AxisType.Explicit,) * 2)
+    got = jax.jit(CASES[case][0])(jax.device_put(x, NamedSharding(mesh, P(None, None, names))))
+    for g, w in zip(got, want, strict=True):
+        w = np.asarray(w)
+        _assert_bits(np.asarray(g).astype(w.dtype) if w.dtype.kind == "i" else g, w,
+                     f"H over {names}")

@@ -44,7 +44,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import order, rules
+from jaxmax._src.lowering import adaptive_sharded, order, rules
 from jaxmax._src.lowering.pooling import compact as pool_compact
 
 
@@ -143,6 +143,8 @@ def _adaptive_jit(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.d
     out_shape = tuple(x.shape[:2]) + output_shape
     if math.prod(out_shape) == 0:
         return jnp.zeros(out_shape, x.dtype), jnp.zeros(out_shape, index_dtype)
+    if adaptive_sharded.applies(x, output_shape, index_dtype):  # a pooled axis sharded
+        return adaptive_sharded.adaptive_max_pool(x, output_shape, index_dtype, windows=windows)
 
     def compute(x):
         spatial = tuple(x.shape[2:])

@@ -11,6 +11,10 @@ are computed with those axes made ``Auto`` (:mod:`jaxmax._src.explicit_axes`).
 The sign of a zero maximum is settled from the data afterwards, only when some result is a zero
 (:mod:`jaxmax._src.lowering.signed_zeros`).
 
+Floating data sharded over ``Explicit`` mesh axes along a reduced axis is reduced block by block
+and the blocks combined by one integer all-reduce of the output's size
+(:mod:`jaxmax._src.lowering.reduce_sharded`).
+
 ReduceMax on one device, on CPU, applies the rule while it reads the data, in one pass
 (:mod:`jaxmax._src.lowering.reduce_cpu`), as fast on data with NaN as without.
 
@@ -32,7 +36,7 @@ import jax
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import reduce_cpu, rules, signed_zeros
+from jaxmax._src.lowering import reduce_cpu, reduce_sharded, rules, signed_zeros
 
 
 def _max_with_rule(x: jax.Array, axes: tuple[int, ...], nan: str, fold: bool) -> jax.Array:
@@ -76,6 +80,11 @@ def _reduce_max_jit(x: jax.Array, axes: tuple[int, ...], keepdims: bool, nan: st
     is ``lax.reduce_max``. Integers have no NaN and their identity is lowest(T), so both rules
     are the plain max for them.
     """
+    if reduce_sharded.applies(x, axes, nan):  # a reduced axis sharded over Explicit axes
+        out = reduce_sharded.reduce_max(
+            x, axes, nan, lambda block: _float_max(block, axes, nan, cross_device=False))
+        return lax.expand_dims(out, axes) if keepdims else out
+
     def compute(x):
         return _reduce_max(x, axes, keepdims, nan, cross_device)
 
@@ -91,15 +100,20 @@ def _reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, nan: str,
         out = rules.by_platform(x, cpu=lambda v: reduce_cpu.max_over(v, axes, nan),
                            default=lambda v: lax.reduce_max(v, axes))
     else:
-        def cpu(v):
-            if cross_device or not reduce_cpu.one_pass(v.dtype, v.shape, axes, nan):
-                # Partial results may meet in a cross-device max, which drops NaN: the plain
-                # reduction (never cut into blocks, which would gather a sharded axis) and a
-                # check of the data.
-                return _max_with_rule(v, axes, nan, reduce_cpu.folds_rows(v.shape, axes))
-            return _cpu_max(v, axes, nan)
-
-        out = rules.by_platform(x, cpu=cpu,
-                           default=lambda v: _max_with_rule(v, axes, nan, fold=False))
+        out = _float_max(x, axes, nan, cross_device)
         out = signed_zeros.settle(x, axes, out, nan)  # a zero maximum's sign, by the rule
     return lax.expand_dims(out, axes) if keepdims else out
+
+
+def _float_max(x: jax.Array, axes: tuple[int, ...], nan: str, cross_device: bool) -> jax.Array:
+    """The max of floating `x` over `axes` with the rule `nan`, zero signs not settled."""
+    def cpu(v):
+        if cross_device or not reduce_cpu.one_pass(v.dtype, v.shape, axes, nan):
+            # Partial results may meet in a cross-device max, which drops NaN: the plain
+            # reduction (never cut into blocks, which would gather a sharded axis) and a
+            # check of the data.
+            return _max_with_rule(v, axes, nan, reduce_cpu.folds_rows(v.shape, axes))
+        return _cpu_max(v, axes, nan)
+
+    return rules.by_platform(x, cpu=cpu,
+                             default=lambda v: _max_with_rule(v, axes, nan, fold=False))

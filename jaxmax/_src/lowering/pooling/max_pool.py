@@ -22,6 +22,11 @@ Which form computes the values:
   differentiable primitive), NaN-checked on its result (where a window's NaN shows), and on the
   data too when partial results may cross devices, then raised to lowest(T).
 
+An input sharded over ``Explicit`` mesh axes along a pooled axis whose output does not divide
+over them (ceil rounding) takes the halo form instead
+(:mod:`~jaxmax._src.lowering.pooling.halo`: each device pools its own outputs with this
+lowering after a halo exchange, and one integer all-reduce gathers them).
+
 See docs/semantics.md §5 for the rules and §9 for the jit contract.
 """
 
@@ -37,6 +42,7 @@ from jaxmax._src import dtypes, explicit_axes
 from jaxmax._src.lowering import rules
 from jaxmax._src.lowering.pooling import compact as pool_compact
 from jaxmax._src.lowering.pooling import geometry as pool_geometry
+from jaxmax._src.lowering.pooling import halo as pool_halo
 from jaxmax._src.lowering.pooling import tangents as pool_tangents
 from jaxmax._src.lowering.pooling import winners as pool_winners
 from jaxmax._src.lowering.pooling.geometry import Geometry
@@ -74,6 +80,12 @@ def _max_pool_jit(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...
                   cross_device: bool, index_dtype: np.dtype | None, layout: IndexLayout):
     g = pool_geometry.geometry(x.shape, window, strides, padding, dilation,
                                sharded=cross_device)
+    if pool_halo.applies(x, g):  # a pooled axis sharded whose output does not divide
+        def local(block, block_padding, with_indices):
+            return _max_pool_jit(block, window, strides, block_padding, dilation, nan, False,
+                                 index_dtype if with_indices else None, IndexLayout())
+
+        return pool_halo.max_pool(x, g, index_dtype, layout, local)
     compact = pool_compact.applies(g, x.dtype.itemsize)
 
     def compute(x):

@@ -1,0 +1,199 @@
+"""AdaptiveMaxPool-8 along spatial axes sharded over ``Explicit`` mesh axes: each device folds
+the part of every window it holds, and two integer all-reduces of the output's size combine the
+parts (the values' codes, then the winners' positions): the output's bytes, never the input's.
+
+The one-device fold (:mod:`jaxmax._src.lowering.adaptive_pool`) keeps ``acc`` unless
+``acc < x`` from the window's first element in row-major order: the value is the window's
+maximum, the first one met (``±0`` tie, the earlier wins), NaN only when it is the window's first
+element (a later NaN is never taken). As an order of codes that any device can compute on its
+part of a window and an integer max combines in any order:
+
+* the code of an element is its monotone bits (`order.monotone_bits`) with both zeros one code
+  (0); a NaN is below every number, unless it is its window's first element, then above all;
+* among the elements of the largest code the first wins: the smallest ``2 * position + sign``
+  (the position flat over the plane, as the indices; the sign bit rides along, so that a zero or
+  a NaN comes back with its sign, and a NaN's payload is the code's).
+
+Each device reduces its block to the best code and, among its elements of that code, the
+smallest ``2 * position + sign`` for every window (masks of the windows' rows on this device,
+from its offset, one axis at a time); ``lax.pmax`` of the codes, then ``lax.pmin`` of the
+positions of the devices whose code is the largest. Each axis's fold builds a (window, element)
+array along that axis: ``O`` times the block's size for ``O`` outputs there (adaptive pools have
+few). Only on ``Explicit`` axes, floating data;
+elsewhere the partitioner's form (docs/multi-host.md). The derivative is the one-device form's:
+the tangent at each index (`routed`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import PartitionSpec
+
+from jaxmax._src import dtypes, explicit_axes
+from jaxmax._src.lowering import order
+
+__all__ = ["adaptive_max_pool", "applies"]
+
+Windows = Callable[[int, int], tuple[tuple[int, int], ...]]
+
+
+def _names(entry) -> tuple[str, ...]:
+    if entry is None:
+        return ()
+    return tuple(entry) if isinstance(entry, tuple) else (entry,)
+
+
+def applies(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype) -> bool:
+    """Whether `adaptive_max_pool` computes this pool: floating `x` (16, 32 or 64 bits) sharded
+    over ``Explicit`` mesh axes only, evenly, along some spatial axis, with room in the index
+    type for ``2 * position + 1``."""
+    if not dtypes.is_floating(x.dtype) or np.dtype(x.dtype).itemsize not in (2, 4, 8):
+        return False
+    if not any(explicit_axes.explicit_only(x, a) for a in range(2, x.ndim)):
+        return False
+    return 2 * math.prod(x.shape[2:]) < np.iinfo(index_dtype).max
+
+
+def adaptive_max_pool(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype, *,
+                      windows: Windows):
+    """``(values, indices)`` of AdaptiveMaxPool-8 when `applies`; `windows(length, outputs)`
+    gives the windows of an axis."""
+    spec = explicit_axes.spec_of(x)
+    mesh = jax.typeof(x).sharding.mesh
+    out_shape = tuple(x.shape[:2]) + output_shape
+    out_spec = explicit_axes.divisible(mesh, spec, out_shape)
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))
+    body = _Body(tuple(x.shape), spec, out_spec, output_shape, np.dtype(index_dtype), windows,
+                 sizes)
+
+    @jax.custom_jvp
+    def pool(x):
+        return jax.shard_map(body, mesh=mesh, in_specs=(PartitionSpec(*spec),),
+                             out_specs=(PartitionSpec(*out_spec),) * 2)(x)
+
+    @pool.defjvp
+    def pool_jvp(primals, tangents):
+        # the one-device form's derivative: the tangent at each index, within its plane (so
+        # the cotangent of each window goes to the element its index names, and overlapping
+        # windows add up there)
+        (x,), (t,) = primals, tangents
+        values, indices = pool(x)
+        picked = explicit_axes.run(_picked, (t, indices), lambda _: out_spec)
+        return (values, indices), (picked, np.zeros(indices.shape, jax.dtypes.float0))
+
+    return pool(x)
+
+
+def _picked(t: jax.Array, indices: jax.Array) -> jax.Array:
+    planes = math.prod(t.shape[:2])
+    picked = jnp.take_along_axis(t.reshape(planes, -1), indices.reshape(planes, -1), axis=1,
+                                 mode="clip")
+    return picked.reshape(indices.shape)
+
+
+class _Body:
+    """One device's part (inside ``shard_map``)."""
+
+    def __init__(self, shape, spec, out_spec, output_shape, index_dtype, windows: Windows,
+                 sizes: dict[str, int]):
+        self.shape, self.spec, self.out_spec = shape, spec, out_spec
+        self.index_dtype, self.sizes = index_dtype, sizes
+        self.windows = [windows(n, o) for n, o in zip(shape[2:], output_shape, strict=True)]
+
+    def __call__(self, block: jax.Array):
+        spatial = range(2, block.ndim)
+        offsets = [lax.axis_index(_names(self.spec[a])) * block.shape[a]
+                   if _names(self.spec[a]) else 0 for a in spatial]
+        code, rank = self._local(block, offsets)
+        names = tuple(n for a in spatial for n in _names(self.spec[a]))
+        best = lax.pmax(code, names)
+        rank = lax.pmin(jnp.where(code == best, rank, _most(rank.dtype)), names)
+        values = _decode(best, rank, block.dtype)
+        indices = rank >> self.index_dtype.type(1)
+        return self._own_part(values), self._own_part(indices)
+
+    def _own_part(self, out: jax.Array) -> jax.Array:
+        """The windows of the result this device holds in the output's sharding."""
+        for a in range(2, out.ndim):
+            names = _names(self.out_spec[a])
+            if names:
+                n = out.shape[a] // math.prod(self.sizes[name] for name in names)
+                out = lax.dynamic_slice_in_dim(out, lax.axis_index(names) * n, n, a)
+        return out
+
+    def _local(self, block: jax.Array, offsets) -> tuple[jax.Array, jax.Array]:
+        """The best code of each window's part on this device, and the smallest
+        ``2 * position + sign`` among that part's elements of that code (a window's first
+        element, when it is a NaN on this device, is the part's best)."""
+        itype = self.index_dtype
+        bits = order.bits(block)
+        sign = (bits >> bits.dtype.type(8 * bits.dtype.itemsize - 1)).astype(itype)
+        position = jnp.zeros(block.shape, itype)
+        for d, a in enumerate(range(2, block.ndim)):
+            along = lax.broadcasted_iota(itype, block.shape, a) + jnp.asarray(offsets[d], itype)
+            position = position + along * itype.type(math.prod(self.shape[a + 1:]))
+        rank = position * itype.type(2) + sign
+        masks = [self._masks(d, block.shape[a], offsets[d])
+                 for d, a in enumerate(range(2, block.ndim))]
+        m = order.monotone_bits(block)
+        magnitude = order.magnitude_bits(block)
+        nan = magnitude > _inf_bits(block.dtype)
+        low = _least(m.dtype)
+        numbers = jnp.where(magnitude == 0, m.dtype.type(0), jnp.where(nan, low, m))
+        code, best_rank = _fold(numbers, rank, [member for member, _ in masks])
+        # a NaN first element: the code of its magnitude, above every number's
+        nan_code = jnp.where(nan, order.monotone_bits(lax.abs(block)), low)
+        first, first_rank = _fold(nan_code, rank, [first for _, first in masks])
+        return jnp.where(first > low, first, code), jnp.where(first > low, first_rank, best_rank)
+
+    def _masks(self, d: int, length: int, offset) -> tuple[jax.Array, jax.Array]:
+        """(windows, elements) masks of this device's elements along spatial axis `d`: in the
+        window, and the window's first element."""
+        starts = np.array([s for s, _ in self.windows[d]], np.int32)[:, None]
+        ends = np.array([e for _, e in self.windows[d]], np.int32)[:, None]
+        at = lax.broadcasted_iota(np.int32, (1, length), 1) + jnp.asarray(offset, np.int32)
+        return (at >= starts) & (at < ends), at == starts
+
+
+def _least(dtype) -> np.ndarray:
+    return np.array(np.iinfo(dtype).min, dtype)
+
+
+def _most(dtype) -> np.ndarray:
+    return np.array(np.iinfo(dtype).max, dtype)
+
+
+def _fold(code: jax.Array, rank: jax.Array, masks: list[jax.Array]):
+    """For every window (the product of one mask's rows per spatial axis): the largest code of
+    its elements, and the smallest rank among its elements of that code; one spatial axis at a
+    time (the axis replaced by (window, element), then the element reduced)."""
+    low, none = _least(code.dtype), _most(rank.dtype)
+    for d, member in enumerate(masks):
+        a = 2 + d
+        shape = [1] * (code.ndim + 1)
+        shape[a], shape[a + 1] = member.shape
+        m = member.reshape(shape)
+        c = jnp.where(m, jnp.expand_dims(code, a), low)
+        best = lax.reduce_max(c, (a + 1,))
+        hit = m & (c == jnp.expand_dims(best, a + 1))
+        rank = lax.reduce_min(jnp.where(hit, jnp.expand_dims(rank, a), none), (a + 1,))
+        code = best
+    return code, rank
+
+
+def _inf_bits(dtype) -> np.ndarray:
+    return np.array(np.inf, dtype).view(order.unsigned_bits_dtype(dtype))
+
+
+def _decode(code: jax.Array, rank: jax.Array, dtype) -> jax.Array:
+    """The value of the winning code, its sign bit the rank's (a zero's, a NaN's)."""
+    magnitude = order.magnitude_bits(order.from_monotone_bits(code, dtype))
+    width = 8 * np.dtype(dtype).itemsize
+    sign = (rank & rank.dtype.type(1)).astype(magnitude.dtype) << magnitude.dtype.type(width - 1)
+    return order.from_bits(magnitude | sign, dtype)
