@@ -19,8 +19,6 @@ import jax
 import pytest
 from multiprocess_cases import CASES
 
-TOPK = ("TopK along a sharded axis gathers the whole input (per-shard candidates merged by a "
-        "second selection would move D x k per row; not done yet)")
 WINDOW_GATHER = ("the partitioner gathers the input (or an input-sized intermediate) to cut "
                  "the windows of a sharded pooled axis; a shard_map with a halo exchange would "
                  "move only the halo rows (not done yet)")
@@ -60,8 +58,6 @@ OVER = {
     ("onnx.arg_max ArgMax-13 axis 1", "channels (reduced)"): ARG_MAX,
     ("onnx.arg_max ArgMax-13 axis 1 select_last_index keepdims 0", "channels (reduced)"):
         ARG_MAX,
-    **{(c.name, layout): TOPK for c in CASES if "top_k" in c.name
-       for layout in ("channels (reduced)", "W (top-k axis)") if layout in c.layouts},
     **{(c.name, layout): SCATTER for c in CASES if "scatter_elements" in c.name
        for layout in ("scatter axis, all three", "other axis, all three",
                       "indices and updates only")},
