@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import warnings
 
+import collectives
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -399,3 +400,28 @@ def test_top_k_along_its_sharded_axis_merges_candidates(name, spec):
                                                  > 1 else "x"), None)
     text = jax.jit(fn).lower(xs).compile().as_text()
     assert "all-to-all" in text and "all-gather" not in text
+
+
+@pytest.mark.parametrize("length", [256, 264, 65536, 65544])
+@pytest.mark.parametrize("last", [False, True])
+def test_arg_max_along_its_sharded_axis_combines_narrow_indices(length, last):
+    """On Explicit axes ArgMax along its sharded axis combines the blocks' global indices in
+    one byte along an axis of at most 256, two up to 65536, the index type past that: ties of
+    the maximum in several blocks (at the first and last positions, past 255 and past 65535),
+    a NaN maximum, a -0.0/+0.0 tie; the oracle's indices."""
+    mesh = jax.make_mesh((8,), ("x",), axis_types=(AxisType.Explicit,))
+    rng = np.random.default_rng(length)
+    x = rng.uniform(-5, 5, (3, length)).astype(np.float32)
+    for p in (0, length // 8 + 3, length - 1, min(300, length - 2), min(70000, length - 3)):
+        x[0, p] = 9.0
+    x[1, [5, length - 2]] = np.nan
+    x[2] = -1.0
+    x[2, [length // 2 + 1, length - 1]] = -0.0
+    x[2, length // 4] = 0.0
+    fn = jax.jit(lambda v: onnx.arg_max(v, axis=1, keepdims=0, select_last_index=int(last)))
+    got = fn(jax.device_put(x, NamedSharding(mesh, P(None, "x"))))
+    assert_bits(got, onnx_arg_max(x, 1, False, last).astype(np.int32))
+    wire = "u8" if length <= 256 else "u16" if length <= 65536 else "s32"
+    text = fn.lower(jax.device_put(x, NamedSharding(mesh, P(None, "x")))).compile().as_text()
+    kinds = [c.shape.split("[")[0] for c in collectives.moved(text)]
+    assert kinds == ["s32", wire], kinds  # the blocks' best keys, then their indices

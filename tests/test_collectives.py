@@ -22,9 +22,11 @@ from multiprocess_cases import CASES
 WINDOW_GATHER = ("the partitioner gathers the input (or an input-sized intermediate) to cut "
                  "the windows of a sharded pooled axis; a shard_map with a halo exchange would "
                  "move only the halo rows (not done yet)")
-ARG_MAX = ("ArgMax along a sharded axis moves twice its output on Explicit axes (an all-reduce of "
-           "the blocks' best keys, then of their indices: 8 KiB here, 32 KiB before); one "
-           "all-reduce of (key, index) pairs packed in 64 bits would move the output's bytes")
+ARG_MAX = ("ArgMax along a sharded axis on Explicit axes all-reduces the blocks' best 32-bit "
+           "keys (the output's 4 KiB of int32 indices alone) and then their indices, narrowed "
+           "to one byte (5 KiB, 8 KiB before): the key that decides the winner is as wide as "
+           "the output, so no exchange that picks the winner fits in the output's bytes "
+           "(with jax_enable_x64 the int64 output is 8 KiB and the bound holds)")
 SCATTER = ("the scatter faces gather indices or updates sharded along an axis other than the "
            "one the partitioner keeps")
 UNPOOL = "MaxUnpool gathers its sharded I (and X) before the scatter"
