@@ -29,7 +29,6 @@ ARG_MAX = ("ArgMax along a sharded axis on Explicit axes all-reduces the blocks'
            "(with jax_enable_x64 the int64 output is 8 KiB and the bound holds)")
 SCATTER = ("the scatter faces gather indices or updates sharded along an axis other than the "
            "one the partitioner keeps")
-UNPOOL = "MaxUnpool gathers its sharded I (and X) before the scatter"
 ROI_POOL_GATHER = ("MaxRoiPool/ROIPooling with the data sharded over the batch all-gather the "
                    "sparse tables built from it (each ROI reads any image): the ROIs' images "
                    "are only known at run time; not fixed yet")
@@ -66,7 +65,6 @@ OVER = {
     ("openvino.scatter_elements_update SEU-12 max axis 0", "data only, scatter axis"): SCATTER,
     ("openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False",
      "data only, scatter axis"): SCATTER,
-    ("onnx.max_unpool MaxUnpool-22 k2 s2", "batch"): UNPOOL,
     **{("onnx.global_max_pool GlobalMaxPool-22", layout): NAN_BRANCH
        for layout in ("H", "W", "H and W")},
     ("openvino.reduce_max axes (1, 2)", "channels (reduced)"): NAN_BRANCH,
@@ -78,9 +76,6 @@ OVER = {
     **{("onnx.reduce_max ReduceMax-13 all axes", layout): NAN_BRANCH
        for layout in ("batch", "channels (reduced)", "H (reduced)", "H and W (reduced)")},
     ("openvino.scatter_nd_update ScatterNDUpdate-15 max k 2", "indices and updates"): SCATTER,
-    ("onnx.max_unpool MaxUnpool-22 k2 s2", "channels"): UNPOOL,
-    ("onnx.max_unpool MaxUnpool-22 k2 s2", "H"): UNPOOL,
-    ("onnx.max_unpool MaxUnpool-22 k2 s2", "X only, channels"): UNPOOL,
     ("onnx.reduce_max ReduceMax-20 axes [1, 2]", "H and W (reduced)"): ZERO_SIGNS,
     ("onnx.max_roi_pool MaxRoiPool-22 3x3", "batch"): ROI_POOL_GATHER,
     ("openvino.roi_pooling ROIPooling-1 2x3", "batch"): ROI_POOL_GATHER,
