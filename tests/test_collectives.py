@@ -27,8 +27,11 @@ ARG_MAX = ("ArgMax along a sharded axis on Explicit axes all-reduces the blocks'
            "to one byte (5 KiB, 8 KiB before): the key that decides the winner is as wide as "
            "the output, so no exchange that picks the winner fits in the output's bytes "
            "(with jax_enable_x64 the int64 output is 8 KiB and the bound holds)")
-SCATTER = ("the scatter faces gather indices or updates sharded along an axis other than the "
-           "one the partitioner keeps")
+SCATTER = ("the scatter faces with the updates (or the data) sharded along the scatter axis: an "
+           "update's target is known only at run time, so each device's updates may reach any "
+           "block; the partitioner gathers indices and updates or all-reduces output-sized keys "
+           "several times (the rule's NaN and zero checks). Sharded along the other axes the "
+           "updates stay on their targets' devices and nothing moves (lowering/scatter/blocks.py)")
 ROI_POOL_GATHER = ("MaxRoiPool/ROIPooling with the data sharded over the batch all-gather the "
                    "sparse tables built from it (each ROI reads any image): the ROIs' images "
                    "are only known at run time; not fixed yet")
@@ -59,12 +62,16 @@ OVER = {
     ("onnx.arg_max ArgMax-13 axis 1", "channels (reduced)"): ARG_MAX,
     ("onnx.arg_max ArgMax-13 axis 1 select_last_index keepdims 0", "channels (reduced)"):
         ARG_MAX,
-    **{(c.name, layout): SCATTER for c in CASES if "scatter_elements" in c.name
-       for layout in ("scatter axis, all three", "other axis, all three",
-                      "indices and updates only")},
+    # (the layouts that shard the updates along the scatter axis: "other axis" is that axis
+    # for the axis-1 cases)
+    ("onnx.scatter_elements ScatterElements-18 max axis 0", "scatter axis, all three"): SCATTER,
+    ("onnx.scatter_elements ScatterElements-18 max axis 0", "indices and updates only"): SCATTER,
+    ("onnx.scatter_elements ScatterElements-18 max axis 1", "other axis, all three"): SCATTER,
+    ("openvino.scatter_elements_update SEU-12 max axis 0", "scatter axis, all three"): SCATTER,
+    ("openvino.scatter_elements_update SEU-12 max axis 0", "indices and updates only"): SCATTER,
     ("openvino.scatter_elements_update SEU-12 max axis 0", "data only, scatter axis"): SCATTER,
     ("openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False",
-     "data only, scatter axis"): SCATTER,
+     "other axis, all three"): SCATTER,
     **{("onnx.global_max_pool GlobalMaxPool-22", layout): NAN_BRANCH
        for layout in ("H", "W", "H and W")},
     ("openvino.reduce_max axes (1, 2)", "channels (reduced)"): NAN_BRANCH,
