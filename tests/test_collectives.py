@@ -32,14 +32,6 @@ SCATTER = ("the scatter faces with the updates (or the data) sharded along the s
            "block; the partitioner gathers indices and updates or all-reduces output-sized keys "
            "several times (the rule's NaN and zero checks). Sharded along the other axes the "
            "updates stay on their targets' devices and nothing moves (lowering/scatter/blocks.py)")
-ROI_POOL_GATHER = ("MaxRoiPool/ROIPooling with the data sharded over the batch all-gather the "
-                   "sparse tables built from it (each ROI reads any image): the ROIs' images "
-                   "are only known at run time; not fixed yet")
-ROI_SHARDED = ("with the ROIs sharded, each device's outputs are gathered for the replicated "
-               "result beside the ROI table's all-gather: about twice the output")
-ROI_ALIGN_BATCH = ("RoiAlign with the data sharded over the batch: each device computes every "
-                   "ROI against its images and the partial outputs are all-reduced (each ROI's "
-                   "image is known only at run time): about four times the output")
 ZERO_SIGNS = ("ReduceMax's zero-sign settling (run only when a result is a zero, counted here) "
               "all-reduces one flag per output: the output's bytes and a few more")
 NAN_BRANCH = ("a reduction across devices all-reduces its output-sized partial result once more "
@@ -84,12 +76,6 @@ OVER = {
        for layout in ("batch", "channels (reduced)", "H (reduced)", "H and W (reduced)")},
     ("openvino.scatter_nd_update ScatterNDUpdate-15 max k 2", "indices and updates"): SCATTER,
     ("onnx.reduce_max ReduceMax-20 axes [1, 2]", "H and W (reduced)"): ZERO_SIGNS,
-    ("onnx.max_roi_pool MaxRoiPool-22 3x3", "batch"): ROI_POOL_GATHER,
-    ("openvino.roi_pooling ROIPooling-1 2x3", "batch"): ROI_POOL_GATHER,
-    ("onnx.max_roi_pool MaxRoiPool-22 3x3 (values)", "rois sharded"): ROI_SHARDED,
-    ("openvino.roi_pooling ROIPooling-1 2x3 (values)", "rois sharded"): ROI_SHARDED,
-    ("onnx.roi_align RoiAlign-22 max 3x3 sr 2", "batch"): ROI_ALIGN_BATCH,
-    ("openvino.roi_align ROIAlign-9 avg 2x2 sr 2 half_pixel", "batch"): ROI_ALIGN_BATCH,
 }
 
 
