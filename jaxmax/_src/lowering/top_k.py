@@ -19,9 +19,12 @@ transpose sends each cotangent to the element its index names.
 Integer keys decide everything: XLA's floating ``max`` (which drops NaN on CPU) is never used.
 Inputs sharded over ``Explicit`` mesh axes along other axes only are computed block by block
 (``explicit_axes.blockwise``: no collective, where XLA's partitioner would gather the whole input
-before its CPU ``TopK``); sharded along the top-k axis, with those axes made ``Auto``
-(:mod:`jaxmax._src.explicit_axes`): ``lax.top_k`` has no sharding rule for a sharded axis there.
-The output keeps the sharding of every other axis; the top-k axis is replicated.
+before its CPU ``TopK``); the output keeps the sharding of every other axis. Sharded along the
+top-k axis over ``Explicit`` axes, one all-to-all moves that axis's mesh axes to another axis
+(:mod:`jaxmax._src.lowering.top_k_sharded`), where the output is then sharded; without an axis
+that divides, or on ``Auto`` axes, with those axes made ``Auto``
+(:mod:`jaxmax._src.explicit_axes`): the partitioner gathers the input and the top-k axis of the
+output is replicated.
 """
 
 from __future__ import annotations
