@@ -19,7 +19,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from functools import partial
 
@@ -31,12 +30,6 @@ from jax import lax
 from jaxmax._src import explicit_axes
 from jaxmax._src.lowering import order
 from jaxmax._src.lowering.roi import rois as rois_lowering
-
-
-def _names(entry) -> tuple[str, ...]:
-    if entry is None:
-        return ()
-    return tuple(entry) if isinstance(entry, tuple) else (entry,)
 
 
 def _replicated(a: jax.Array) -> bool:
@@ -56,10 +49,9 @@ def by_images(x: jax.Array, batch: jax.Array, others: tuple[jax.Array, ...],
             or not explicit_axes.explicit_only(x, 0) \
             or not all(_replicated(a) for a in (batch, *others)):
         return None
-    names = _names(spec[0])
+    names = explicit_axes.entry_names(spec[0])
     mesh = jax.typeof(x).sharding.mesh
-    block = x.shape[0] // math.prod(
-        dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))[n] for n in names)
+    block = x.shape[0] // explicit_axes.devices_along(mesh, names)
 
     def per_device(xb, batch, *others):
         first = lax.axis_index(names) * block
@@ -108,7 +100,7 @@ def by_rois(x: jax.Array, rois: tuple[jax.Array, ...], run: Callable[..., jax.Ar
                             for r in rois):
         return None
     if spec[0] is not None or spec[2] is not None or spec[3] is not None \
-            or set(_names(spec[1])) & set(_names(first)):
+            or set(explicit_axes.entry_names(spec[1])) & set(explicit_axes.entry_names(first)):
         return None
     if not all(explicit_axes.explicit_only(r, 0) for r in rois) or (
             spec[1] is not None and not explicit_axes.explicit_only(x, 1)):

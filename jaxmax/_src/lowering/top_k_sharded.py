@@ -24,7 +24,6 @@ output would cost at least its own bytes in an all-gather on top. Without such a
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import jax
@@ -35,19 +34,13 @@ from jax import lax
 from jaxmax._src import explicit_axes
 
 
-def _names(entry) -> tuple[str, ...]:
-    if entry is None:
-        return ()
-    return tuple(entry) if isinstance(entry, tuple) else (entry,)
-
-
 def target_axis(shape: tuple[int, ...], spec: tuple, axis: int, mesh) -> int | None:
     """The first axis other than `axis` whose length divides over its own mesh axes and those
     of `axis` together, or None."""
-    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))
-    moved = math.prod(sizes[n] for n in _names(spec[axis]))
+    moved = explicit_axes.devices_along(mesh, explicit_axes.entry_names(spec[axis]))
     for t, (n, entry) in enumerate(zip(shape, spec, strict=True)):
-        if t != axis and n % (moved * math.prod(sizes[a] for a in _names(entry))) == 0:
+        if t != axis and n % (moved * explicit_axes.devices_along(
+                mesh, explicit_axes.entry_names(entry))) == 0:
             return t
     return None
 
@@ -67,7 +60,7 @@ def across_blocks(x: jax.Array, names: tuple[str, ...], *, k: int, axis: int, by
     t = target_axis(tuple(x.shape), spec, axis, mesh)
     if t is None or k == 0:
         return None
-    devices = math.prod(dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))[n] for n in names)
+    devices = explicit_axes.devices_along(mesh, names)
     n_local = x.shape[axis] // devices
     k_local = min(k, n_local)
     _, index_probe = jax.eval_shape(lambda v: select_block(v, 1, False),
@@ -91,7 +84,7 @@ def across_blocks(x: jax.Array, names: tuple[str, ...], *, k: int, axis: int, by
 
     out = list(spec)
     out[axis] = None
-    out[t] = _names(spec[t]) + tuple(names)
+    out[t] = explicit_axes.entry_names(spec[t]) + tuple(names)
     block_spec, out_spec = jax.P(*spec), jax.P(*out)
     return jax.shard_map(whole_rows if by_rows else merged, mesh=mesh, in_specs=(block_spec,),
                          out_specs=(out_spec, out_spec))(x)

@@ -36,12 +36,6 @@ from jaxmax._src import explicit_axes
 from jaxmax._src.lowering import order
 
 
-def _names(entry) -> tuple[str, ...]:
-    if entry is None:
-        return ()
-    return tuple(entry) if isinstance(entry, tuple) else (entry,)
-
-
 def _key_type(count: int) -> np.dtype | None:
     """The narrowest unsigned type holding ``0..count`` (0: no writer), or None."""
     for t in (np.uint8, np.uint16, np.uint32):
@@ -61,10 +55,9 @@ def across_devices(x: jax.Array, indices: jax.Array, out_shape: tuple[int, ...])
             indices, sharded[0])):
         return None
     a = sharded[0]
-    names = _names(sx[a])
+    names = explicit_axes.entry_names(sx[a])
     mesh = jax.typeof(x).sharding.mesh
-    devices = math.prod(dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))[n]
-                        for n in names)
+    devices = explicit_axes.devices_along(mesh, names)
     prefix = math.prod(x.shape[:a])
     key_type = _key_type(prefix * devices)
     size = math.prod(out_shape)
