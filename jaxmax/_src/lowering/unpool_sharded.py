@@ -2,8 +2,10 @@
 scatters its own elements, and only output-sized data crosses devices.
 
 XLA's partitioner gathers ``I`` (and ``X``) whole before the scatter. Here, inside
-``jax.shard_map``, each device takes its block of ``I`` (its own shard, or its slice of a
-replicated ``I``) and finds, for every output element, the last of its own elements that names
+``jax.shard_map``, with ``I`` replicated every device finds the last writer of every output
+element from the whole ``I`` (its position in ``X``), and only the values move (the
+reduce-scatter below). With ``I`` sharded as ``X``, each device takes its block of ``I`` and
+finds, for every output element, the last of its own elements that names
 it (a scatter-max of local positions: local order is global order within a block). Across
 devices the last writer is the one whose winner comes last in ``X``'s row-major order: the axes
 before the sharded one are whole on every device, so that order is (the winner's coordinates on
@@ -61,7 +63,7 @@ def across_devices(x: jax.Array, indices: jax.Array, out_shape: tuple[int, ...])
     prefix = math.prod(x.shape[:a])
     key_type = _key_type(prefix * devices)
     size = math.prod(out_shape)
-    if key_type is None or size > np.iinfo(np.int32).max:
+    if key_type is None or max(size, x.size) > np.iinfo(np.int32).max:
         return None
     out_spec = explicit_axes.divisible(mesh, sx, tuple(out_shape))
     scatter_out = out_spec[a] is not None
@@ -73,18 +75,28 @@ def across_devices(x: jax.Array, indices: jax.Array, out_shape: tuple[int, ...])
             return lax.psum_scatter(v, names, scatter_dimension=a, tiled=True)
         return lax.psum(v, names)
 
-    def per_device(xb, ib):
-        d = lax.axis_index(names)
-        if replicated_i:
-            ib = lax.dynamic_slice_in_dim(ib, d * block, block, axis=a)
+    def last_writers(ib):
+        """Per output element, the largest position in `ib` (row-major) that names it, or -1."""
         flat_i = ib.reshape(-1)
         valid = flat_i >= 0
         if size - 1 < np.iinfo(flat_i.dtype).max:
             valid = valid & (flat_i < size)
         positions = lax.iota(np.int32, flat_i.shape[0])
-        winner = jnp.full((size,), -1, np.int32).at[jnp.where(valid, flat_i, 0)].max(
+        return jnp.full((size,), -1, np.int32).at[jnp.where(valid, flat_i, 0)].max(
             jnp.where(valid, positions, np.int32(-1)), indices_are_sorted=False,
             unique_indices=False)
+
+    def per_device(xb, ib):
+        d = lax.axis_index(names)
+        if replicated_i:  # every device finds the winners from the whole I: no key to combine
+            winner = last_writers(ib)
+            after = math.prod(x.shape[a + 1:])
+            row, at, rest = winner // (x.shape[a] * after), (winner // after) % x.shape[a], \
+                winner % after
+            mine = (winner >= 0) & (at // block == d)
+            local = (row * block + at - d * block) * after + rest
+            return _place(xb.reshape(-1), jnp.where(mine, local, -1), out_shape, reduce)
+        winner = last_writers(ib)
         written = winner >= 0
         tail = math.prod(xb.shape[a:])
         key = jnp.where(written, (winner // tail) * devices + d + 1, 0).astype(key_type)
