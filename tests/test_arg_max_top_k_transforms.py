@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import warnings
 
+import collectives
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -253,6 +254,10 @@ SHARDED_OPS = {  # name: (function, oracle, op axis, keepdims)
 }
 
 
+def _entry(e):
+    return () if e is None else e if isinstance(e, tuple) else (e,)
+
+
 def _check_sharded(name, spec, mesh, x, axis_type):
     xs = jax.device_put(x, NamedSharding(mesh, spec))
     assert len({s.device for s in xs.addressable_shards}) == 8
@@ -263,8 +268,15 @@ def _check_sharded(name, spec, mesh, x, axis_type):
         out = run(xs)
         assert_tree_bits(out, expected, f"{name} {spec} {axis_type}")
         if axis_type == AxisType.Explicit:  # the op axis is replicated, the others kept
-            want = tuple(None if i == op_axis else e for i, e in
-                         enumerate(tuple(spec) + (None,) * (3 - len(spec))))
+            full = tuple(spec) + (None,) * (3 - len(spec))
+            want = tuple(None if i == op_axis else e for i, e in enumerate(full))
+            if "top_k" in name and full[op_axis] is not None:
+                # TopK moves the op axis's mesh axes to the first other axis they divide
+                # (lowering/top_k_sharded.py): every (8, ., 8) axis divides over 8 devices
+                first = 0 if op_axis else 1
+                want = tuple(_entry(want[first]) + _entry(full[op_axis]) if i == first else e
+                             for i, e in enumerate(want))
+                want = tuple(e[0] if isinstance(e, tuple) and len(e) == 1 else e for e in want)
             if not keep:
                 want = want[:op_axis] + want[op_axis + 1:]
             for leaf in jax.tree.leaves(out):
@@ -327,3 +339,89 @@ def test_sharded_lane_and_element_folds(length, axis_type, sized_forms):
     x[3, 0, length - 1] = np.nan
     x[5, 1, :] = np.where(np.arange(length) % 2, 0.0, -0.0)
     _check_sharded("onnx_arg_max_last_axis", P(None, "a", "b"), mesh, x, axis_type)
+
+
+def _merge_data():
+    """(8, 64, 4) float32 over few values: ties across and within the 8 blocks of the top-k
+    axis, NaN of both signs, -0.0 and +0.0 selected."""
+    rng = np.random.default_rng(21)
+    x = rng.choice(np.array([-2, -1, 0.5, 3], np.float32), size=(8, 64, 4))
+    x[rng.random(x.shape) < 0.25] = -0.0
+    x[rng.random(x.shape) < 0.1] = 0.0
+    x[rng.random(x.shape) < 0.05] = np.nan
+    x[rng.random(x.shape) < 0.03] = -np.nan
+    x[0] = -0.0  # every element ties
+    x[1, :, :] = np.where(np.arange(64)[:, None] % 9 == 4, 3.0, -1.0)  # ties across blocks
+    return x
+
+
+MERGED = {  # name: (function, oracle); each selects at most 8 * 3 candidates of the 64
+    "onnx_top_k": (lambda x: onnx.top_k(x, 3, axis=1),
+                   lambda x: _i32(top_k(x, 3, 1, face="onnx", descending=True))),
+    "onnx_top_k_smallest_unsorted": (
+        lambda x: onnx.top_k(x, 2, axis=1, largest=0, sorted=0),
+        lambda x: _i32(top_k(x, 2, 1, face="onnx", descending=False))),
+    "ov_top_k_min_index": (
+        lambda x: ov.top_k(x, 2, axis=1, mode="min", sort="index"),
+        lambda x: _i32(top_k(x, 2, 1, face="openvino", descending=False, by_index=True))),
+    "ov_top_k_max_value": (
+        lambda x: ov.top_k(x, 3, axis=1, mode="max", sort="value"),
+        lambda x: _i32(top_k(x, 3, 1, face="openvino", descending=True))),
+}
+
+
+@pytest.mark.parametrize("spec", [P(None, "x"), P("x", "x2")], ids=["axis", "both"])
+@pytest.mark.parametrize("name", sorted(MERGED))
+def test_top_k_along_its_sharded_axis_merges_candidates(name, spec):
+    """On Explicit axes, TopK along its sharded axis of 64 (8 blocks of 8, k <= 3) exchanges
+    each block's own top candidates with one all-to-all (lowering/top_k_sharded.py) and merges
+    them: the oracle's values and indices and the unsharded gradient, bit for bit (ties across
+    blocks go to the lower index, NaN and zero signs kept); the output is sharded along the
+    batch; nothing is all-gathered."""
+    fn, oracle = MERGED[name]
+    if spec == P(None, "x"):
+        mesh = jax.make_mesh((8,), ("x",), axis_types=(AxisType.Explicit,))
+    else:  # the batch over "x", the top-k axis over "x2"
+        mesh = jax.make_mesh((2, 4), ("x", "x2"), axis_types=(AxisType.Explicit,) * 2)
+        spec = P("x", "x2")
+    x = _merge_data()
+    xs = jax.device_put(x, NamedSharding(mesh, spec))
+    w = np.random.default_rng(3).standard_normal((8, 3, 4)).astype(np.float32)
+
+    def run(v):
+        out = fn(v)
+        return out, jax.grad(lambda u: jnp.sum(fn(u)[0] * w[:, :out[0].shape[1]]))(v)
+
+    (values, indices), grad = jax.jit(run)(xs)
+    assert_tree_bits((values, indices), oracle(x), name)
+    _, want_grad = jax.jit(run)(x)
+    assert_bits(grad, want_grad)
+    assert tuple(values.sharding.spec)[:2] == ((tuple(mesh.axis_names) if len(mesh.axis_names)
+                                                 > 1 else "x"), None)
+    text = jax.jit(fn).lower(xs).compile().as_text()
+    assert "all-to-all" in text and "all-gather" not in text
+
+
+@pytest.mark.parametrize("length", [256, 264, 65536, 65544])
+@pytest.mark.parametrize("last", [False, True])
+def test_arg_max_along_its_sharded_axis_combines_narrow_indices(length, last):
+    """On Explicit axes ArgMax along its sharded axis combines the blocks' global indices in
+    one byte along an axis of at most 256, two up to 65536, the index type past that: ties of
+    the maximum in several blocks (at the first and last positions, past 255 and past 65535),
+    a NaN maximum, a -0.0/+0.0 tie; the oracle's indices."""
+    mesh = jax.make_mesh((8,), ("x",), axis_types=(AxisType.Explicit,))
+    rng = np.random.default_rng(length)
+    x = rng.uniform(-5, 5, (3, length)).astype(np.float32)
+    for p in (0, length // 8 + 3, length - 1, min(300, length - 2), min(70000, length - 3)):
+        x[0, p] = 9.0
+    x[1, [5, length - 2]] = np.nan
+    x[2] = -1.0
+    x[2, [length // 2 + 1, length - 1]] = -0.0
+    x[2, length // 4] = 0.0
+    fn = jax.jit(lambda v: onnx.arg_max(v, axis=1, keepdims=0, select_last_index=int(last)))
+    got = fn(jax.device_put(x, NamedSharding(mesh, P(None, "x"))))
+    assert_bits(got, onnx_arg_max(x, 1, False, last).astype(np.int32))
+    wire = "u8" if length <= 256 else "u16" if length <= 65536 else "s32"
+    text = fn.lower(jax.device_put(x, NamedSharding(mesh, P(None, "x")))).compile().as_text()
+    kinds = [c.shape.split("[")[0] for c in collectives.moved(text)]
+    assert kinds == ["s32", wire], kinds  # the blocks' best keys, then their indices

@@ -19,46 +19,32 @@ import jax
 import pytest
 from multiprocess_cases import CASES
 
-TOPK = ("TopK along a sharded axis gathers the whole input (per-shard candidates merged by a "
-        "second selection would move D x k per row; not done yet)")
-ARG_MAX = ("ArgMax along a sharded axis moves twice its output on Explicit axes (an all-reduce of "
-           "the blocks' best keys, then of their indices: 8 KiB here, 32 KiB before); one "
-           "all-reduce of (key, index) pairs packed in 64 bits would move the output's bytes")
-SCATTER = ("the scatter faces gather indices or updates sharded along an axis other than the "
-           "one the partitioner keeps")
-UNPOOL = "MaxUnpool gathers its sharded I (and X) before the scatter"
-ROI_POOL_GATHER = ("MaxRoiPool/ROIPooling with the data sharded over the batch all-gather the "
-                   "sparse tables built from it (each ROI reads any image): the ROIs' images "
-                   "are only known at run time; not fixed yet")
-ROI_SHARDED = ("with the ROIs sharded, each device's outputs are gathered for the replicated "
-               "result beside the ROI table's all-gather: about twice the output")
-ROI_ALIGN_BATCH = ("RoiAlign with the data sharded over the batch: each device computes every "
-                   "ROI against its images and the partial outputs are all-reduced (each ROI's "
-                   "image is known only at run time): about four times the output")
+ARG_MAX = ("ArgMax along a sharded axis on Explicit axes all-reduces the blocks' best 32-bit "
+           "keys (the output's 4 KiB of int32 indices alone) and then their indices, narrowed "
+           "to one byte (5 KiB, 8 KiB before): the key that decides the winner is as wide as "
+           "the output, so no exchange that picks the winner fits in the output's bytes "
+           "(with jax_enable_x64 the int64 output is 8 KiB and the bound holds)")
+SCATTER = ("the scatter faces with the updates (or the data) sharded along the scatter axis: an "
+           "update's target is known only at run time, so each device's updates may reach any "
+           "block; the partitioner gathers indices and updates or all-reduces output-sized keys "
+           "several times (the rule's NaN and zero checks). Sharded along the other axes the "
+           "updates stay on their targets' devices and nothing moves (lowering/scatter/blocks.py)")
 
 OVER = {
     ("onnx.arg_max ArgMax-13 axis 1", "channels (reduced)"): ARG_MAX,
     ("onnx.arg_max ArgMax-13 axis 1 select_last_index keepdims 0", "channels (reduced)"):
         ARG_MAX,
-    **{(c.name, layout): TOPK for c in CASES if "top_k" in c.name
-       for layout in ("channels (reduced)", "W (top-k axis)") if layout in c.layouts},
-    **{(c.name, layout): SCATTER for c in CASES if "scatter_elements" in c.name
-       for layout in ("scatter axis, all three", "other axis, all three",
-                      "indices and updates only")},
+    # (the layouts that shard the updates along the scatter axis: "other axis" is that axis
+    # for the axis-1 cases)
+    ("onnx.scatter_elements ScatterElements-18 max axis 0", "scatter axis, all three"): SCATTER,
+    ("onnx.scatter_elements ScatterElements-18 max axis 0", "indices and updates only"): SCATTER,
+    ("onnx.scatter_elements ScatterElements-18 max axis 1", "other axis, all three"): SCATTER,
+    ("openvino.scatter_elements_update SEU-12 max axis 0", "scatter axis, all three"): SCATTER,
+    ("openvino.scatter_elements_update SEU-12 max axis 0", "indices and updates only"): SCATTER,
     ("openvino.scatter_elements_update SEU-12 max axis 0", "data only, scatter axis"): SCATTER,
     ("openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False",
-     "data only, scatter axis"): SCATTER,
-    ("onnx.max_unpool MaxUnpool-22 k2 s2", "batch"): UNPOOL,
+     "other axis, all three"): SCATTER,
     ("openvino.scatter_nd_update ScatterNDUpdate-15 max k 2", "indices and updates"): SCATTER,
-    ("onnx.max_unpool MaxUnpool-22 k2 s2", "channels"): UNPOOL,
-    ("onnx.max_unpool MaxUnpool-22 k2 s2", "H"): UNPOOL,
-    ("onnx.max_unpool MaxUnpool-22 k2 s2", "X only, channels"): UNPOOL,
-    ("onnx.max_roi_pool MaxRoiPool-22 3x3", "batch"): ROI_POOL_GATHER,
-    ("openvino.roi_pooling ROIPooling-1 2x3", "batch"): ROI_POOL_GATHER,
-    ("onnx.max_roi_pool MaxRoiPool-22 3x3 (values)", "rois sharded"): ROI_SHARDED,
-    ("openvino.roi_pooling ROIPooling-1 2x3 (values)", "rois sharded"): ROI_SHARDED,
-    ("onnx.roi_align RoiAlign-22 max 3x3 sr 2", "batch"): ROI_ALIGN_BATCH,
-    ("openvino.roi_align ROIAlign-9 avg 2x2 sr 2 half_pixel", "batch"): ROI_ALIGN_BATCH,
 }
 
 

@@ -4,6 +4,7 @@ sharded inputs on 8 CPU devices (Explicit and Auto meshes) give the unsharded an
 
 from __future__ import annotations
 
+import collectives
 import jax
 import numpy as np
 import pytest
@@ -95,7 +96,8 @@ def mesh(request):
     return jax.make_mesh((2, 4), ("a", "b"), axis_types=(request.param,) * 2)
 
 
-@pytest.mark.parametrize("spec", [P("a", "b")], ids=str)
+@pytest.mark.parametrize("spec", [P("a", "b"), P("a"), P(None, ("a", "b")), P(None, None, "a")],
+                         ids=str)
 def test_sharded_exact(mesh, spec):
     rng = np.random.default_rng(6)
     values, flat = maxpool_indices(rng, (4, 8, 4, 4))
@@ -112,3 +114,31 @@ def test_sharded_exact(mesh, spec):
         with jax.set_mesh(mesh):  # the loss is a scalar on the mesh
             g = jax.grad(lambda v, ids=ids, cot=cot: (unpool(v, ids) * cot).sum())(xs)
         assert_exact(g, max_unpool_grad(idx, np.asarray(cot)))
+
+
+@pytest.mark.parametrize("i_spec", [P(None, ("a", "b")), None], ids=["I sharded", "I replicated"])
+def test_sharded_along_one_axis_moves_output_sized_data(i_spec):
+    """On Explicit axes, X sharded along one axis (channels over 8 devices), I sharded alike or
+    replicated: the oracle's values and gradient bit for bit (duplicate indices across devices,
+    -0.0 values), and the program moves one byte of key per output element (none with I
+    replicated) and one output block (lowering/unpool_sharded.py), gathering nothing.
+    (-0.0 cotangents: the gradient's zero signs are the unsharded program's.)"""
+    mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(AxisType.Explicit,) * 2)
+    rng = np.random.default_rng(11)
+    values, _ = maxpool_indices(rng, (4, 8, 4, 4))
+    values[values < 0] = -0.0
+    idx = rng.integers(0, 4 * 8 * 64, size=values.shape).astype(np.int32)
+    idx[:, 5] = idx[:, 0]  # the same targets from two devices: the later one wins
+    xs = jax.device_put(values, NamedSharding(mesh, P(None, ("a", "b"))))
+    ids = jax.device_put(idx, NamedSharding(mesh, P() if i_spec is None else i_spec))
+    cot = rng.standard_normal((4, 8, 8, 8)).astype(np.float32)
+    fn = jax.jit(lambda v, i: unpool(v, i))
+    assert_exact(fn(xs, ids), unpool_oracle(values, idx, (4, 8, 8, 8)))
+    grad = jax.jit(jax.grad(lambda v, i, c: (unpool(v, i) * c).sum()))
+    assert_exact(grad(xs, ids, cot), max_unpool_grad(idx, cot))
+    cot[cot < -0.5] = -0.0  # the sign a -0.0 cotangent leaves is the one-device lowering's
+    assert_exact(grad(xs, ids, cot), grad(values, idx, cot))
+    kinds = sorted((c.kind, c.nbytes) for c in collectives.moved(
+        fn.lower(xs, ids).compile().as_text()))
+    key = [("all-reduce", 4 * 8 * 8 * 8)] if i_spec is not None else []  # I replicated: none
+    assert kinds == key + [("reduce-scatter", 4 * 8 * 8 * 8 * 4 // 8)]

@@ -99,7 +99,12 @@ def test_jit_vmap_and_no_retrace():
 
 @pytest.mark.parametrize("axis_type", [AxisType.Explicit, AxisType.Auto], ids=str)
 @pytest.mark.parametrize("x_spec, r_spec", [(P(None, "b"), P()), (P("a"), P("b")),
-                                            (P("a", "b"), P(("a", "b")))], ids=str)
+                                            (P("a", "b"), P(("a", "b"))),
+                                            # on Explicit axes: each device answers the ROIs
+                                            # of its images; each its own ROIs
+                                            # (lowering/roi_sharded.py)
+                                            (P("a"), P()), (P(), P("b")), (P(None, "a"), P("b"))],
+                         ids=str)
 def test_sharded_exact(axis_type, x_spec, r_spec):
     mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(axis_type,) * 2)
     rng = np.random.default_rng(10)

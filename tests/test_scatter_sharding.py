@@ -4,6 +4,7 @@ meshes, eagerly and under ``jit``, equal bit for bit to the unsharded answer and
 
 from __future__ import annotations
 
+import collectives
 import jax
 import numpy as np
 import pytest
@@ -64,15 +65,23 @@ def test_nd_faces_sharded(mesh, spec, face):
     assert_bits(jitted(put_data, put_idx, put_upd), plain, "jit")
 
 
-def test_sharded_gradient(mesh):
-    data, idx, upd = _inputs(8, True)
+# (data, indices, updates) specs; the second and third keep every update on its target's
+# device (lowering/scatter/blocks.py: no collective), the third with the data replicated
+GRADIENT_LAYOUTS = [(P("a", "b"),) * 3, (P(None, "b"),) * 3, (P(), P(None, "b"), P(None, "b"))]
+
+
+@pytest.mark.parametrize("specs", GRADIENT_LAYOUTS, ids=str)
+@pytest.mark.parametrize("row_layout", [True, False], ids=["rows", "elements"])
+def test_sharded_gradient(mesh, specs, row_layout):
+    data, idx, upd = _inputs(8, row_layout)
     data, upd = np.nan_to_num(data, nan=3.0), np.nan_to_num(upd, nan=3.0)
 
     def grads(d, i, u):
         return jax.grad(lambda d, u: call("seu", d, i, u).sum(), argnums=(0, 1))(d, u)
 
     plain = grads(data, idx, upd)
-    put = [jax.device_put(a, NamedSharding(mesh, P("a", "b"))) for a in (data, idx, upd)]
+    put = [jax.device_put(a, NamedSharding(mesh, s))
+           for a, s in zip((data, idx, upd), specs, strict=True)]
     sharded = jax.jit(grads)(*put)
     for a, b in zip(sharded, plain, strict=True):
         assert_bits(a, b)
@@ -105,3 +114,22 @@ def test_untouched_negative_nan_keeps_its_bits(mesh, spec, face):
         np.testing.assert_array_equal(out[1::2].view(np.uint32), data[1::2].view(np.uint32),
                                       err_msg=context)
         assert_bits(out, expected, context)
+
+
+@pytest.mark.parametrize("specs", [(P(None, "b"),) * 3, (P(), P(None, "b"), P(None, "b")),
+                                   (P(None, "b"), P(), P())], ids=str)
+@pytest.mark.parametrize("face,kw", [("se", {}), ("seu", {}), ("seu", {"use_init_val": False})],
+                         ids=["se", "seu", "seu-noinit"])
+def test_updates_on_their_targets_device_move_nothing(specs, face, kw):
+    """Explicit axes, sharded along the axis the scatter keeps (the columns of a scatter along
+    axis 0), any of the three replicated: each device scatters into its own block, the
+    unsharded answer bit for bit with no collective in the program."""
+    mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(AxisType.Explicit,) * 2)
+    data, idx, upd = _inputs(12, False)
+    plain = call(face, data, idx, upd, **dict(kw))
+    put = [jax.device_put(a, NamedSharding(mesh, s))
+           for a, s in zip((data, idx, upd), specs, strict=True)]
+    jitted = jax.jit(lambda d, i, u: call(face, d, i, u, **dict(kw)))
+    assert_bits(jitted(*put), plain, "jit")
+    text = jitted.lower(*put).compile().as_text()
+    assert not collectives.moved(text), [c.kind for c in collectives.moved(text)]

@@ -39,6 +39,17 @@ def _names(entry) -> tuple[str, ...]:
     return tuple(entry) if isinstance(entry, tuple) else (entry,)
 
 
+def entry_names(entry) -> tuple[str, ...]:
+    """The mesh axis names of one partition-spec entry (None, a name, or a tuple of names)."""
+    return _names(entry)
+
+
+def devices_along(mesh, names: Sequence[str]) -> int:
+    """How many devices the mesh axes `names` of `mesh` span together."""
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))
+    return math.prod(sizes[n] for n in names)
+
+
 def spec_of(x: jax.Array) -> Spec:
     """The partition spec of `x`'s type, one entry per axis."""
     spec = tuple(jax.typeof(x).sharding.spec)

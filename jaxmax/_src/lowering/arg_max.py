@@ -91,9 +91,14 @@ def _arg_max_jit(x, *, axis, keepdims, last, nan_order, index_dtype):
 
 def _across_blocks(x, compute, names, *, axis, keepdims, last, nan_order):
     """ArgMax of `x` sharded along `axis` over the ``Explicit`` mesh axes `names`: each device
-    finds its block's answer (`compute`, keepdims), then two output-sized collectives pick the
-    blocks that hold the largest key and, of those, the first (`last`: last) global index.
-    The partitioner instead all-gathered a key and an index per element of the axis."""
+    finds its block's answer (`compute`, keepdims), then two all-reduces pick the blocks that
+    hold the largest key (one key per output element) and, of those, the first (`last`: last)
+    global index (in `_wire_type`: one byte per output element along an axis of at most 256).
+    The partitioner instead all-gathered a key and an index per element of the axis.
+
+    The output's bytes (``int32``) cannot carry both: the winner is decided by the 32-bit key,
+    so the first all-reduce alone is the output's size and the index adds to it (5 bytes per
+    output element against 4; docs/multi-host.md)."""
     spec = explicit_axes.spec_of(x)
 
     def per_block(block):
@@ -101,16 +106,28 @@ def _across_blocks(x, compute, names, *, axis, keepdims, last, nan_order):
         keys = order.compare_key(block, nan_order=nan_order)
         best = jnp.take_along_axis(keys, local.astype(np.int32), axis=axis)
         top = lax.pmax(best, names)
+        wire = _wire_type(x.shape[axis], local.dtype)
         offset = (lax.axis_index(names) * block.shape[axis]).astype(local.dtype)
-        ours = jnp.where(best == top, local + offset,
-                         np.iinfo(local.dtype).min if last else np.iinfo(local.dtype).max)
-        out = lax.pmax(ours, names) if last else lax.pmin(ours, names)
+        ours = jnp.where(best == top, (local + offset).astype(wire),
+                         np.iinfo(wire).min if last else np.iinfo(wire).max)
+        out = (lax.pmax(ours, names) if last else lax.pmin(ours, names)).astype(local.dtype)
         return out if keepdims else jnp.squeeze(out, axis)
 
     out_spec = explicit_axes.reduced(spec, (axis,), keepdims)
     mesh = jax.typeof(x).sharding.mesh
     return jax.shard_map(per_block, mesh=mesh, in_specs=(jax.P(*spec),),
                          out_specs=jax.P(*out_spec))(x)
+
+
+def _wire_type(n: int, index_dtype: np.dtype) -> np.dtype:
+    """The type the blocks' indices along an axis of `n` elements are combined in: the narrowest
+    unsigned type that holds every position (``n - 1``) and the sentinel a block without the
+    best key sends (its largest value for the first index: no position exceeds it; 0 for the
+    last: the block holding the best sends a position at least as large), or `index_dtype`."""
+    for wire in (np.uint8, np.uint16):
+        if n - 1 <= np.iinfo(wire).max:
+            return np.dtype(wire)
+    return np.dtype(index_dtype)
 
 
 def positions(n: int) -> np.dtype:

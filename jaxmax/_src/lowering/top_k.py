@@ -19,9 +19,12 @@ transpose sends each cotangent to the element its index names.
 Integer keys decide everything: XLA's floating ``max`` (which drops NaN on CPU) is never used.
 Inputs sharded over ``Explicit`` mesh axes along other axes only are computed block by block
 (``explicit_axes.blockwise``: no collective, where XLA's partitioner would gather the whole input
-before its CPU ``TopK``); sharded along the top-k axis, with those axes made ``Auto``
-(:mod:`jaxmax._src.explicit_axes`): ``lax.top_k`` has no sharding rule for a sharded axis there.
-The output keeps the sharding of every other axis; the top-k axis is replicated.
+before its CPU ``TopK``); the output keeps the sharding of every other axis. Sharded along the
+top-k axis over ``Explicit`` axes, one all-to-all moves that axis's mesh axes to another axis
+(:mod:`jaxmax._src.lowering.top_k_sharded`), where the output is then sharded; without an axis
+that divides, or on ``Auto`` axes, with those axes made ``Auto``
+(:mod:`jaxmax._src.explicit_axes`): the partitioner gathers the input and the top-k axis of the
+output is replicated.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import order, rules, top_k_chunked
+from jaxmax._src.lowering import order, rules, top_k_chunked, top_k_sharded
 
 #: Inputs of at most this many bytes are selected by the key alone, without first trying the
 #: plain ``lax.top_k`` of the data (`_select`): compiling dominates their run time, and the try
@@ -56,32 +59,48 @@ def top_k(x: jax.Array, k: int, *, axis: int, descending: bool, nan_order: str,
          static_argnames=("k", "axis", "descending", "nan_order", "by_index", "index_dtype"),
          inline=True)
 def _top_k_jit(x, *, k, axis, descending, nan_order, by_index, index_dtype):
-    def compute(x):
-        c = top_k_chunked.chunk_size(x.shape, axis, k, x.dtype)
-        if x.shape[axis] > LONG_AXIS and k:  # positions past int32 (jax_enable_x64 only)
-            moved = jnp.moveaxis(x, axis, -1)
-            indices = _select_long(moved, k, descending, nan_order, by_index)
-            values = _take(moved, indices)
-            return (jnp.moveaxis(values, -1, axis),
-                    jnp.moveaxis(indices.astype(index_dtype), -1, axis))
-        if c:
-            indices = top_k_chunked.select(x, k, c, axis=axis, descending=descending,
-                                           nan_order=nan_order, by_index=by_index)
-            return _take(x, indices, axis), indices.astype(index_dtype)
-        moved = jnp.moveaxis(x, axis, -1)
-        if k == 0 or math.prod(moved.shape) == 0:
-            values = moved[..., :k]  # empty: no element to select
-            indices = jnp.zeros(values.shape, index_dtype)
-        else:
-            values, indices = _select(moved, k, descending, nan_order, by_index,
-                                      try_plain=axis == x.ndim - 1 and x.nbytes > SMALL_BYTES)
-            indices = indices.astype(index_dtype)
-        return jnp.moveaxis(values, -1, axis), jnp.moveaxis(indices, -1, axis)
-
+    compute = partial(select_along, k=k, axis=axis, descending=descending, nan_order=nan_order,
+                      by_index=by_index, index_dtype=index_dtype)
     spec = explicit_axes.spec_of(x)
+    along = explicit_axes.explicit_only(x, axis)
+    if along:
+        out = top_k_sharded.across_blocks(
+            x, along, k=k, axis=axis, by_index=by_index,
+            select_block=lambda v, kk, b: select_along(
+                v, k=kk, axis=axis, descending=descending, nan_order=nan_order, by_index=b,
+                index_dtype=index_dtype),
+            select=lambda v, kk: _select(v, kk, descending, nan_order, False, False)[1],
+            take=_take)
+        if out is not None:
+            return out
     return explicit_axes.blockwise(
         compute, x, axis, lambda _: tuple(None if i == axis else e for i, e in enumerate(spec)),
         outputs=2)
+
+
+def select_along(x, *, k, axis, descending, nan_order, by_index, index_dtype):
+    """The values and indices (`index_dtype`) of the top `k` along `axis` of `x`, on one
+    device's data (or under the partitioner): the form chosen by the axis length."""
+    c = top_k_chunked.chunk_size(x.shape, axis, k, x.dtype)
+    if x.shape[axis] > LONG_AXIS and k:  # positions past int32 (jax_enable_x64 only)
+        moved = jnp.moveaxis(x, axis, -1)
+        indices = _select_long(moved, k, descending, nan_order, by_index)
+        values = _take(moved, indices)
+        return (jnp.moveaxis(values, -1, axis),
+                jnp.moveaxis(indices.astype(index_dtype), -1, axis))
+    if c:
+        indices = top_k_chunked.select(x, k, c, axis=axis, descending=descending,
+                                       nan_order=nan_order, by_index=by_index)
+        return _take(x, indices, axis), indices.astype(index_dtype)
+    moved = jnp.moveaxis(x, axis, -1)
+    if k == 0 or math.prod(moved.shape) == 0:
+        values = moved[..., :k]  # empty: no element to select
+        indices = jnp.zeros(values.shape, index_dtype)
+    else:
+        values, indices = _select(moved, k, descending, nan_order, by_index,
+                                  try_plain=axis == x.ndim - 1 and x.nbytes > SMALL_BYTES)
+        indices = indices.astype(index_dtype)
+    return jnp.moveaxis(values, -1, axis), jnp.moveaxis(indices, -1, axis)
 
 
 def _select(x, k, descending, nan_order, by_index, try_plain=True):

@@ -31,7 +31,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import explicit_axes
-from jaxmax._src.lowering import order
+from jaxmax._src.lowering import order, unpool_sharded
 
 
 def max_unpool(x: jax.Array, indices: jax.Array, out_shape: tuple[int, ...],
@@ -47,6 +47,9 @@ def max_unpool(x: jax.Array, indices: jax.Array, out_shape: tuple[int, ...],
 def _unpool_jit(x, indices, out_shape, kernel, strides, pads_begin):
     if x.size == 0 or math.prod(out_shape) == 0:
         return jnp.zeros(out_shape, x.dtype)
+    sharded = unpool_sharded.across_devices(x, indices, out_shape)
+    if sharded is not None:  # X sharded along one axis over Explicit mesh axes
+        return sharded
 
     def compute(x, indices):
         scatter = partial(_scatter, out_shape=out_shape)

@@ -31,6 +31,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
+from jaxmax._src.lowering import roi_sharded
 from jaxmax._src.lowering.roi import adaptive, samples
 from jaxmax._src.lowering.roi import rois as roi_rows
 from jaxmax._src.lowering.roi.samples import ieee_max, ieee_take, rounded
@@ -183,6 +184,10 @@ def roi_align(x: jax.Array, boxes: jax.Array, batch: jax.Array, **static) -> jax
         spec = (explicit_axes.spec_of(boxes)[0], explicit_axes.spec_of(x)[1], None, None)
         shape = (boxes.shape[0], x.shape[1]) + tuple(static["pooled"])
         return explicit_axes.divisible(mesh, spec, shape)
+    sharded = roi_sharded.by_images(  # Explicit axes, the images sharded: output-sized moves
+        x, batch, (boxes,), lambda x, b, r: align(x, r, b, **static), absent=0)
+    if sharded is not None:
+        return sharded
     return explicit_axes.run(functools.partial(align, **static), (x, boxes, batch), out_spec)
 
 

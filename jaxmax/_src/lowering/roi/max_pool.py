@@ -29,7 +29,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import order
+from jaxmax._src.lowering import order, roi_sharded
 from jaxmax._src.lowering.roi import bins as bins_lowering
 from jaxmax._src.lowering.roi import range_max
 from jaxmax._src.lowering.roi import rois as rois_lowering
@@ -62,6 +62,9 @@ def _roi_max_pool_jit(x, rois, *, pooled, spatial_scale, rule):
         spec = (None, explicit_axes.spec_of(x)[1], None, None)
         return explicit_axes.divisible(mesh, spec, (rois.shape[0], x.shape[1]) + pooled)
 
+    sharded = roi_sharded.across_devices(x, rois, compute)  # Explicit axes: outputs move
+    if sharded is not None:
+        return sharded
     return explicit_axes.run(compute, (x, rois), out_spec)
 
 

@@ -32,6 +32,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import explicit_axes
+from jaxmax._src.lowering.scatter import blocks as scatter_blocks
 from jaxmax._src.lowering.scatter import rules as scatter_rules
 from jaxmax._src.lowering.scatter.geometry import (
     Geometry,
@@ -122,6 +123,9 @@ def _along_axis(data, indices, updates, *, axis, rule, use_init, layout):
         return scatter_rules.apply(rule, geom, use_init, data,
                                    (~any_true(low != high), ids, indices), updates)
 
+    blocks = scatter_blocks.along_other_axes(compute, data, indices, updates, axis)
+    if blocks is not None:
+        return blocks
     return _sharded(compute, data, indices, updates)
 
 

@@ -1,0 +1,127 @@
+"""MaxUnpool of an ``X`` sharded along one axis over ``Explicit`` mesh axes: each device
+scatters its own elements, and only output-sized data crosses devices.
+
+XLA's partitioner gathers ``I`` (and ``X``) whole before the scatter. Here, inside
+``jax.shard_map``, with ``I`` replicated every device finds the last writer of every output
+element from the whole ``I`` (its position in ``X``), and only the values move (the
+reduce-scatter below). With ``I`` sharded as ``X``, each device takes its block of ``I`` and
+finds, for every output element, the last of its own elements that names
+it (a scatter-max of local positions: local order is global order within a block). Across
+devices the last writer is the one whose winner comes last in ``X``'s row-major order: the axes
+before the sharded one are whole on every device, so that order is (the winner's coordinates on
+those axes, then the device's block), a key of ``prefix * D + device`` values, one byte per
+output element for up to 255 (`_key_type`). One all-reduce (max) of those keys tells each
+device where it wrote last; the winners' values, as integer bits (zero signs and NaN payloads
+exact; every other device adds 0), are summed into each device's block of the output by one
+reduce-scatter. Per device: the key array (a quarter of a float32 output) and one output block,
+where the partitioner moved ``I`` and ``X`` whole.
+
+The output is sharded as the single-device lowering's (``explicit_axes.divisible``); where the
+sharded axis's output length does not divide, the values are all-reduced instead. The values are
+the single-device ones bit for bit, and so is the gradient: each ``X`` element's cotangent is
+the output cotangent at its index when it is that element's last writer, else 0, added to a
+zero (the single-device forms do the same). A forward-mode tangent of ``-0.0`` reads ``+0.0``
+(the tangents are summed as floats).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxmax._src import explicit_axes
+from jaxmax._src.lowering import order
+
+
+def _key_type(count: int) -> np.dtype | None:
+    """The narrowest unsigned type holding ``0..count`` (0: no writer), or None."""
+    for t in (np.uint8, np.uint16, np.uint32):
+        if count <= np.iinfo(t).max:
+            return np.dtype(t)
+    return None
+
+
+def across_devices(x: jax.Array, indices: jax.Array, out_shape: tuple[int, ...]):
+    """MaxUnpool (`unpool.max_unpool`'s scatter form) of `x` sharded along one axis over
+    ``Explicit`` mesh axes, `indices` sharded alike or replicated; None for any other layout."""
+    sx, si = explicit_axes.spec_of(x), explicit_axes.spec_of(indices)
+    sharded = [a for a, e in enumerate(sx) if e is not None]
+    if len(sharded) != 1 or not explicit_axes.explicit_only(x, sharded[0]):
+        return None
+    if any(e is not None for e in si) and (si != sx or not explicit_axes.explicit_only(
+            indices, sharded[0])):
+        return None
+    a = sharded[0]
+    names = explicit_axes.entry_names(sx[a])
+    mesh = jax.typeof(x).sharding.mesh
+    devices = explicit_axes.devices_along(mesh, names)
+    prefix = math.prod(x.shape[:a])
+    key_type = _key_type(prefix * devices)
+    size = math.prod(out_shape)
+    if key_type is None or max(size, x.size) > np.iinfo(np.int32).max:
+        return None
+    out_spec = explicit_axes.divisible(mesh, sx, tuple(out_shape))
+    scatter_out = out_spec[a] is not None
+    block = x.shape[a] // devices
+    replicated_i = all(e is None for e in si)
+
+    def reduce(v):
+        if scatter_out:
+            return lax.psum_scatter(v, names, scatter_dimension=a, tiled=True)
+        return lax.psum(v, names)
+
+    def last_writers(ib):
+        """Per output element, the largest position in `ib` (row-major) that names it, or -1."""
+        flat_i = ib.reshape(-1)
+        valid = flat_i >= 0
+        if size - 1 < np.iinfo(flat_i.dtype).max:
+            valid = valid & (flat_i < size)
+        positions = lax.iota(np.int32, flat_i.shape[0])
+        return jnp.full((size,), -1, np.int32).at[jnp.where(valid, flat_i, 0)].max(
+            jnp.where(valid, positions, np.int32(-1)), indices_are_sorted=False,
+            unique_indices=False)
+
+    def per_device(xb, ib):
+        d = lax.axis_index(names)
+        if replicated_i:  # every device finds the winners from the whole I: no key to combine
+            winner = last_writers(ib)
+            after = math.prod(x.shape[a + 1:])
+            row, at, rest = winner // (x.shape[a] * after), (winner // after) % x.shape[a], \
+                winner % after
+            mine = (winner >= 0) & (at // block == d)
+            local = (row * block + at - d * block) * after + rest
+            return _place(xb.reshape(-1), jnp.where(mine, local, -1), out_shape, reduce)
+        winner = last_writers(ib)
+        written = winner >= 0
+        tail = math.prod(xb.shape[a:])
+        key = jnp.where(written, (winner // tail) * devices + d + 1, 0).astype(key_type)
+        mine = written & (key == lax.pmax(key, names))
+        return _place(xb.reshape(-1), jnp.where(mine, winner, -1), out_shape, reduce)
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=(jax.P(*sx), jax.P(*si)),
+                         out_specs=jax.P(*out_spec))(x, indices)
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(2, 3))
+def _place(flat_x, winner, out_shape, reduce):
+    """``flat_x[winner]`` where ``winner >= 0``, else 0, in `out_shape`, summed across devices
+    by `reduce` as integer bits (exact: one device writes each element)."""
+    written = winner >= 0
+    taken = jnp.take(order.bits(flat_x), jnp.where(written, winner, 0), mode="clip")
+    local = jnp.where(written, taken, jnp.zeros((), taken.dtype)).reshape(out_shape)
+    return order.from_bits(reduce(local), flat_x.dtype)
+
+
+@_place.defjvp
+def _place_jvp(out_shape, reduce, primals, tangents):
+    flat_x, winner = primals
+    t = tangents[0]
+    written = winner >= 0
+    taken = jnp.take(t, jnp.where(written, winner, 0), mode="clip")
+    tangent = reduce(jnp.where(written, taken, jnp.zeros((), t.dtype)).reshape(out_shape))
+    return _place(flat_x, winner, out_shape, reduce), tangent
