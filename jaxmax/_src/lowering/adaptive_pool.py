@@ -100,6 +100,12 @@ def tap_positions(length: int, outputs: int) -> list[list[int]]:
 #: (7, 7) 1.61x and (2, 16, 8, 14, 14) to (4, 7, 7) 1.55x (the NaN check and the stages'
 #: second pass cost more than they save on a small input).
 TILED_MIN_BYTES = 2 << 20
+#: Up to this many taps the unrolled fold's derivative is its own autodiff (the selects' JVP),
+#: beyond it the tangent gathered at the indices (`_routed`). The gradient of (32, 512, 14, 14)
+#: to (7, 7) (4 taps): autodiff 5.5 against 8.3 ms CPU; (15, 15) to (5, 5) (9 taps) 21.4
+#: against 7.4 ms, (16, 16) to (4, 4) 39.0 against 7.9 ms, (14, 14) to (2, 2) (49 taps) 101
+#: against 4.8 ms and 2.76 against 0.20 s to compile (benchmarks/adaptive_forms_ab.py).
+AUTODIFF_TAPS = 4
 # Up to this many taps (the product over the axes of the largest window) the fold is unrolled
 # over every tap combination in one fusion where each tap is one strided slice per axis
 # (`_regular`); beyond it, one axis at a time (see `_staged`).
@@ -150,13 +156,19 @@ def _adaptive_jit(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.d
             return _routed(partial(_compact, output_shape=output_shape,
                                    index_dtype=index_dtype), x)
         divisible = all(n % o == 0 for n, o in zip(spatial, output_shape, strict=True))
-        if divisible and x.size * x.dtype.itemsize >= TILED_MIN_BYTES:
-            if dtypes.is_floating(x.dtype):
-                return _tiled_or_fold(x, output_shape, index_dtype)
-            return _tiled(x, output_shape, index_dtype)  # integers: no NaN, the seeded fold
         taps = tap_count(spatial, output_shape)
+        if divisible and x.size * x.dtype.itemsize >= TILED_MIN_BYTES:
+            if not dtypes.is_floating(x.dtype):
+                return _tiled(x, output_shape, index_dtype)
+            if taps <= AUTODIFF_TAPS:
+                return _tiled_or_fold(x, output_shape, index_dtype)
+            tiled = _checked_tiled if taps <= _UNROLLED_TAPS else _tiled_routed
+            return _routed(partial(tiled, output_shape=output_shape, index_dtype=index_dtype), x)
         if taps <= _UNROLLED_TAPS and (divisible or _regular(spatial, output_shape)):
-            return _fold(x, output_shape, index_dtype)
+            if taps <= AUTODIFF_TAPS or not divisible:  # overlapping windows: autodiff
+                return _fold(x, output_shape, index_dtype)
+            return _routed(partial(_runs_fold, output_shape=output_shape,
+                                   index_dtype=index_dtype), x)
         if _window_reads(spatial, output_shape) <= WINDOW_READS:
             form: Any = _per_window
         else:
@@ -215,7 +227,8 @@ def _runs_fold(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.d
     return _fold(x, output_shape, index_dtype)
 
 
-def _tiled(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
+def _tiled(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype,
+           skip_nan: bool = False):
     """The fold of windows that tile the input (``O`` divides ``L`` on every axis: windows of
     ``L / O``, stride ``L / O``), one axis at a time, the last first: each stage's taps are one
     strided slice each, and the index is kept as an offset from the window's first element (a
@@ -223,15 +236,21 @@ def _tiled(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
 
     Without NaN in `x` the seeded fold is the first, in row-major order, of the window's largest
     elements (``acc < x`` keeps the earlier of equal ones, ``-0.0``/``+0.0`` too), a maximum over
-    a total order, which any grouping of the taps gives: this is the seeded fold. With NaN it is
-    not (a NaN after a window's first element hides later elements from one stage only): the
-    caller checks (`_tiled_or_fold`).
+    a total order, which any grouping of the taps gives. With NaN it is not (a NaN after a
+    window's first element hides later elements from one stage only), unless `skip_nan`: then a
+    later tap also replaces the accumulator where ``acc`` is NaN and the tap is not (NaN lowest
+    in that order), and the window's first element (every stage's first tap) overrides the
+    result where it is NaN, which is the seeded fold on any data (``acc < x`` never takes a NaN,
+    and a NaN first element is never replaced). Without `skip_nan` the caller checks the data
+    (`_tiled_or_fold`).
     """
     spatial = tuple(x.shape[2:])
     plane_strides = [math.prod(spatial[d + 1:]) for d in range(len(spatial))]
+    floating = skip_nan and dtypes.is_floating(x.dtype)
     itype = index_dtype.type
     val: Any = x
     idx: Any = itype(0)  # a scalar until some stage has more than one tap
+    first: Any = x
     for d in reversed(range(len(spatial))):
         k, axis = spatial[d] // output_shape[d], 2 + d
         acc: Any = None
@@ -243,8 +262,12 @@ def _tiled(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
                 idx, j, j + (output_shape[d] - 1) * k + 1, k, axis) + offset
             if acc is None:
                 acc, acc_idx = cand, cand_idx
+                if floating:
+                    first = lax.slice_in_dim(first, 0, (output_shape[d] - 1) * k + 1, k, axis)
                 continue
             take = acc < cand
+            if floating:
+                take = take | (jnp.isnan(acc) & ~jnp.isnan(cand))
             acc = jnp.where(take, cand, acc)
             acc_idx = jnp.where(take, cand_idx, acc_idx)
         val, idx = acc, acc_idx
@@ -253,36 +276,45 @@ def _tiled(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
         k = spatial[d] // output_shape[d]
         origin = origin + lax.broadcasted_iota(index_dtype, output_shape, d) * itype(
             k * plane_strides[d])
+    if floating:
+        nan_first = jnp.isnan(first)
+        val = jnp.where(nan_first, first, val)
+        idx = jnp.where(nan_first, itype(0), jnp.broadcast_to(idx, val.shape))
     return val, jnp.broadcast_to(idx + origin, val.shape)
 
 
-def _unrolled_or_staged(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
-    """The fold over every tap in one fusion, or axis by axis with NaN folded in (many taps):
-    both exact on any data."""
-    if tap_count(tuple(x.shape[2:]), output_shape) <= _UNROLLED_TAPS:
-        return _fold(x, output_shape, index_dtype)
-    return _staged(x, output_shape, index_dtype)
+def _checked_tiled(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dtype):
+    """`_tiled`, or `_fold` when the data may hold a NaN (see `_tiled_or_fold`), with
+    `_routed`'s keywords."""
+    return rules.redo_if(rules.sum_is_nan(x), _tiled(x, output_shape, index_dtype),
+                         lambda: _fold(x, output_shape, index_dtype))
+
+
+def _tiled_routed(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dtype):
+    """`_tiled` skipping NaN, with `_routed`'s keywords: the form of windows of more than
+    `_UNROLLED_TAPS` taps that tile a large input (a global pooling's (16, 16) to (1, 1)), exact
+    on any data without a check, and differentiated through the indices."""
+    return _tiled(x, output_shape, index_dtype, skip_nan=True)
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(1, 2))
 def _tiled_or_fold(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
-    """`_tiled`, or `_unrolled_or_staged` when the data may hold a NaN (its sum is NaN; a false
-    alarm only costs time). Differentiated as `_unrolled_or_staged` (the autodiff of its
-    selects: a zero-or-one-trip loop has no reverse mode, and routing the tangent through the
-    indices, as `_routed` does, made the gradient of (32, 512, 14, 14) -> (7, 7) 2.5 ms against
-    1.0 ms).
+    """`_tiled`, or the unrolled fold (`_fold`, at most `_UNROLLED_TAPS` taps) when the data may
+    hold a NaN (its sum is NaN; a false alarm only costs time). Differentiated as `_fold` (the
+    autodiff of its selects: a zero-or-one-trip loop has no reverse mode, and routing the tangent
+    through the indices, as `_routed` does, made the gradient of (32, 512, 14, 14) -> (7, 7)
+    2.5 ms against 1.0 ms).
 
     Measured on (32, 512, 14, 14) float32 to (7, 7), in process: `_tiled` with the NaN check
-    1.1-1.5 ms against 2.3-3.7 ms for `_fold`; `_staged`, which folds NaN in, 2.6 ms.
+    1.1-1.5 ms against 2.3-3.7 ms for `_fold`; `_tiled` skipping NaN without the check 1.5x
+    the checked form on clean data.
     """
-    return rules.redo_if(rules.sum_is_nan(x), _tiled(x, output_shape, index_dtype),
-                         lambda: _unrolled_or_staged(x, output_shape, index_dtype))
+    return _checked_tiled(x, output_shape=output_shape, index_dtype=index_dtype)
 
 
 @_tiled_or_fold.defjvp
 def _tiled_or_fold_jvp(output_shape, index_dtype, primals, tangents):
-    return jax.jvp(lambda v: _unrolled_or_staged(v, output_shape, index_dtype), primals,
-                   tangents)
+    return jax.jvp(lambda v: _fold(v, output_shape, index_dtype), primals, tangents)
 
 
 def tap_count(spatial: tuple[int, ...], output_shape: tuple[int, ...]) -> int:
@@ -291,58 +323,6 @@ def tap_count(spatial: tuple[int, ...], output_shape: tuple[int, ...]) -> int:
                      for n, o in zip(spatial, output_shape, strict=True))
 
 
-
-
-def _staged(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
-    """The fold one spatial axis at a time, the last first (large windows: the taps add up
-    instead of multiplying).
-
-    Folding axis by axis equals the seeded fold when NaN is skipped along the way: the seeded
-    fold gives the window's first element when that is NaN, and otherwise the first (in
-    row-major order) of the largest non-NaN elements. That second part is a maximum over a
-    total order (NaN lowest, then the earlier position), which can be taken in any grouping: per
-    axis, a later tap replaces the accumulator where ``acc < x`` or where ``acc`` is NaN and
-    ``x`` is not; ties keep the earlier tap, which is the earlier position because the axes
-    folded before are later in row-major order. The window's first element then overrides
-    where it is NaN.
-    """
-    spatial = tuple(x.shape[2:])
-    plane_strides = [math.prod(spatial[d + 1:]) for d in range(len(spatial))]
-    floating = jnp.issubdtype(x.dtype, jnp.floating)
-    val = x
-    idx = jnp.zeros((), index_dtype)
-    first = x
-    first_idx = np.zeros((1,) * len(spatial), np.int64)
-    for d in reversed(range(len(spatial))):
-        positions = tap_positions(spatial[d], output_shape[d])
-        axis = 2 + d
-        shape = [1] * len(spatial)
-        shape[d] = output_shape[d]
-        acc: Any = None
-        acc_idx: Any = None
-        for t, pos in enumerate(positions):
-            offset = jnp.asarray(
-                (np.asarray(pos, np.int64).reshape(shape) * plane_strides[d]).astype(index_dtype))
-            cand = _take_static(val, axis, pos)
-            cand_idx = (_take_static(idx, axis, pos) if idx.ndim else idx) + offset
-            if t == 0:
-                acc, acc_idx = cand, jnp.broadcast_to(cand_idx, cand.shape)
-                if floating:
-                    first = _take_static(first, axis, pos)
-                    first_idx = first_idx + np.asarray(pos, np.int64).reshape(shape) * \
-                        plane_strides[d]
-                continue
-            take = acc < cand
-            if floating:
-                take = take | (jnp.isnan(acc) & ~jnp.isnan(cand))
-            acc = jnp.where(take, cand, acc)
-            acc_idx = jnp.where(take, cand_idx, acc_idx)
-        val, idx = acc, acc_idx
-    if floating:
-        nan_first = jnp.isnan(first)
-        val = jnp.where(nan_first, first, val)
-        idx = jnp.where(nan_first, jnp.asarray(first_idx.astype(index_dtype)), idx)
-    return val, idx
 
 
 def _per_window(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dtype):
