@@ -16,12 +16,15 @@ one XLA fusion; its derivative sends each window's cotangent to the winning elem
 transposes add up the contributions of overlapping windows).
 
 Where the windows tile an input of 2 MiB or more (``O`` divides ``L`` on every axis: a ResNet
-head's (14, 14) to (7, 7)), the fold runs one axis at a time instead (`_tiled`: 2x faster), the
-seeded fold unless the data holds a NaN; then the unrolled fold is taken (`_tiled_or_fold`),
-whose derivative is also the one taken in every case.
+head's (14, 14) to (7, 7)), the fold runs one axis at a time instead (`_tiled`: 2x faster): up
+to `_UNROLLED_TAPS` taps the seeded fold unless the data holds a NaN, then the unrolled fold
+(`_tiled_or_fold`); beyond, the stages skip NaN themselves (a global pooling's (16, 16) to
+(1, 1)). Their derivative is the unrolled fold's autodiff up to `AUTODIFF_TAPS` taps, the tangent
+gathered at the indices beyond (`_routed`; the windows do not overlap).
 
 Otherwise the fold over every tap where each tap is one strided slice per axis (`_regular`
-windows, at most 64 taps); else each window folded on its own (`_per_window`) up to
+windows, at most 64 taps; differentiated through the indices beyond `AUTODIFF_TAPS` taps where
+the windows tile the input); else each window folded on its own (`_per_window`) up to
 `WINDOW_READS` element reads per plane; beyond, the tap fold up to `RUNS_FOLD_TAPS` taps, and the
 compact form above it: the per-window form is the fastest but its compile grows with the reads.
 
@@ -108,7 +111,7 @@ TILED_MIN_BYTES = 2 << 20
 AUTODIFF_TAPS = 4
 # Up to this many taps (the product over the axes of the largest window) the fold is unrolled
 # over every tap combination in one fusion where each tap is one strided slice per axis
-# (`_regular`); beyond it, one axis at a time (see `_staged`).
+# (`_regular`); beyond it, one axis at a time (`_tiled`), or by the forms below.
 _UNROLLED_TAPS = 64
 #: Up to this many element reads per (n, c) plane, windows that are not regular are each folded
 #: from single-element slices (`_per_window`: the fastest form, whose compile grows with the
