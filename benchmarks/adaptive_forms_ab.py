@@ -34,6 +34,7 @@ from functools import partial
 from typing import Any
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 #: (label, shape, output, data, the forms to compare; the first is the one chosen today)
 ROWS: list[tuple[str, tuple[int, ...], tuple[int, ...], str, tuple[str, ...]]] = [
@@ -113,38 +114,14 @@ def gradient(name: str, out: tuple[int, ...], cot: Any) -> Callable[[Any], Any]:
 
 
 def plain(out: tuple[int, ...], with_index: bool) -> Callable[[Any], Any]:
-    """AdaptiveMaxPool as a JAX user writes it: ``jnp.max`` (and ``jnp.argmax``) of each
-    window's slice, stacked (2-D, with indices), or values only axis by axis."""
-    import jax.numpy as jnp
+    """AdaptiveMaxPool as a JAX user writes it: the ``adaptive_unpool`` group's ``jnp.max`` and
+    ``jnp.argmax`` of each window's slice, stacked (2-D, with indices), or the ``long_window``
+    group's values only, ``jnp.max`` of each window axis by axis."""
+    from jaxmax_bench import adaptive_unpool, long_window
 
-    def windows(n: int, o: int) -> list[tuple[int, int]]:
-        return [(i * n // o, -(-(i + 1) * n // o)) for i in range(o)]
-
-    def by_axis(a: Any) -> Any:
-        for k, o in enumerate(out):
-            axis = a.ndim - len(out) + k
-            a = jnp.concatenate([jnp.max(lax_slice(a, axis, s, e), axis=axis, keepdims=True)
-                                 for s, e in windows(a.shape[axis], o)], axis=axis)
-        return a
-
-    def lax_slice(a: Any, axis: int, s: int, e: int) -> Any:
-        return a[(slice(None),) * axis + (slice(s, e),)]
-
-    def stacked(a: Any) -> Any:
-        lead, (h, w) = a.shape[:2], a.shape[2:]
-        rows_v, rows_i = [], []
-        for hs, he in windows(h, out[0]):
-            vals, idxs = [], []
-            for ws, we in windows(w, out[1]):
-                win = a[:, :, hs:he, ws:we].reshape(lead + (-1,))
-                pos = jnp.argmax(win, axis=-1).astype(jnp.int32)
-                vals.append(jnp.max(win, axis=-1))
-                idxs.append((hs + pos // (we - ws)) * w + ws + pos % (we - ws))
-            rows_v.append(jnp.stack(vals, -1))
-            rows_i.append(jnp.stack(idxs, -1))
-        return jnp.stack(rows_v, -2), jnp.stack(rows_i, -2)
-
-    return stacked if with_index and len(out) == 2 else by_axis
+    if with_index and len(out) == 2:
+        return adaptive_unpool._adaptive_plain((out[0], out[1]))()
+    return long_window._adaptive_plain(out)()
 
 
 def rss_mb() -> float:
