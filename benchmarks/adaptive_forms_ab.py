@@ -18,6 +18,12 @@ A ``grad`` row times ``jax.grad`` of the values (times a fixed cotangent) throug
 ``fold autodiff`` (the unrolled fold's selects) or ``routed`` (the tangent gathered at the form's
 indices, as the lowering's ``_routed``); the forward forms are as their names say (`form`).
 
+The ``OTHER_ROWS`` force the other operators' forms through their modules' switches (set while
+tracing, JAX's caches cleared around each): MaxPool's compact form against its unrolled taps
+(``pooling.compact.FORCE``) and the compact pairs against the triples (``PAIRS``), TopK's chunk
+maxima against one ``lax.top_k`` (``top_k_chunked.CHUNK_MIN_LENGTH``), ArgMax's small-input
+pairs against its folds (``arg_max.SMALL_BYTES``).
+
 Run: ``PYTHONPATH=$PWD python benchmarks/adaptive_forms_ab.py [--only SUBSTRING]
 [--compiles 3] [--rounds 21]``; ``--list`` prints the rows.
 """
@@ -80,6 +86,79 @@ ROWS: list[tuple[str, tuple[int, ...], tuple[int, ...], str, tuple[str, ...]]] =
 ]
 
 
+#: (label, shape, a call taking the switches' forms, {form: {(module, attribute): value}}; the
+#: first form is the one chosen today)
+OTHER_ROWS: list[tuple[str, tuple[int, ...], str, dict[str, dict[tuple[str, str], Any]]]] = [
+    ("MaxPool-8 k7 s1 p3 indices (1, 2, 24, 24)", (1, 2, 24, 24), "max_pool_k7",
+     {"compact": {("pooling.compact", "FORCE"): True},
+      "unrolled taps": {("pooling.compact", "FORCE"): False}}),
+    ("MaxPool-8 k3 s2 p1 indices (1, 3, 13, 13)", (1, 3, 13, 13), "max_pool_k3",
+     {"compact pairs": {("pooling.compact", "FORCE"): True, ("pooling.compact", "PAIRS"): True},
+      "compact triples": {("pooling.compact", "FORCE"): True,
+                          ("pooling.compact", "PAIRS"): False},
+      "unrolled taps": {("pooling.compact", "FORCE"): False}}),
+    ("ONNX MaxPool Y and Indices k3 s1 p1 (1, 16, 32, 32)", (1, 16, 32, 32), "onnx_pool_k3",
+     {"compact triples": {("pooling.compact", "FORCE"): True,
+                          ("pooling.compact", "PAIRS"): False},
+      "compact pairs": {("pooling.compact", "FORCE"): True, ("pooling.compact", "PAIRS"): True}}),
+    ("ONNX TopK k=10 of (32, 32000)", (32, 32000), "top_k_10",
+     {"chunk maxima": {}, "one lax.top_k": {("top_k_chunked", "CHUNK_MIN_LENGTH"): 1 << 62}}),
+    ("ONNX TopK k=5 of (256, 1000)", (256, 1000), "top_k_5",
+     {"chunk maxima": {}, "one lax.top_k": {("top_k_chunked", "CHUNK_MIN_LENGTH"): 1 << 62}}),
+    ("ONNX ArgMax (16, 1000) last axis (62.5 KiB)", (16, 1000), "arg_max",
+     {"small: key pairs": {}, "lane fold": {("arg_max", "SMALL_BYTES"): 0}}),
+]
+
+
+def other_call(name: str) -> Callable[[Any], Any]:
+    """The public call of an `OTHER_ROWS` row."""
+    from jaxmax import onnx
+    from jaxmax import openvino as ov
+
+    calls: dict[str, Callable[[Any], Any]] = {
+        "max_pool_k7": lambda x: ov.max_pool(x, kernel=(7, 7), strides=(1, 1), pads_begin=(3, 3),
+                                             pads_end=(3, 3), opset=8, index_element_type="i32"),
+        "max_pool_k3": lambda x: ov.max_pool(x, kernel=(3, 3), strides=(2, 2), pads_begin=(1, 1),
+                                             pads_end=(1, 1), opset=8, index_element_type="i32"),
+        "onnx_pool_k3": lambda x: onnx.max_pool(x, kernel_shape=(3, 3), pads=(1, 1, 1, 1),
+                                                return_indices=True),
+        "top_k_10": lambda x: onnx.top_k(x, 10, axis=-1),
+        "top_k_5": lambda x: onnx.top_k(x, 5, axis=-1),
+        "arg_max": lambda x: onnx.arg_max(x, axis=-1, keepdims=0),
+    }
+    return calls[name]
+
+
+class Switches:
+    """Sets module attributes of ``jaxmax._src.lowering`` for the duration of a ``with`` (and
+    clears JAX's caches on the way in and out: the forms are chosen while tracing)."""
+
+    def __init__(self, values: dict[tuple[str, str], Any]):
+        self.values = values
+        self.saved: dict[tuple[str, str], Any] = {}
+
+    def _module(self, name: str) -> Any:
+        import importlib
+
+        return importlib.import_module(f"jaxmax._src.lowering.{name}")
+
+    def __enter__(self) -> Switches:
+        import jax
+
+        for (module, attribute), value in self.values.items():
+            self.saved[(module, attribute)] = getattr(self._module(module), attribute)
+            setattr(self._module(module), attribute, value)
+        jax.clear_caches()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import jax
+
+        for (module, attribute), value in self.saved.items():
+            setattr(self._module(module), attribute, value)
+        jax.clear_caches()
+
+
 def form(name: str, out: tuple[int, ...]) -> Callable[[Any], Any]:
     """The form `name` of AdaptiveMaxPool to `out`, values and int32 indices: ``fold`` (every
     tap combination unrolled), ``tiled`` (axis by axis, NaN checked, the fold when found),
@@ -129,6 +208,59 @@ def rss_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def measure(label: str, x: Any, fns: dict[str, Callable[[Any], Any]],
+            switches: dict[str, dict[tuple[str, str], Any]], args: argparse.Namespace,
+            compare: bool) -> None:
+    """Compiles, checks and times `fns` on `x` side by side, one table line per form (the
+    first the base of the ratios; names starting with "plain" are compiled only)."""
+    import jax
+    import numpy as np
+
+    spec = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    cpu: dict[str, list[float]] = {f: [] for f in fns}
+    wall: dict[str, list[float]] = {f: [] for f in fns}
+    mem: dict[str, tuple[float, float]] = {}
+    compiled: dict[str, Any] = {}
+    for r in range(args.compiles):
+        for f in list(fns) if r % 2 == 0 else list(fns)[::-1]:
+            with Switches(switches.get(f, {})):
+                before = rss_mb()
+                t0, c0 = time.perf_counter(), time.process_time()
+                compiled[f] = jax.jit(fns[f]).lower(spec).compile()
+                cpu[f].append(time.process_time() - c0)
+                wall[f].append(time.perf_counter() - t0)
+            if f not in mem:
+                analysis = compiled[f].memory_analysis()
+                temp = getattr(analysis, "temp_size_in_bytes", 0) / 2**20
+                mem[f] = (rss_mb() - before, temp)
+    timed = [f for f in fns if not f.startswith("plain")]
+    outs = {f: jax.tree.leaves(compiled[f](x)) for f in timed}
+    for f in timed:
+        same = all(np.array_equal(np.asarray(a).view(np.uint8), np.asarray(b).view(np.uint8))
+                   for a, b in zip(outs[timed[0]], outs[f], strict=True))
+        if not same and compare:
+            print(f"<!-- {label}: {f} differs from {timed[0]} -->")
+    run: dict[str, list[float]] = {f: [] for f in timed}
+    run_cpu: dict[str, list[float]] = {f: [] for f in timed}
+    for r in range(args.rounds):
+        for f in timed if r % 2 == 0 else timed[::-1]:
+            t0, c0 = time.perf_counter(), time.process_time()
+            jax.block_until_ready(compiled[f](x))
+            run[f].append((time.perf_counter() - t0) * 1e3)
+            run_cpu[f].append((time.process_time() - c0) * 1e3)
+    base = statistics.median(run[timed[0]])
+    for f in fns:
+        cells = [f"{min(cpu[f]):.3f}", f"{min(wall[f]):.3f}", f"{mem[f][0]:.1f}",
+                 f"{mem[f][1]:.1f}"]
+        if f in run:
+            med = statistics.median(run[f])
+            cells += [f"{med:.2f}", f"{statistics.median(run_cpu[f]):.2f}", f"{med / base:.2f}"]
+        else:
+            cells += ["", "", ""]
+        mark = "*" if f == timed[0] else ""
+        print(f"| {label} | {f}{mark} | " + " | ".join(cells) + " |", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="")
@@ -139,6 +271,8 @@ def main() -> int:
     if args.list:
         for row in ROWS:
             print(row)
+        for label, shape, _, switched in OTHER_ROWS:
+            print((label, shape, tuple(switched)))
         return 0
     import warnings
 
@@ -155,11 +289,9 @@ def main() -> int:
     for label, shape, out, data, forms in ROWS:
         if args.only not in label:
             continue
-        spec = jax.ShapeDtypeStruct(shape, np.float32)
         x = rng.standard_normal(shape, dtype=np.float32)
         if data == "nan":
             x[rng.random(shape) < 0.01] = np.nan
-        xj = jnp.asarray(x)
         if data == "grad":
             cot = jnp.asarray(rng.standard_normal(shape[:2] + out, dtype=np.float32))
             fns = {f: gradient(f, out, cot) for f in forms}
@@ -168,51 +300,13 @@ def main() -> int:
             fns["plain, values only"] = plain(out, False)
             if len(out) == 2:
                 fns["plain, with indices"] = plain(out, True)
-        cpu: dict[str, list[float]] = {f: [] for f in fns}
-        wall: dict[str, list[float]] = {f: [] for f in fns}
-        mem: dict[str, tuple[float, float]] = {}
-        compiled: dict[str, Any] = {}
-        for r in range(args.compiles):
-            for f in list(fns) if r % 2 == 0 else list(fns)[::-1]:
-                jax.clear_caches()
-                before = rss_mb()
-                t0, c0 = time.perf_counter(), time.process_time()
-                compiled[f] = jax.jit(fns[f]).lower(spec).compile()
-                cpu[f].append(time.process_time() - c0)
-                wall[f].append(time.perf_counter() - t0)
-                if f not in mem:
-                    analysis = compiled[f].memory_analysis()
-                    temp = getattr(analysis, "temp_size_in_bytes", 0) / 2**20
-                    mem[f] = (rss_mb() - before, temp)
-        timed = [f for f in fns if not f.startswith("plain")]
-        outs = {f: jax.tree.leaves(compiled[f](xj)) for f in timed}
-        first = outs[timed[0]]
-        for f in timed:
-            same = all(np.array_equal(np.asarray(a).view(np.uint8), np.asarray(b).view(np.uint8))
-                       for a, b in zip(first, outs[f], strict=True))
-            if not same and data != "grad":
-                print(f"<!-- {label}: {f} differs from {timed[0]} -->")
-        run: dict[str, list[float]] = {f: [] for f in timed}
-        run_cpu: dict[str, list[float]] = {f: [] for f in timed}
-        for r in range(args.rounds):
-            for f in timed if r % 2 == 0 else timed[::-1]:
-                t0, c0 = time.perf_counter(), time.process_time()
-                jax.block_until_ready(compiled[f](xj))
-                run[f].append((time.perf_counter() - t0) * 1e3)
-                run_cpu[f].append((time.process_time() - c0) * 1e3)
-        base = statistics.median(run[timed[0]])
-        for f in fns:
-            cells = [f"{min(cpu[f]):.3f}", f"{min(wall[f]):.3f}", f"{mem[f][0]:.1f}",
-                     f"{mem[f][1]:.1f}"]
-            if f in run:
-                med = statistics.median(run[f])
-                cells += [f"{med:.2f}", f"{statistics.median(run_cpu[f]):.2f}",
-                          f"{med / base:.2f}"]
-            else:
-                cells += ["", "", ""]
-            mark = "*" if f == timed[0] else ""
-            print(f"| {label} | {f}{mark} | " + " | ".join(cells) + " |",
-                  flush=True)
+        measure(label, jnp.asarray(x), fns, {}, args, compare=data != "grad")
+    for label, shape, call, switched in OTHER_ROWS:
+        if args.only not in label:
+            continue
+        inputs = jnp.asarray(rng.standard_normal(shape, dtype=np.float32))
+        measure(label, inputs, {f: other_call(call) for f in switched}, switched, args,
+                compare=True)
     return 0
 
 
