@@ -65,7 +65,7 @@ ROWS: list[tuple[str, tuple[int, ...], tuple[int, ...], str, tuple[str, ...]]] =
     ("global (32, 512, 16, 16) -> (1, 1)", (32, 512, 16, 16), (1, 1), "normal",
      ("tiled skip", "tiled", "fold", "gathered")),
     ("global (32, 512, 16, 16) -> (1, 1) NaN", (32, 512, 16, 16), (1, 1), "nan",
-     ("tiled skip", "tiled", "by_axis")),
+     ("tiled skip", "tiled", "gathered", "by_axis")),
     ("global (32, 512, 16, 16) grad", (32, 512, 16, 16), (1, 1), "grad",
      ("tiled skip routed", "by_axis routed")),
     ("global (8, 2048, 7, 7) -> (1, 1)", (8, 2048, 7, 7), (1, 1), "normal",
