@@ -225,8 +225,9 @@ def _fold(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
 
 
 def _runs_fold(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dtype):
-    """`_fold` with `_routed`'s keywords (its taps of concatenated runs: differentiated through
-    the indices, whose compile does not grow with the taps)."""
+    """`_fold` with `_routed`'s keywords, differentiated through the indices (whose compile does
+    not grow with the taps): its taps of concatenated runs, and windows that tile the input
+    with more than `AUTODIFF_TAPS` taps."""
     return _fold(x, output_shape, index_dtype)
 
 
