@@ -107,7 +107,7 @@ TILED_MIN_BYTES = 2 << 20
 #: beyond it the tangent gathered at the indices (`_routed`). The gradient of (32, 512, 14, 14)
 #: to (7, 7) (4 taps): autodiff 5.5 against 8.3 ms CPU; (15, 15) to (5, 5) (9 taps) 21.4
 #: against 7.4 ms, (16, 16) to (4, 4) 39.0 against 7.9 ms, (14, 14) to (2, 2) (49 taps) 101
-#: against 4.8 ms and 2.76 against 0.20 s to compile (benchmarks/adaptive_forms_ab.py).
+#: against 4.8 ms and 2.76 against 0.20 s to compile (benchmarks/forms_ab.py).
 AUTODIFF_TAPS = 4
 # Up to this many taps (the product over the axes of the largest window) the fold is unrolled
 # over every tap combination in one fusion where each tap is one strided slice per axis

@@ -1,4 +1,5 @@
-"""AdaptiveMaxPool-8's forms forced side by side in one process, on the rows that choose them.
+"""Lowering forms forced side by side in one process: AdaptiveMaxPool-8's, then MaxPool's, TopK's
+and ArgMax's, on the rows that choose among them.
 
 Each row names a shape, an output size and the forms that could compute it (the one the
 lowering takes is marked ``*``); each form is called straight from
@@ -24,7 +25,7 @@ tracing, JAX's caches cleared around each): MaxPool's compact form against its u
 maxima against one ``lax.top_k`` (``top_k_chunked.CHUNK_MIN_LENGTH``), ArgMax's small-input
 pairs against its folds (``arg_max.SMALL_BYTES``).
 
-Run: ``PYTHONPATH=$PWD python benchmarks/adaptive_forms_ab.py [--only SUBSTRING]
+Run: ``PYTHONPATH=$PWD python benchmarks/forms_ab.py [--only SUBSTRING]
 [--compiles 3] [--rounds 21]``; ``--list`` prints the rows.
 """
 
