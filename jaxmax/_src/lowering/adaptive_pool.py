@@ -155,6 +155,9 @@ def _adaptive_jit(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.d
 
     def compute(x):
         spatial = tuple(x.shape[2:])
+        if math.prod(spatial) >= pool_compact.NONE:  # int64 positions (x64 on: the adapter checks)
+            return _routed(partial(_gathered_by_axis, output_shape=output_shape,
+                                   index_dtype=index_dtype), x)
         if compact_applies(spatial, output_shape, x.size * x.dtype.itemsize):
             return _routed(partial(_compact, output_shape=output_shape,
                                    index_dtype=index_dtype), x)
@@ -423,8 +426,8 @@ def compact_applies(spatial: tuple[int, ...], output_shape: tuple[int, ...],
     return nbytes <= pool_compact.SMALL_BYTES or axis_taps > MAX_UNROLLED_AXIS_TAPS
 
 
-def _gather_along(v: jax.Array, positions: np.ndarray, axis: int) -> jax.Array:
-    """``jnp.take(v, positions, axis)`` for static in-bounds `positions`, as one gather (no
+def _gather_along(v: jax.Array, positions: Any, axis: int) -> jax.Array:
+    """``jnp.take(v, positions, axis)`` for in-bounds `positions`, as one gather (no
     bounds handling: a small input's module holds a fraction of the operations, which JAX keeps
     for every new shape)."""
     numbers = lax.GatherDimensionNumbers(
@@ -459,6 +462,25 @@ def _compact(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dty
         gather_all = FORCE_GATHER_ALL
     form = _gathered if gather_all else _gathered_by_axis
     return form(x, output_shape=output_shape, index_dtype=index_dtype)
+
+
+#: Up to this many entries an axis' tap positions are a constant of the program; beyond (an
+#: axis past int32, whose windows are as long), they are computed from iotas.
+_CONSTANT_TAPS = 1 << 24
+
+
+def _axis_taps(length: int, outputs: int, itype: type) -> Any:
+    """``(outputs, kmax)`` positions along one axis: tap ``t`` of window ``i`` reads
+    ``min(start_i + t, end_i - 1)`` (a short window repeats its last element)."""
+    wins = windows(length, outputs)
+    kmax = max(e - s for s, e in wins)
+    if outputs * kmax <= _CONSTANT_TAPS:
+        return np.array([[min(s + t, e - 1) for t in range(kmax)] for s, e in wins], itype)
+    i = lax.broadcasted_iota(itype, (outputs, kmax), 0)
+    t = lax.broadcasted_iota(itype, (outputs, kmax), 1)
+    start = i * itype(length) // itype(outputs)
+    end = -((-(i + 1) * itype(length)) // itype(outputs))
+    return jnp.minimum(start + t, end - 1)
 
 
 def _gathered(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dtype):
@@ -510,11 +532,14 @@ def _gathered_by_axis(x: jax.Array, *, output_shape: tuple[int, ...], index_dtyp
     (``acc < x`` never takes a NaN, and a NaN first element is never replaced).
     """
     spatial = tuple(x.shape[2:])
+    # positions in int32, or in int64 on a plane past int32 (only with x64 on)
+    itype = np.dtype(np.int32 if math.prod(spatial) < pool_compact.NONE else np.int64).type
+    none = itype(np.iinfo(itype).max)
     key = order.key(x, descending=True, nan_order="last")
-    index = lax.broadcasted_iota(np.int32, x.shape, x.ndim - 1)
+    index = lax.broadcasted_iota(itype, x.shape, x.ndim - 1)
     step = spatial[-1]
     for d in reversed(range(len(spatial) - 1)):
-        index = index + lax.broadcasted_iota(np.int32, x.shape, 2 + d) * np.int32(step)
+        index = index + lax.broadcasted_iota(itype, x.shape, 2 + d) * itype(step)
         step *= spatial[d]
     low_key = np.array(np.iinfo(key.dtype).min, key.dtype)
     # values as their bits: a gather across shards may be a masked sum, which turns -0.0 to +0.0
@@ -525,24 +550,21 @@ def _gathered_by_axis(x: jax.Array, *, output_shape: tuple[int, ...], index_dtyp
     operands: tuple[jax.Array, ...] = (key, first, index)
     for d in reversed(range(len(spatial))):
         axis = 2 + d
-        wins = windows(spatial[d], output_shape[d])
-        kmax = max(e - s for s, e in wins)
-        taps = np.array([[min(s + t, e - 1) for t in range(kmax)] for s, e in wins], np.int32)
+        taps = _axis_taps(spatial[d], output_shape[d], itype)
         operands = tuple(_gather_along(v, taps, axis) for v in operands)  # (.., O, kmax, ..)
-        operands = lax.reduce(operands, (low_key, fill, np.int32(pool_compact.NONE)),
-                              pool_compact.select, (axis + 1,))
+        operands = lax.reduce(operands, (low_key, fill, none), pool_compact.select, (axis + 1,))
         first = _gather_along(first, taps[:, 0], axis)
     _, value, index = operands
     value = order.from_bits(value, x.dtype)
     first = order.from_bits(first, x.dtype)
     if dtypes.is_floating(x.dtype):
-        starts = np.zeros((1, 1) + output_shape, np.int32)
+        starts = np.zeros((1, 1) + output_shape, itype)
         step = 1
         for d in reversed(range(len(spatial))):
-            begin = np.array([s for s, _ in windows(spatial[d], output_shape[d])], np.int32)
+            begin = np.array([s for s, _ in windows(spatial[d], output_shape[d])], itype)
             shape = [1] * value.ndim
             shape[2 + d] = output_shape[d]
-            starts = starts + begin.reshape(shape) * np.int32(step)
+            starts = starts + begin.reshape(shape) * itype(step)
             step *= spatial[d]
         nan = first != first
         value = lax.select(nan, first, value)
