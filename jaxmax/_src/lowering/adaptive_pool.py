@@ -31,7 +31,8 @@ compact form above it: the per-window form is the fastest but its compile grows 
 Inputs of at most ``pool_compact.SMALL_BYTES``, and windows whose largest lengths sum over the
 axes to more than `MAX_UNROLLED_AXIS_TAPS`, take the compact form (`_compact`: one gather of
 every window's taps and one variadic reduce, or one of each per axis), whose compiled code does
-not grow with the windows.
+not grow with the windows. A plane past int32 (x64 on) takes the per-axis gathers with int64
+positions (every other form unrolls its taps, which never finishes tracing there).
 """
 
 from __future__ import annotations
