@@ -121,8 +121,9 @@ def test_windows_exact_integer_arithmetic():
     assert indices.tolist() == [[starts]]
 
 
-def test_large_window_staged_path():
-    """Windows large enough that the fold runs axis by axis."""
+def test_large_windows():
+    """Windows whose largest lengths multiply to more than the unrolled fold takes (small
+    inputs: the compact form)."""
     rng = np.random.default_rng(5)
     for shape, out in [((2, 2, 20, 17), (1, 1)), ((1, 2, 30, 9), (4, 2)), ((1, 1, 9, 10, 11),
                                                                           (1, 2, 1))]:
@@ -314,32 +315,35 @@ def test_forms_by_window_reads(monkeypatch):
         assert len(lowered.as_text().splitlines()) < 600, (shape, out)
 
 
-def test_windows_that_tile_a_large_input():
+@pytest.mark.parametrize("shape,out", [((16, 64, 16, 32), (8, 8)), ((16, 64, 16, 32), (1, 2)),
+                                       ((4, 16, 8, 32, 32), (4, 8, 16))])
+def test_windows_that_tile_a_large_input(shape, out):
     """Inputs of `TILED_MIN_BYTES` or more whose windows tile them are folded axis by axis:
-    against the oracle with ties, ±0, ±inf and NaN (the check sends such data to the unrolled
-    fold) and without NaN (the stages' own answer), 2-D and 3-D, float32 and int32; vmap over
-    both kinds of data at once, and the gradient (each cotangent to its window's index)."""
+    against the oracle with ties, ±0, ±inf and NaN (up to `_UNROLLED_TAPS` taps the check sends
+    such data to the unrolled fold; beyond, (16, 32) -> (1, 2), the stages skip NaN themselves)
+    and without NaN (the stages' own answer), 2-D and 3-D, float32 and int32; vmap over both
+    kinds of data at once, and the gradient (each cotangent to its window's index)."""
     from jaxmax._src.lowering import adaptive_pool
 
     rng = np.random.default_rng(17)
-    cases = [((16, 64, 16, 32), (8, 8)), ((4, 16, 8, 32, 32), (4, 8, 16))]
-    for shape, out in cases:
-        assert np.prod(shape) * 4 >= adaptive_pool.TILED_MIN_BYTES
-        with_nan = tricky(rng, shape, np.float32)
-        clean = np.where(np.isnan(with_nan), np.float32(0.5), with_nan)
-        wants = []
-        for x in (with_nan, clean, tricky(rng, shape, np.int32)):
-            values, indices = ov.adaptive_max_pool(x, out, index_element_type="i32")
-            want_v, want_i = oracle(x, out, np.int32)
-            assert_exact(values, want_v, f"{shape} {x.dtype}")
-            assert_exact(indices, want_i, f"{shape} {x.dtype} indices")
-            wants.append((want_v, want_i))
-        v, i = jax.vmap(lambda t, out=out: ov.adaptive_max_pool(t, out, index_element_type="i32"))(
-            np.stack([with_nan, clean]))
-        for k in range(2):
-            assert_exact(v[k], wants[k][0], f"vmap {k}")
-            assert_exact(i[k], wants[k][1], f"vmap {k} indices")
-    # the gradient on the clean 3-D input: each window's cotangent at its index
+    assert (adaptive_pool.tap_count(shape[2:], out) > adaptive_pool._UNROLLED_TAPS) == (
+        out == (1, 2))
+    assert np.prod(shape) * 4 >= adaptive_pool.TILED_MIN_BYTES
+    with_nan = tricky(rng, shape, np.float32)
+    clean = np.where(np.isnan(with_nan), np.float32(0.5), with_nan)
+    wants = []
+    for x in (with_nan, clean, tricky(rng, shape, np.int32)):
+        values, indices = ov.adaptive_max_pool(x, out, index_element_type="i32")
+        want_v, want_i = oracle(x, out, np.int32)
+        assert_exact(values, want_v, f"{shape} {x.dtype}")
+        assert_exact(indices, want_i, f"{shape} {x.dtype} indices")
+        wants.append((want_v, want_i))
+    v, i = jax.vmap(lambda t: ov.adaptive_max_pool(t, out, index_element_type="i32"))(
+        np.stack([with_nan, clean]))
+    for k in range(2):
+        assert_exact(v[k], wants[k][0], f"vmap {k}")
+        assert_exact(i[k], wants[k][1], f"vmap {k} indices")
+    # the gradient on the clean input: each window's cotangent at its index
     cot = rng.standard_normal(shape[:2] + out).astype(np.float32)
     g = jax.jit(jax.grad(lambda v: (ov.adaptive_max_pool(v, out)[0] * cot).sum()))(clean)
     want = np.zeros((shape[0], shape[1], int(np.prod(shape[2:]))), np.float32)

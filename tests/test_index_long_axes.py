@@ -16,8 +16,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from adaptive_unpool_oracle import adaptive_max_pool as adaptive_oracle
 from arg_max_oracle import top_k as top_k_oracle
-from helpers import special_floats
+from helpers import assert_same, special_floats
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
@@ -40,6 +41,12 @@ INDEXED = {
                                                        index_element_type="i64")),
     "ONNX MaxPool with Indices": ((1, 1, N), lambda z: onnx.max_pool(
         z, kernel_shape=[2], strides=[2], return_indices=True)),
+    "AdaptiveMaxPool-8 i64": ((1, 1, N), lambda z: ov.adaptive_max_pool(
+        z, [7], index_element_type="i64")),
+    "AdaptiveMaxPool-8 i64, windows that tile": ((2, 3, N), lambda z: ov.adaptive_max_pool(
+        z, [3], index_element_type="i64")),
+    "AdaptiveMaxPool-8 i64, a 2-D plane": ((1, 1, 2**16, 2**15 + 1), lambda z: (
+        ov.adaptive_max_pool(z, [5, 3], index_element_type="i64"))),
 }
 # operators that number positions internally: no index output, the same two outcomes
 POSITIONED = {
@@ -111,4 +118,42 @@ def test_blocked_top_k_on_small_data(monkeypatch, face, descending, by_index):
                                       err_msg=f"n={n} k={k}")
         np.testing.assert_array_equal(np.asarray(got[0]).view(np.uint32),
                                       oracle[0].view(np.uint32), err_msg=f"n={n} k={k}")
+    jax.clear_caches()
+
+
+def test_adaptive_max_pool_long_plane_form_on_small_data(monkeypatch):
+    """AdaptiveMaxPool's form for planes past int32 (per-axis gathers with int64 positions,
+    computed from iotas where an axis' taps are too many for a constant), with x64 on and the
+    plane threshold and the constant limit lowered: against the NumPy oracle, NaN (first and
+    later in a window), ±inf, signed zeros and ties, overlapping and tiling windows; and the
+    gradient, each window's cotangent at its index."""
+    from jaxmax._src.lowering import adaptive_pool
+    from jaxmax._src.lowering.pooling import compact as pool_compact
+
+    monkeypatch.setattr(pool_compact, "NONE", 40)
+    monkeypatch.setattr(adaptive_pool, "_CONSTANT_TAPS", 0)
+    rng = np.random.default_rng(41)
+    with jax.enable_x64(True):
+        jax.clear_caches()  # the thresholds are read when a shape is traced
+        for shape, out in (((2, 3, 61), (7,)), ((1, 2, 45), (5,)), ((2, 2, 9, 11), (4, 3)),
+                           ((1, 2, 6, 7), (6, 7))):
+            x = special_floats(rng, shape)
+            x.reshape(-1)[::5] = np.round(x.reshape(-1)[::5])  # ties
+            x.reshape(-1)[1::9] = -0.0
+            x.reshape(-1)[2::9] = 0.0
+            values, indices = ov.adaptive_max_pool(x, out, index_element_type="i64")
+            want_v, want_i = adaptive_oracle(x, out, np.int64)
+            assert_same(values, want_v, f"{shape} -> {out}")
+            assert_same(indices, want_i, f"{shape} -> {out} indices")
+            clean = np.where(np.isfinite(x), x, np.float32(0.5))
+            cot = rng.standard_normal(want_v.shape).astype(np.float32)
+            grad = jax.grad(lambda v, out=out, cot=cot: (ov.adaptive_max_pool(
+                v, out, index_element_type="i64")[0] * cot).sum())(clean)
+            _, clean_i = adaptive_oracle(clean, out, np.int64)
+            want = np.zeros((shape[0] * shape[1], int(np.prod(shape[2:]))), np.float32)
+            for plane, (ids, c) in enumerate(zip(clean_i.reshape(len(want), -1),
+                                                 cot.reshape(len(want), -1), strict=True)):
+                np.add.at(want[plane], ids, c)
+            np.testing.assert_allclose(np.asarray(grad).reshape(want.shape), want, rtol=1e-6,
+                                       err_msg=f"{shape} -> {out} gradient")
     jax.clear_caches()

@@ -16,19 +16,23 @@ one XLA fusion; its derivative sends each window's cotangent to the winning elem
 transposes add up the contributions of overlapping windows).
 
 Where the windows tile an input of 2 MiB or more (``O`` divides ``L`` on every axis: a ResNet
-head's (14, 14) to (7, 7)), the fold runs one axis at a time instead (`_tiled`: 2x faster), the
-seeded fold unless the data holds a NaN; then the unrolled fold is taken (`_tiled_or_fold`),
-whose derivative is also the one taken in every case.
+head's (14, 14) to (7, 7)), the fold runs one axis at a time instead (`_tiled`: 2x faster): up
+to `_UNROLLED_TAPS` taps the seeded fold unless the data holds a NaN, then the unrolled fold
+(`_tiled_or_fold`); beyond, the stages skip NaN themselves (a global pooling's (16, 16) to
+(1, 1)). Their derivative is the unrolled fold's autodiff up to `AUTODIFF_TAPS` taps, the tangent
+gathered at the indices beyond (`_routed`; the windows do not overlap).
 
 Otherwise the fold over every tap where each tap is one strided slice per axis (`_regular`
-windows, at most 64 taps); else each window folded on its own (`_per_window`) up to
+windows, at most 64 taps; differentiated through the indices beyond `AUTODIFF_TAPS` taps where
+the windows tile the input); else each window folded on its own (`_per_window`) up to
 `WINDOW_READS` element reads per plane; beyond, the tap fold up to `RUNS_FOLD_TAPS` taps, and the
 compact form above it: the per-window form is the fastest but its compile grows with the reads.
 
 Inputs of at most ``pool_compact.SMALL_BYTES``, and windows whose largest lengths sum over the
 axes to more than `MAX_UNROLLED_AXIS_TAPS`, take the compact form (`_compact`: one gather of
 every window's taps and one variadic reduce, or one of each per axis), whose compiled code does
-not grow with the windows.
+not grow with the windows. A plane past int32 (x64 on) takes the per-axis gathers with int64
+positions (every other form unrolls its taps, which never finishes tracing there).
 """
 
 from __future__ import annotations
@@ -100,9 +104,15 @@ def tap_positions(length: int, outputs: int) -> list[list[int]]:
 #: (7, 7) 1.61x and (2, 16, 8, 14, 14) to (4, 7, 7) 1.55x (the NaN check and the stages'
 #: second pass cost more than they save on a small input).
 TILED_MIN_BYTES = 2 << 20
+#: Up to this many taps the unrolled fold's derivative is its own autodiff (the selects' JVP),
+#: beyond it the tangent gathered at the indices (`_routed`). The gradient of (32, 512, 14, 14)
+#: to (7, 7) (4 taps): autodiff 5.5 against 8.3 ms CPU; (15, 15) to (5, 5) (9 taps) 21.4
+#: against 7.4 ms, (16, 16) to (4, 4) 39.0 against 7.9 ms, (14, 14) to (2, 2) (49 taps) 101
+#: against 4.8 ms and 2.76 against 0.20 s to compile (benchmarks/forms_ab.py).
+AUTODIFF_TAPS = 4
 # Up to this many taps (the product over the axes of the largest window) the fold is unrolled
 # over every tap combination in one fusion where each tap is one strided slice per axis
-# (`_regular`); beyond it, one axis at a time (see `_staged`).
+# (`_regular`); beyond it, one axis at a time (`_tiled`), or by the forms below.
 _UNROLLED_TAPS = 64
 #: Up to this many element reads per (n, c) plane, windows that are not regular are each folded
 #: from single-element slices (`_per_window`: the fastest form, whose compile grows with the
@@ -148,17 +158,26 @@ def _adaptive_jit(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.d
 
     def compute(x):
         spatial = tuple(x.shape[2:])
+        if math.prod(spatial) >= pool_compact.NONE:  # int64 positions (x64 on: the adapter checks)
+            return _routed(partial(_gathered_by_axis, output_shape=output_shape,
+                                   index_dtype=index_dtype), x)
         if compact_applies(spatial, output_shape, x.size * x.dtype.itemsize):
             return _routed(partial(_compact, output_shape=output_shape,
                                    index_dtype=index_dtype), x)
         divisible = all(n % o == 0 for n, o in zip(spatial, output_shape, strict=True))
-        if divisible and x.size * x.dtype.itemsize >= TILED_MIN_BYTES:
-            if dtypes.is_floating(x.dtype):
-                return _tiled_or_fold(x, output_shape, index_dtype)
-            return _tiled(x, output_shape, index_dtype)  # integers: no NaN, the seeded fold
         taps = tap_count(spatial, output_shape)
+        if divisible and x.size * x.dtype.itemsize >= TILED_MIN_BYTES:
+            if not dtypes.is_floating(x.dtype):
+                return _tiled(x, output_shape, index_dtype)
+            if taps <= AUTODIFF_TAPS:
+                return _tiled_or_fold(x, output_shape, index_dtype)
+            tiled = _checked_tiled if taps <= _UNROLLED_TAPS else _tiled_routed
+            return _routed(partial(tiled, output_shape=output_shape, index_dtype=index_dtype), x)
         if taps <= _UNROLLED_TAPS and (divisible or _regular(spatial, output_shape)):
-            return _fold(x, output_shape, index_dtype)
+            if taps <= AUTODIFF_TAPS or not divisible:  # overlapping windows: autodiff
+                return _fold(x, output_shape, index_dtype)
+            return _routed(partial(_runs_fold, output_shape=output_shape,
+                                   index_dtype=index_dtype), x)
         if _window_reads(spatial, output_shape) <= WINDOW_READS:
             form: Any = _per_window
         else:
@@ -212,12 +231,14 @@ def _fold(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
 
 
 def _runs_fold(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dtype):
-    """`_fold` with `_routed`'s keywords (its taps of concatenated runs: differentiated through
-    the indices, whose compile does not grow with the taps)."""
+    """`_fold` with `_routed`'s keywords, differentiated through the indices (whose compile does
+    not grow with the taps): its taps of concatenated runs, and windows that tile the input
+    with more than `AUTODIFF_TAPS` taps."""
     return _fold(x, output_shape, index_dtype)
 
 
-def _tiled(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
+def _tiled(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype,
+           skip_nan: bool = False):
     """The fold of windows that tile the input (``O`` divides ``L`` on every axis: windows of
     ``L / O``, stride ``L / O``), one axis at a time, the last first: each stage's taps are one
     strided slice each, and the index is kept as an offset from the window's first element (a
@@ -225,15 +246,21 @@ def _tiled(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
 
     Without NaN in `x` the seeded fold is the first, in row-major order, of the window's largest
     elements (``acc < x`` keeps the earlier of equal ones, ``-0.0``/``+0.0`` too), a maximum over
-    a total order, which any grouping of the taps gives: this is the seeded fold. With NaN it is
-    not (a NaN after a window's first element hides later elements from one stage only): the
-    caller checks (`_tiled_or_fold`).
+    a total order, which any grouping of the taps gives. With NaN it is not (a NaN after a
+    window's first element hides later elements from one stage only), unless `skip_nan`: then a
+    later tap also replaces the accumulator where ``acc`` is NaN and the tap is not (NaN lowest
+    in that order), and the window's first element (every stage's first tap) overrides the
+    result where it is NaN, which is the seeded fold on any data (``acc < x`` never takes a NaN,
+    and a NaN first element is never replaced). Without `skip_nan` the caller checks the data
+    (`_tiled_or_fold`).
     """
     spatial = tuple(x.shape[2:])
     plane_strides = [math.prod(spatial[d + 1:]) for d in range(len(spatial))]
+    floating = skip_nan and dtypes.is_floating(x.dtype)
     itype = index_dtype.type
     val: Any = x
     idx: Any = itype(0)  # a scalar until some stage has more than one tap
+    first: Any = x
     for d in reversed(range(len(spatial))):
         k, axis = spatial[d] // output_shape[d], 2 + d
         acc: Any = None
@@ -245,8 +272,12 @@ def _tiled(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
                 idx, j, j + (output_shape[d] - 1) * k + 1, k, axis) + offset
             if acc is None:
                 acc, acc_idx = cand, cand_idx
+                if floating:
+                    first = lax.slice_in_dim(first, 0, (output_shape[d] - 1) * k + 1, k, axis)
                 continue
             take = acc < cand
+            if floating:
+                take = take | (jnp.isnan(acc) & ~jnp.isnan(cand))
             acc = jnp.where(take, cand, acc)
             acc_idx = jnp.where(take, cand_idx, acc_idx)
         val, idx = acc, acc_idx
@@ -255,36 +286,45 @@ def _tiled(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
         k = spatial[d] // output_shape[d]
         origin = origin + lax.broadcasted_iota(index_dtype, output_shape, d) * itype(
             k * plane_strides[d])
+    if floating:
+        nan_first = jnp.isnan(first)
+        val = jnp.where(nan_first, first, val)
+        idx = jnp.where(nan_first, itype(0), jnp.broadcast_to(idx, val.shape))
     return val, jnp.broadcast_to(idx + origin, val.shape)
 
 
-def _unrolled_or_staged(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
-    """The fold over every tap in one fusion, or axis by axis with NaN folded in (many taps):
-    both exact on any data."""
-    if tap_count(tuple(x.shape[2:]), output_shape) <= _UNROLLED_TAPS:
-        return _fold(x, output_shape, index_dtype)
-    return _staged(x, output_shape, index_dtype)
+def _checked_tiled(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dtype):
+    """`_tiled`, or `_fold` when the data may hold a NaN (see `_tiled_or_fold`), with
+    `_routed`'s keywords."""
+    return rules.redo_if(rules.sum_is_nan(x), _tiled(x, output_shape, index_dtype),
+                         lambda: _fold(x, output_shape, index_dtype))
+
+
+def _tiled_routed(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dtype):
+    """`_tiled` skipping NaN, with `_routed`'s keywords: the form of windows of more than
+    `_UNROLLED_TAPS` taps that tile a large input (a global pooling's (16, 16) to (1, 1)), exact
+    on any data without a check, and differentiated through the indices."""
+    return _tiled(x, output_shape, index_dtype, skip_nan=True)
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(1, 2))
 def _tiled_or_fold(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
-    """`_tiled`, or `_unrolled_or_staged` when the data may hold a NaN (its sum is NaN; a false
-    alarm only costs time). Differentiated as `_unrolled_or_staged` (the autodiff of its
-    selects: a zero-or-one-trip loop has no reverse mode, and routing the tangent through the
-    indices, as `_routed` does, made the gradient of (32, 512, 14, 14) -> (7, 7) 2.5 ms against
-    1.0 ms).
+    """`_tiled`, or the unrolled fold (`_fold`, at most `_UNROLLED_TAPS` taps) when the data may
+    hold a NaN (its sum is NaN; a false alarm only costs time). Differentiated as `_fold` (the
+    autodiff of its selects: a zero-or-one-trip loop has no reverse mode, and routing the tangent
+    through the indices, as `_routed` does, made the gradient of (32, 512, 14, 14) -> (7, 7)
+    2.5 ms against 1.0 ms).
 
     Measured on (32, 512, 14, 14) float32 to (7, 7), in process: `_tiled` with the NaN check
-    1.1-1.5 ms against 2.3-3.7 ms for `_fold`; `_staged`, which folds NaN in, 2.6 ms.
+    1.1-1.5 ms against 2.3-3.7 ms for `_fold`; `_tiled` skipping NaN without the check 1.5x
+    the checked form on clean data.
     """
-    return rules.redo_if(rules.sum_is_nan(x), _tiled(x, output_shape, index_dtype),
-                         lambda: _unrolled_or_staged(x, output_shape, index_dtype))
+    return _checked_tiled(x, output_shape=output_shape, index_dtype=index_dtype)
 
 
 @_tiled_or_fold.defjvp
 def _tiled_or_fold_jvp(output_shape, index_dtype, primals, tangents):
-    return jax.jvp(lambda v: _unrolled_or_staged(v, output_shape, index_dtype), primals,
-                   tangents)
+    return jax.jvp(lambda v: _fold(v, output_shape, index_dtype), primals, tangents)
 
 
 def tap_count(spatial: tuple[int, ...], output_shape: tuple[int, ...]) -> int:
@@ -293,58 +333,6 @@ def tap_count(spatial: tuple[int, ...], output_shape: tuple[int, ...]) -> int:
                      for n, o in zip(spatial, output_shape, strict=True))
 
 
-
-
-def _staged(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
-    """The fold one spatial axis at a time, the last first (large windows: the taps add up
-    instead of multiplying).
-
-    Folding axis by axis equals the seeded fold when NaN is skipped along the way: the seeded
-    fold gives the window's first element when that is NaN, and otherwise the first (in
-    row-major order) of the largest non-NaN elements. That second part is a maximum over a
-    total order (NaN lowest, then the earlier position), which can be taken in any grouping: per
-    axis, a later tap replaces the accumulator where ``acc < x`` or where ``acc`` is NaN and
-    ``x`` is not; ties keep the earlier tap, which is the earlier position because the axes
-    folded before are later in row-major order. The window's first element then overrides
-    where it is NaN.
-    """
-    spatial = tuple(x.shape[2:])
-    plane_strides = [math.prod(spatial[d + 1:]) for d in range(len(spatial))]
-    floating = jnp.issubdtype(x.dtype, jnp.floating)
-    val = x
-    idx = jnp.zeros((), index_dtype)
-    first = x
-    first_idx = np.zeros((1,) * len(spatial), np.int64)
-    for d in reversed(range(len(spatial))):
-        positions = tap_positions(spatial[d], output_shape[d])
-        axis = 2 + d
-        shape = [1] * len(spatial)
-        shape[d] = output_shape[d]
-        acc: Any = None
-        acc_idx: Any = None
-        for t, pos in enumerate(positions):
-            offset = jnp.asarray(
-                (np.asarray(pos, np.int64).reshape(shape) * plane_strides[d]).astype(index_dtype))
-            cand = _take_static(val, axis, pos)
-            cand_idx = (_take_static(idx, axis, pos) if idx.ndim else idx) + offset
-            if t == 0:
-                acc, acc_idx = cand, jnp.broadcast_to(cand_idx, cand.shape)
-                if floating:
-                    first = _take_static(first, axis, pos)
-                    first_idx = first_idx + np.asarray(pos, np.int64).reshape(shape) * \
-                        plane_strides[d]
-                continue
-            take = acc < cand
-            if floating:
-                take = take | (jnp.isnan(acc) & ~jnp.isnan(cand))
-            acc = jnp.where(take, cand, acc)
-            acc_idx = jnp.where(take, cand_idx, acc_idx)
-        val, idx = acc, acc_idx
-    if floating:
-        nan_first = jnp.isnan(first)
-        val = jnp.where(nan_first, first, val)
-        idx = jnp.where(nan_first, jnp.asarray(first_idx.astype(index_dtype)), idx)
-    return val, idx
 
 
 def _per_window(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dtype):
@@ -441,8 +429,8 @@ def compact_applies(spatial: tuple[int, ...], output_shape: tuple[int, ...],
     return nbytes <= pool_compact.SMALL_BYTES or axis_taps > MAX_UNROLLED_AXIS_TAPS
 
 
-def _gather_along(v: jax.Array, positions: np.ndarray, axis: int) -> jax.Array:
-    """``jnp.take(v, positions, axis)`` for static in-bounds `positions`, as one gather (no
+def _gather_along(v: jax.Array, positions: Any, axis: int) -> jax.Array:
+    """``jnp.take(v, positions, axis)`` for in-bounds `positions`, as one gather (no
     bounds handling: a small input's module holds a fraction of the operations, which JAX keeps
     for every new shape)."""
     numbers = lax.GatherDimensionNumbers(
@@ -477,6 +465,25 @@ def _compact(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dty
         gather_all = FORCE_GATHER_ALL
     form = _gathered if gather_all else _gathered_by_axis
     return form(x, output_shape=output_shape, index_dtype=index_dtype)
+
+
+#: Up to this many entries an axis' tap positions are a constant of the program; beyond (an
+#: axis past int32, whose windows are as long), they are computed from iotas.
+_CONSTANT_TAPS = 1 << 24
+
+
+def _axis_taps(length: int, outputs: int, itype: type) -> Any:
+    """``(outputs, kmax)`` positions along one axis: tap ``t`` of window ``i`` reads
+    ``min(start_i + t, end_i - 1)`` (a short window repeats its last element)."""
+    wins = windows(length, outputs)
+    kmax = max(e - s for s, e in wins)
+    if outputs * kmax <= _CONSTANT_TAPS:
+        return np.array([[min(s + t, e - 1) for t in range(kmax)] for s, e in wins], itype)
+    i = lax.broadcasted_iota(itype, (outputs, kmax), 0)
+    t = lax.broadcasted_iota(itype, (outputs, kmax), 1)
+    start = i * itype(length) // itype(outputs)
+    end = -((-(i + 1) * itype(length)) // itype(outputs))
+    return jnp.minimum(start + t, end - 1)
 
 
 def _gathered(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dtype):
@@ -528,11 +535,14 @@ def _gathered_by_axis(x: jax.Array, *, output_shape: tuple[int, ...], index_dtyp
     (``acc < x`` never takes a NaN, and a NaN first element is never replaced).
     """
     spatial = tuple(x.shape[2:])
+    # positions in int32, or in int64 on a plane past int32 (only with x64 on)
+    itype = np.dtype(np.int32 if math.prod(spatial) < pool_compact.NONE else np.int64).type
+    none = itype(np.iinfo(itype).max)
     key = order.key(x, descending=True, nan_order="last")
-    index = lax.broadcasted_iota(np.int32, x.shape, x.ndim - 1)
+    index = lax.broadcasted_iota(itype, x.shape, x.ndim - 1)
     step = spatial[-1]
     for d in reversed(range(len(spatial) - 1)):
-        index = index + lax.broadcasted_iota(np.int32, x.shape, 2 + d) * np.int32(step)
+        index = index + lax.broadcasted_iota(itype, x.shape, 2 + d) * itype(step)
         step *= spatial[d]
     low_key = np.array(np.iinfo(key.dtype).min, key.dtype)
     # values as their bits: a gather across shards may be a masked sum, which turns -0.0 to +0.0
@@ -543,24 +553,21 @@ def _gathered_by_axis(x: jax.Array, *, output_shape: tuple[int, ...], index_dtyp
     operands: tuple[jax.Array, ...] = (key, first, index)
     for d in reversed(range(len(spatial))):
         axis = 2 + d
-        wins = windows(spatial[d], output_shape[d])
-        kmax = max(e - s for s, e in wins)
-        taps = np.array([[min(s + t, e - 1) for t in range(kmax)] for s, e in wins], np.int32)
+        taps = _axis_taps(spatial[d], output_shape[d], itype)
         operands = tuple(_gather_along(v, taps, axis) for v in operands)  # (.., O, kmax, ..)
-        operands = lax.reduce(operands, (low_key, fill, np.int32(pool_compact.NONE)),
-                              pool_compact.select, (axis + 1,))
+        operands = lax.reduce(operands, (low_key, fill, none), pool_compact.select, (axis + 1,))
         first = _gather_along(first, taps[:, 0], axis)
     _, value, index = operands
     value = order.from_bits(value, x.dtype)
     first = order.from_bits(first, x.dtype)
     if dtypes.is_floating(x.dtype):
-        starts = np.zeros((1, 1) + output_shape, np.int32)
+        starts = np.zeros((1, 1) + output_shape, itype)
         step = 1
         for d in reversed(range(len(spatial))):
-            begin = np.array([s for s, _ in windows(spatial[d], output_shape[d])], np.int32)
+            begin = np.array([s for s, _ in windows(spatial[d], output_shape[d])], itype)
             shape = [1] * value.ndim
             shape[2 + d] = output_shape[d]
-            starts = starts + begin.reshape(shape) * np.int32(step)
+            starts = starts + begin.reshape(shape) * itype(step)
             step *= spatial[d]
         nan = first != first
         value = lax.select(nan, first, value)
