@@ -42,24 +42,26 @@ def compute_dtype(dtype) -> np.dtype:
     return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
 
 
-def _slice(table: jax.Array, k) -> jax.Array:
-    return lax.dynamic_index_in_dim(table, k, 0, keepdims=False)
+def _corner_products(flat: jax.Array, base: jax.Array, axes: samples.Axes, width: int,
+                     pooled: tuple[int, int]):
+    """The four weighted corners ``w_i * X_i`` of one sample of every bin: (R, P_h, P_w, C)
+    each, with the out-of-image flag (R, P_h, P_w)."""
+    ph, pw = pooled
 
+    def y(table):
+        return table[:, :ph, samples.Y, None]
 
-def _corner_products(flat: jax.Array, base: jax.Array, ay: samples.Axis, ax: samples.Axis,
-                     ky, kx, width: int):
-    """The four weighted corners ``w_i * X_i`` of sample ``(ky, kx)`` of every bin:
-    (R, P_h, P_w, C) each, with the out-of-image flag (R, P_h, P_w)."""
-    y0, y1 = _slice(ay.low, ky)[:, :, None], _slice(ay.high, ky)[:, :, None]
-    x0, x1 = _slice(ax.low, kx)[:, None, :], _slice(ax.high, kx)[:, None, :]
-    ly, hy = _slice(ay.frac, ky)[:, :, None], _slice(ay.rest, ky)[:, :, None]
-    lx, hx = _slice(ax.frac, kx)[:, None, :], _slice(ax.rest, kx)[:, None, :]
-    outside = _slice(ay.outside, ky)[:, :, None] | _slice(ax.outside, kx)[:, None, :]
+    def x(table):
+        return table[:, None, :pw, samples.X]
+
+    y0, y1, x0, x1 = y(axes.low), y(axes.high), x(axes.low), x(axes.high)
+    ly, hy, lx, hx = y(axes.frac), y(axes.rest), x(axes.frac), x(axes.rest)
+    outside = y(axes.outside) | x(axes.outside)
     b = base[:, None, None]
     shape = outside.shape
 
-    def corner(y, x):
-        idx = jnp.broadcast_to(b + y * width + x, shape).reshape(-1)
+    def corner(yy, xx):
+        idx = jnp.broadcast_to(b + yy * width + xx, shape).reshape(-1)
         return jnp.take(flat, idx, axis=0, mode="clip").reshape(shape + (flat.shape[1],))
 
     weights = (hy * hx, hy * lx, ly * hx, ly * lx)
@@ -77,37 +79,37 @@ def _combine(products, outside, corners: bool, ct) -> jax.Array:
 
 
 def _step(flat, geometry, ints, ky, kx, *, face, corners, pooled, size):
-    """Sample ``(lo_y + ky, lo_x + kx)`` of every bin of every ROI: ``(v, mask, iy, ix)``."""
-    ys, xs, bh, bw = geometry
-    ay = samples.axis_samples(face, ys, bh, ints["gh"], pooled[0], size[0], 1,
-                              ints["lo_y"] + ky)
-    ax = samples.axis_samples(face, xs, bw, ints["gw"], pooled[1], size[1], 1,
-                              ints["lo_x"] + kx)
-    products, outside = _corner_products(flat, ints["base"], ay, ax, 0, 0, size[1])
+    """Sample ``(lo_y + ky, lo_x + kx)`` of every bin of every ROI: ``(v, mask, iy, ix)``,
+    each (R, P_h, P_w) (`v` with channels last); its geometry is computed here, inside the
+    loop over the samples (one set of kernels serves every sample)."""
+    start, bin_ = geometry
+    grid = ints["grid"]
+    index = ints["lo"] + jnp.stack([kx, ky]).astype(jnp.int32)  # X then Y
+    axes = samples.axis_samples(face, start, bin_, grid, max(pooled), (size[1], size[0]),
+                                index)
+    products, outside = _corner_products(flat, ints["base"], axes, size[1], pooled)
     v = _combine(products, outside, corners, flat.dtype)
-    iy, ix = ay.index[0][:, :, None], ax.index[0][:, None, :]
-    mask = (iy < ay.grid[:, None, None]) & (ix < ax.grid[:, None, None])
+    iy = axes.index[:, :pooled[0], samples.Y, None]
+    ix = axes.index[:, None, :pooled[1], samples.X]
+    mask = (iy < grid[:, samples.Y, None, None]) & (ix < grid[:, samples.X, None, None])
     return v, mask, iy, ix
 
 
-def _pool(flat, base, ay, ax, count, *, face, mode, corners, lowest, pooled, width):
-    """Scan over the static ``G x G`` grid of sample indices: (R, P_h, P_w, C) of CT."""
-    ky_n, kx_n = ay.index.shape[0], ax.index.shape[0]
-    r, c = base.shape[0], flat.shape[1]
+def _pool(flat, geometry, ints, *, face, mode, corners, lowest, pooled, size, grid_n):
+    """Scan over the static ``G x G`` grid of sample indices (`grid_n` = G), each step
+    computing its sample's geometry (:func:`_step`): (R, P_h, P_w, C) of CT."""
+    r, c = ints["base"].shape[0], flat.shape[1]
     ct = flat.dtype
     shape = (r,) + pooled + (c,)
     seed = lowest if (mode == "max" and face == "openvino") else np.array(
         -np.inf if mode == "max" else 0, ct)
     acc0 = jnp.full(shape, seed, ct)
-    per_sample = jnp.maximum(count, 1)[:, None, None, None]  # 0 only where nothing is summed
+    per_sample = jnp.maximum(ints["count"], 1)[:, None, None, None]  # 0: nothing summed
+    step = functools.partial(_step, face=face, corners=corners, pooled=pooled, size=size)
 
     def body(acc, k):
-        ky, kx = k // kx_n, k % kx_n
-        products, outside = _corner_products(flat, base, ay, ax, ky, kx, width)
-        v = _combine(products, outside, corners, ct)
-        iy = _slice(ay.index, ky)[:, :, None]
-        ix = _slice(ax.index, kx)[:, None, :]
-        mask = ((iy < ay.grid[:, None, None]) & (ix < ax.grid[:, None, None]))[..., None]
+        v, mask, _, _ = step(flat, geometry, ints, k // grid_n, k % grid_n)
+        mask = mask[..., None]
         if mode == "avg":
             if face == "onnx":
                 acc = jnp.where(mask, acc + v, acc)
@@ -119,7 +121,7 @@ def _pool(flat, base, ay, ax, count, *, face, mode, corners, lowest, pooled, wid
             acc = jnp.where(mask & (v > acc), v, acc)
         return acc, None
 
-    acc, _ = lax.scan(body, acc0, jnp.arange(ky_n * kx_n))
+    acc, _ = lax.scan(body, acc0, jnp.arange(grid_n * grid_n, dtype=jnp.int32))
     return acc
 
 
@@ -128,30 +130,33 @@ def _pool(flat, base, ay, ax, count, *, face, mode, corners, lowest, pooled, wid
 BLOCK = 32
 
 
-def _adaptive(flat, base, geometry, gh, gw, count, *, face, mode, corners, lowest, pooled,
+def _adaptive(flat, base, geometry, grid, count, *, face, mode, corners, lowest, pooled,
               size):
     """``sampling_ratio = 0``: the run-time loop of :mod:`.adaptive` over each bin's window,
     per block of ROIs of similar grids (sorted by the samples they need)."""
-    ys, xs, bh, bw = geometry
+    start, bin_ = geometry
+    ph, pw = pooled
     ky_n, kx_n = adaptive.window_size(size[0]), adaptive.window_size(size[1])
-    lo_y = samples.window_start(face, samples.bin_base(ys, bh, pooled[0]), bh, gh)
-    lo_x = samples.window_start(face, samples.bin_base(xs, bw, pooled[1]), bw, gw)
+    lo = samples.window_start(face, samples.bin_base(start, bin_, max(pooled)), bin_, grid)
     per = dict(
-        ys=ys, xs=xs, bh=bh, bw=bw, gh=gh, gw=gw, lo_y=lo_y, lo_x=lo_x, base=base, count=count,
-        need_y=jnp.max(jnp.clip(gh[:, None] - lo_y, 0, ky_n), axis=1),
-        need_x=jnp.max(jnp.clip(gw[:, None] - lo_x, 0, kx_n), axis=1))
+        start=start, bin=bin_, grid=grid, lo=lo, base=base, count=count,
+        need_y=jnp.max(jnp.clip(grid[:, samples.Y, None] - lo[:, :ph, samples.Y], 0, ky_n),
+                       axis=1),
+        need_x=jnp.max(jnp.clip(grid[:, samples.X, None] - lo[:, :pw, samples.X], 0, kx_n),
+                       axis=1))
     step = functools.partial(_step, face=face, corners=corners, pooled=pooled, size=size)
 
     def run(block):
-        first = adaptive.skipped(block["gh"], block["gw"], block["lo_y"], block["lo_x"],
-                                 ky_n, kx_n)
-        ints = dict(gh=block["gh"], gw=block["gw"], lo_y=block["lo_y"], lo_x=block["lo_x"],
-                    need_y=jnp.max(block["need_y"]), need_x=jnp.max(block["need_x"]),
-                    base=block["base"], count=block["count"], skipped=first)
-        shape = (block["gh"].shape[0],) + pooled + (flat.shape[1],)
+        g, lo_ = block["grid"], block["lo"]
+        first = adaptive.skipped(g[:, samples.Y], g[:, samples.X], lo_[:, :ph, samples.Y],
+                                 lo_[:, :pw, samples.X], ky_n, kx_n)
+        ints = dict(grid=g, lo=lo_, need_y=jnp.max(block["need_y"]),
+                    need_x=jnp.max(block["need_x"]), base=block["base"],
+                    count=block["count"], skipped=first)
+        shape = (g.shape[0],) + pooled + (flat.shape[1],)
         acc, pending = adaptive.pool(
-            step, flat, tuple(block[k] for k in ("ys", "xs", "bh", "bw")), ints, face=face,
-            mode=mode, lowest=lowest, shape=shape)
+            step, flat, (block["start"], block["bin"]), ints, face=face, mode=mode,
+            lowest=lowest, shape=shape)
         if mode == "max":
             zero = jnp.zeros((), flat.dtype)
             if face == "onnx":  # the skipped +0 samples: order-free under the IEEE maximum
@@ -160,7 +165,7 @@ def _adaptive(flat, base, geometry, gh, gw, count, *, face, mode, corners, lowes
                 acc = jnp.where(pending[..., None] & (zero > acc), zero, acc)
         return acc
 
-    r = gh.shape[0]
+    r = grid.shape[0]
     if r <= BLOCK:
         return run(per)
     blocks = -(-r // BLOCK)
@@ -208,32 +213,30 @@ def align(x: jax.Array, boxes: jax.Array, batch: jax.Array, *, face: str, mode: 
     safe = jnp.where(valid[:, None], boxes, jnp.zeros_like(boxes)).astype(ct)
     image = jnp.where(valid, batch, 0).astype(jnp.int32)
     s = np.asarray(scale, ct)
+    ends = safe.reshape(r, 2, 2)  # [[x1, y1], [x2, y2]]: both axes at once, X then Y
     if face == "onnx":
         off, clamp = geometry
-        ys, lh = samples.onnx_extent(safe[:, 1], safe[:, 3], s, off, clamp)
-        xs, lw = samples.onnx_extent(safe[:, 0], safe[:, 2], s, off, clamp)
+        start, length = samples.onnx_extent(ends[:, 0], ends[:, 1], s, off, clamp)
     else:
-        ys, lh = samples.openvino_extent(safe[:, 1], safe[:, 3], s, geometry[0])
-        xs, lw = samples.openvino_extent(safe[:, 0], safe[:, 2], s, geometry[0])
-    bh = samples.divide(lh, pooled[0])
-    bw = samples.divide(lw, pooled[1])
-    gh = jnp.where(valid, samples.grid_count(bh, sampling_ratio), 0)
-    gw = jnp.where(valid, samples.grid_count(bw, sampling_ratio), 0)
+        start, length = samples.openvino_extent(ends[:, 0], ends[:, 1], s, geometry[0])
+    bin_ = samples.divide(length, np.array((pooled[1], pooled[0]), ct))
+    grid = jnp.where(valid[:, None], samples.grid_count(bin_, sampling_ratio), 0)
+    gh, gw = grid[:, samples.Y], grid[:, samples.X]
     count = (gh * gw).astype(ct)  # exact: OpenVINO's num_samples and ONNX's divisor
 
     flat = jnp.moveaxis(x, 1, -1).reshape(n_img * height * width, channels).astype(ct)
     base = image * (height * width)
     lowest = dtypes.lowest(x.dtype).astype(ct)
-    pool = functools.partial(_pool, flat, base, face=face, mode=mode, corners=corners,
-                             lowest=lowest, pooled=pooled, width=width)
 
     if sampling_ratio > 0:
-        ay = samples.axis_samples(face, ys, bh, gh, pooled[0], height, sampling_ratio, None)
-        ax = samples.axis_samples(face, xs, bw, gw, pooled[1], width, sampling_ratio, None)
-        acc = pool(ay, ax, count)
+        ints = dict(grid=grid, lo=np.zeros((), np.int32), base=base, count=count)
+        acc = _pool(flat, (start, bin_), ints, face=face, mode=mode, corners=corners,
+                    lowest=lowest, pooled=pooled, size=(height, width),
+                    grid_n=sampling_ratio)
     else:
-        acc = _adaptive(flat, base, (ys, xs, bh, bw), gh, gw, count, face=face, mode=mode,
-                        corners=corners, lowest=lowest, pooled=pooled, size=(height, width))
+        acc = _adaptive(flat, base, (start, bin_), grid, count, face=face, mode=mode,
+                        corners=corners, lowest=lowest, pooled=pooled,
+                        size=(height, width))
 
     has = ((gh > 0) & (gw > 0))[:, None, None, None]
     if mode == "avg":
