@@ -169,15 +169,44 @@ def _adaptive(flat, base, geometry, grid, count, *, face, mode, corners, lowest,
     if r <= BLOCK:
         return run(per)
     blocks = -(-r // BLOCK)
-    padded = jax.tree.map(lambda a: jnp.pad(a, [(0, blocks * BLOCK - r)] + [(0, 0)] * (a.ndim - 1)),
-                          per)  # padding ROIs have no sample (grid 0)
-    work = padded["need_y"] * padded["need_x"]
+    work = jnp.pad(per["need_y"] * per["need_x"], (0, blocks * BLOCK - r))
     order = jnp.argsort(-work, stable=True)
-    sorted_ = jax.tree.map(lambda a: jnp.take(a, order, axis=0).reshape(
-        (blocks, BLOCK) + a.shape[1:]), padded)
-    out = lax.map(run, sorted_)
+    # One gather sorts every per-ROI array (XLA:CPU compiles a kernel per array otherwise):
+    # packed as integer columns, padding ROIs all zero (no sample: grid 0).
+    packed, unpack = _packed(per)
+    packed = jnp.pad(packed, [(0, blocks * BLOCK - r), (0, 0)])
+    sorted_ = jnp.take(packed, order, axis=0).reshape(blocks, BLOCK, packed.shape[1])
+    out = lax.map(lambda block: run(unpack(block)), sorted_)
     out = out.reshape((blocks * BLOCK,) + out.shape[2:])
     return jnp.take(out, jnp.argsort(order), axis=0)[:r]
+
+
+def _packed(per: dict):
+    """`per`'s arrays (leading axis R) as one integer (R, K) array (floats by their bits), and
+    the function that takes a (B, K) block of its rows back to such a dict."""
+    leaves, tree = jax.tree.flatten(per)
+    wide = max(a.dtype.itemsize for a in leaves)
+    itype = np.dtype(f"int{8 * wide}")
+
+    def column(a):
+        if jnp.issubdtype(a.dtype, jnp.floating):
+            a = lax.bitcast_convert_type(a, np.dtype(f"int{8 * a.dtype.itemsize}"))
+        return a.reshape(a.shape[0], -1).astype(itype)
+
+    widths = [int(np.prod(a.shape[1:])) for a in leaves]
+    edges = np.cumsum([0] + widths)
+
+    def unpack(block):
+        out = []
+        for a, lo, hi in zip(leaves, edges[:-1], edges[1:], strict=True):
+            col = block[:, lo:hi].reshape((block.shape[0],) + a.shape[1:])
+            if jnp.issubdtype(a.dtype, jnp.floating):
+                col = lax.bitcast_convert_type(
+                    col.astype(np.dtype(f"int{8 * a.dtype.itemsize}")), a.dtype)
+            out.append(col.astype(a.dtype))
+        return jax.tree.unflatten(tree, out)
+
+    return jnp.concatenate([column(a) for a in leaves], axis=1), unpack
 
 
 #: The XLA:CPU compile options of a small eager call (inputs of at most `SMALL_BYTES`): the
