@@ -171,42 +171,39 @@ def _adaptive(flat, base, geometry, grid, count, *, face, mode, corners, lowest,
     blocks = -(-r // BLOCK)
     work = jnp.pad(per["need_y"] * per["need_x"], (0, blocks * BLOCK - r))
     order = jnp.argsort(-work, stable=True)
-    # One gather sorts every per-ROI array (XLA:CPU compiles a kernel per array otherwise):
-    # packed as integer columns, padding ROIs all zero (no sample: grid 0).
+    # Two gathers sort every per-ROI array (XLA:CPU compiles a kernel per array otherwise):
+    # the floating and the integer ones side by side, padding ROIs all zero (grid 0).
     packed, unpack = _packed(per)
-    packed = jnp.pad(packed, [(0, blocks * BLOCK - r), (0, 0)])
-    sorted_ = jnp.take(packed, order, axis=0).reshape(blocks, BLOCK, packed.shape[1])
+    sorted_ = {f: jnp.take(jnp.pad(a, [(0, blocks * BLOCK - r), (0, 0)]), order, axis=0)
+               .reshape(blocks, BLOCK, a.shape[1]) for f, a in packed.items()}
     out = lax.map(lambda block: run(unpack(block)), sorted_)
     out = out.reshape((blocks * BLOCK,) + out.shape[2:])
     return jnp.take(out, jnp.argsort(order), axis=0)[:r]
 
 
 def _packed(per: dict):
-    """`per`'s arrays (leading axis R) as one integer (R, K) array (floats by their bits), and
-    the function that takes a (B, K) block of its rows back to such a dict."""
+    """`per`'s arrays (leading axis R) as two (R, K) arrays, the floating ones side by side
+    (differentiable: the ROI coordinates' gradient flows through them) and the integer ones;
+    and the function that takes a (B, K) block of rows of each back to such a dict."""
     leaves, tree = jax.tree.flatten(per)
-    wide = max(a.dtype.itemsize for a in leaves)
-    itype = np.dtype(f"int{8 * wide}")
-
-    def column(a):
-        if jnp.issubdtype(a.dtype, jnp.floating):
-            a = lax.bitcast_convert_type(a, np.dtype(f"int{8 * a.dtype.itemsize}"))
-        return a.reshape(a.shape[0], -1).astype(itype)
-
+    floats = [jnp.issubdtype(a.dtype, jnp.floating) for a in leaves]
     widths = [int(np.prod(a.shape[1:])) for a in leaves]
-    edges = np.cumsum([0] + widths)
+    starts = {True: 0, False: 0}
+    where = []
+    for w, f in zip(widths, floats, strict=True):
+        where.append((f, starts[f], starts[f] + w))
+        starts[f] += w
 
-    def unpack(block):
-        out = []
-        for a, lo, hi in zip(leaves, edges[:-1], edges[1:], strict=True):
-            col = block[:, lo:hi].reshape((block.shape[0],) + a.shape[1:])
-            if jnp.issubdtype(a.dtype, jnp.floating):
-                col = lax.bitcast_convert_type(
-                    col.astype(np.dtype(f"int{8 * a.dtype.itemsize}")), a.dtype)
-            out.append(col.astype(a.dtype))
+    def group(f):
+        return jnp.concatenate([a.reshape(a.shape[0], -1) for a, g in zip(
+            leaves, floats, strict=True) if g == f], axis=1)
+
+    def unpack(blocks):
+        out = [blocks[f][:, lo:hi].reshape((blocks[f].shape[0],) + a.shape[1:])
+               for a, (f, lo, hi) in zip(leaves, where, strict=True)]
         return jax.tree.unflatten(tree, out)
 
-    return jnp.concatenate([column(a) for a in leaves], axis=1), unpack
+    return {True: group(True), False: group(False)}, unpack
 
 
 #: The XLA:CPU compile options of a small eager call (inputs of at most `SMALL_BYTES`): the
