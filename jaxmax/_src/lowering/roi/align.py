@@ -23,6 +23,7 @@ samples it skips. No grid is ever too small, and the program does not depend on 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -42,10 +43,11 @@ def compute_dtype(dtype) -> np.dtype:
     return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
 
 
-def _corner_products(flat: jax.Array, base: jax.Array, axes: samples.Axes, width: int,
-                     pooled: tuple[int, int]):
-    """The four weighted corners ``w_i * X_i`` of one sample of every bin: (R, P_h, P_w, C)
-    each, with the out-of-image flag (R, P_h, P_w)."""
+def _corner_products(flat: jax.Array, base: jax.Array, ay: samples.Axes, ax: samples.Axes,
+                     width: int, pooled: tuple[int, int]):
+    """The four weighted corners ``w_i * X_i`` of one sample of every bin (its height axis
+    from `ay`, its width axis from `ax`): (R, P_h, P_w, C) each, with the out-of-image flag
+    (R, P_h, P_w)."""
     ph, pw = pooled
 
     def y(table):
@@ -54,9 +56,9 @@ def _corner_products(flat: jax.Array, base: jax.Array, axes: samples.Axes, width
     def x(table):
         return table[:, None, :pw, samples.X]
 
-    y0, y1, x0, x1 = y(axes.low), y(axes.high), x(axes.low), x(axes.high)
-    ly, hy, lx, hx = y(axes.frac), y(axes.rest), x(axes.frac), x(axes.rest)
-    outside = y(axes.outside) | x(axes.outside)
+    y0, y1, x0, x1 = y(ay.low), y(ay.high), x(ax.low), x(ax.high)
+    ly, hy, lx, hx = y(ay.frac), y(ay.rest), x(ax.frac), x(ax.rest)
+    outside = y(ay.outside) | x(ax.outside)
     b = base[:, None, None]
     shape = outside.shape
 
@@ -81,34 +83,48 @@ def _combine(products, outside, corners: bool, ct) -> jax.Array:
 def _step(flat, geometry, ints, ky, kx, *, face, corners, pooled, size):
     """Sample ``(lo_y + ky, lo_x + kx)`` of every bin of every ROI: ``(v, mask, iy, ix)``,
     each (R, P_h, P_w) (`v` with channels last); its geometry is computed here, inside the
-    loop over the samples (one set of kernels serves every sample)."""
+    run-time loop over the samples."""
     start, bin_ = geometry
     grid = ints["grid"]
     index = ints["lo"] + jnp.stack([kx, ky]).astype(jnp.int32)  # X then Y
     axes = samples.axis_samples(face, start, bin_, grid, max(pooled), (size[1], size[0]),
                                 index)
-    products, outside = _corner_products(flat, ints["base"], axes, size[1], pooled)
+    return _sample(flat, ints["base"], axes, axes, corners, pooled, size[1])
+
+
+def _sample(flat, base, ay, ax, corners, pooled, width):
+    """One sample of every bin (height axis from `ay`, width axis from `ax`):
+    ``(v, mask, iy, ix)``, each (R, P_h, P_w) (`v` with channels last)."""
+    products, outside = _corner_products(flat, base, ay, ax, width, pooled)
     v = _combine(products, outside, corners, flat.dtype)
-    iy = axes.index[:, :pooled[0], samples.Y, None]
-    ix = axes.index[:, None, :pooled[1], samples.X]
-    mask = (iy < grid[:, samples.Y, None, None]) & (ix < grid[:, samples.X, None, None])
+    iy = ay.index[:, :pooled[0], samples.Y, None]
+    ix = ax.index[:, None, :pooled[1], samples.X]
+    mask = ((iy < ay.grid[:, samples.Y, None, None])
+            & (ix < ax.grid[:, samples.X, None, None]))
     return v, mask, iy, ix
 
 
-def _pool(flat, geometry, ints, *, face, mode, corners, lowest, pooled, size, grid_n):
-    """Scan over the static ``G x G`` grid of sample indices (`grid_n` = G), each step
-    computing its sample's geometry (:func:`_step`): (R, P_h, P_w, C) of CT."""
-    r, c = ints["base"].shape[0], flat.shape[1]
+def _pool(flat, base, axes, count, *, face, mode, corners, lowest, pooled, width):
+    """Scan over the static ``G x G`` grid of sample indices (`axes`: tables (G, R, P, 2)):
+    (R, P_h, P_w, C) of CT. (Computing each sample's geometry inside the scan instead, as
+    :func:`_step` does, compiles fewer kernels but sums the ROI coordinates' gradient in
+    another order: other bits.)"""
+    k_n = axes.index.shape[0]
+    r, c = base.shape[0], flat.shape[1]
     ct = flat.dtype
     shape = (r,) + pooled + (c,)
     seed = lowest if (mode == "max" and face == "openvino") else np.array(
         -np.inf if mode == "max" else 0, ct)
     acc0 = jnp.full(shape, seed, ct)
-    per_sample = jnp.maximum(ints["count"], 1)[:, None, None, None]  # 0: nothing summed
-    step = functools.partial(_step, face=face, corners=corners, pooled=pooled, size=size)
+    per_sample = jnp.maximum(count, 1)[:, None, None, None]  # 0 only where nothing is summed
+
+    def at(k):
+        return dataclasses.replace(axes, **{
+            f.name: lax.dynamic_index_in_dim(getattr(axes, f.name), k, 0, keepdims=False)
+            for f in dataclasses.fields(axes) if f.name != "grid"})
 
     def body(acc, k):
-        v, mask, _, _ = step(flat, geometry, ints, k // grid_n, k % grid_n)
+        v, mask, _, _ = _sample(flat, base, at(k // k_n), at(k % k_n), corners, pooled, width)
         mask = mask[..., None]
         if mode == "avg":
             if face == "onnx":
@@ -121,7 +137,7 @@ def _pool(flat, geometry, ints, *, face, mode, corners, lowest, pooled, size, gr
             acc = jnp.where(mask & (v > acc), v, acc)
         return acc, None
 
-    acc, _ = lax.scan(body, acc0, jnp.arange(grid_n * grid_n, dtype=jnp.int32))
+    acc, _ = lax.scan(body, acc0, jnp.arange(k_n * k_n))
     return acc
 
 
@@ -270,10 +286,10 @@ def _align(x: jax.Array, boxes: jax.Array, batch: jax.Array, *, face: str, mode:
     lowest = dtypes.lowest(x.dtype).astype(ct)
 
     if sampling_ratio > 0:
-        ints = dict(grid=grid, lo=np.zeros((), np.int32), base=base, count=count)
-        acc = _pool(flat, (start, bin_), ints, face=face, mode=mode, corners=corners,
-                    lowest=lowest, pooled=pooled, size=(height, width),
-                    grid_n=sampling_ratio)
+        k = jnp.arange(sampling_ratio, dtype=jnp.int32)[:, None, None, None]
+        axes = samples.axis_samples(face, start, bin_, grid, max(pooled), (width, height), k)
+        acc = _pool(flat, base, axes, count, face=face, mode=mode, corners=corners,
+                    lowest=lowest, pooled=pooled, width=width)
     else:
         acc = _adaptive(flat, base, (start, bin_), grid, count, face=face, mode=mode,
                         corners=corners, lowest=lowest, pooled=pooled,

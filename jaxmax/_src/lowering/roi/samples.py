@@ -107,9 +107,9 @@ X, Y = 0, 1
 
 @dataclasses.dataclass(frozen=True)
 class Axes:
-    """One sample of every bin along both axes: grid counts ``(R, 2)`` and tables of shape
-    ``(R, P, 2)`` (``P`` the larger pooled size; an axis's bins past its own pooled size are
-    never read)."""
+    """Samples of every bin along both axes: grid counts ``(R, 2)`` and tables of shape
+    ``(R, P, 2)`` for one sample (``(K, R, P, 2)`` for K; ``P`` the larger pooled size, an
+    axis's bins past its own pooled size are never read)."""
 
     grid: jax.Array      # (R, 2) int32, samples per bin
     index: jax.Array     # (R, P, 2) int32, the sample's index within its bin
@@ -152,10 +152,11 @@ def window_start(face: str, base: jax.Array, bin_: jax.Array, grid: jax.Array) -
 
 def axis_samples(face: str, start: jax.Array, bin_: jax.Array, grid: jax.Array,
                  pooled: int, size: tuple[int, int], index: jax.Array) -> Axes:
-    """The sample of index `index` (int32, broadcasting to (R, P, 2)) of every bin along both
-    axes, of lengths `size` ``(W, H)``, pooled to `pooled` bins (the larger of the two)."""
+    """The samples of index `index` (int32, broadcasting against (R, P, 2), e.g. (K, 1, 1, 1)
+    for K samples) of every bin along both axes, of lengths `size` ``(W, H)``, pooled to
+    `pooled` bins (the larger of the two)."""
     base = bin_base(start, bin_, pooled)
-    index = jnp.broadcast_to(index, base.shape)
+    index = jnp.broadcast_to(index, jnp.broadcast_shapes(index.shape, base.shape))
     pos = positions(face, base, bin_, grid, index.astype(bin_.dtype))
     last = np.array(size, np.int32) - 1
     outside = (pos < -1) | (pos > np.array(size, pos.dtype))
