@@ -106,9 +106,7 @@ def _sample(flat, base, ay, ax, corners, pooled, width):
 
 def _pool(flat, base, axes, count, *, face, mode, corners, lowest, pooled, width):
     """Scan over the static ``G x G`` grid of sample indices (`axes`: tables (G, R, P, 2)):
-    (R, P_h, P_w, C) of CT. (Computing each sample's geometry inside the scan instead, as
-    :func:`_step` does, compiles fewer kernels but sums the ROI coordinates' gradient in
-    another order: other bits.)"""
+    (R, P_h, P_w, C) of CT."""
     k_n = axes.index.shape[0]
     r, c = base.shape[0], flat.shape[1]
     ct = flat.dtype
