@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from .backends import jax_jit, jonnx, jov
 from .cases import DATA_SHAPES, JAXMAX, Case, Impl, Ratio, Sizes, shape_label
+from .roi_align import data_shape_cases as roi_align_data_shapes  # RoiAlign rows (issue 43)
 from .segment_max import jax_segment_max
 
 GROUP = "data_shapes"
@@ -73,4 +74,8 @@ def cases(sz: Sizes) -> list[Case]:
         _case("data shapes: ONNX TopK k=5 last axis 256x1000", "shape:256x1000",
               lambda: lambda x: jonnx().top_k(x, 5, axis=1),
               ("x",), dense, "ONNX TopK, logits (jit)"),
+        # ---- RoiAlign (issue 43): its own inputs (features, proposals), its own data shapes:
+        # NaN features, proposals partly outside the image, mixed sizes under sr=0 ----
+        *roi_align_data_shapes(sz, GROUP),
+        # ---- end RoiAlign ----
     ]

@@ -15,6 +15,7 @@ import numpy as np
 
 from .backends import jax_jit, jnp, jonnx, jov
 from .cases import JAXMAX, Case, Impl, Sizes, shape_label
+from .roi_align import long_window_cases as roi_align_long_windows  # issue 43
 
 GROUP = "long_window"
 
@@ -96,4 +97,8 @@ def cases(sz: Sizes) -> list[Case]:
         _case("AdaptiveMaxPool-8 to (5, 3)", (8, 64, 56, 56),
               lambda: lambda x: jov().adaptive_max_pool(x, (5, 3)),
               "jaxmax.openvino.adaptive_max_pool (jit)", _adaptive_plain((5, 3)), adaptive),
+        # ---- RoiAlign (issue 43): the largest grids (sr=0 with proposals up to twice the
+        # map, sr=8), beside plain JAX on an 8x8 grid ----
+        *roi_align_long_windows(GROUP),
+        # ---- end RoiAlign ----
     ]

@@ -17,6 +17,7 @@ from .backends import jnp, jonnx, jov
 from .cases import JAXMAX, Case, Ctx, Impl, Sizes
 from .compile_cost import ShapeSweep
 from .max_pool import reduce_window
+from .roi_align import small_shape_ops as roi_align_small_shapes  # issue 43
 
 GROUP = "many_shapes"
 
@@ -107,6 +108,9 @@ def cases(sz: Sizes) -> list[Case]:
         ("jnp.max axes (2, 3) (eager)", lambda: lambda x: jnp().max(x, axis=(2, 3)), _image,
          "competitor"),
     ]
+    # ---- RoiAlign (issue 43): features of each shape, 2 proposals, 3x3 ----
+    ops += roi_align_small_shapes()
+    # ---- end RoiAlign ----
     name = "many shapes around (1, 3, 13, 13): ms and RSS MB per new shape"
     return [Case(GROUP, name, "small", [
         Impl(label, "jax", _sweep(make, inputs, count, budget), role)

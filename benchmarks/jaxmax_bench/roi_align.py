@@ -9,9 +9,9 @@
 * A Mask R-CNN mask head: 14x14 output, 1000 proposals, ``sampling_ratio`` 2, avg.
 * A 4-level FPN: features (1, 256, 100/50/25/13 squared), 1000 proposals pooled from every
   level (7x7, ``sampling_ratio`` 2, avg), one jitted call against four onnxruntime sessions.
-* Data shapes under ``sampling_ratio`` 0 (avg): clean, NaN in 1 of 100 feature elements,
-  proposals partly outside the image, and mixed sizes (8-800 px); each jaxmax row's ratio to
-  the clean row is reported.
+* The data shapes (`data_shape_cases`, in the ``data_shapes`` group), the largest grids
+  (`long_window_cases`, in ``long_window``) and a new small shape (`small_shape_ops`, in
+  ``many_shapes``) are built here for those groups.
 
 ``--quick`` uses 64 channels. The inputs are built once per worker (seeded).
 """
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .backends import jax_jit, jnp, jonnx, ort_graph, ov_model
+from .backends import jax_jit, jnp, jonnx, jov, ort_graph, ov_model
 from .cases import INFO, JAXMAX, Case, Ctx, Impl, Ratio, Sizes
 
 GROUP = "roi_align"
@@ -173,13 +173,84 @@ def cases(sz: Sizes) -> list[Case]:
              Impl("onnxruntime RoiAlign-16 x4", "ort", _prepared(_ort_fpn))]
     out.append(Case(GROUP, label, "small", impls, label, check=False, compile_first=True,
                     ratios=[Ratio("jaxmax / onnxruntime", impls[0].label, impls[1].label)]))
-    label = f"RoiAlign avg sr=0 data shapes {anchor}"
-    shapes = [("clean", ("f", "r", "b")), ("NaN 1/100", ("fnan", "r", "b")),
-              ("ROIs partly outside", ("f", "rout", "b")), ("mixed sizes 8-800 px",
-                                                          ("f", "rmix", "b"))]
-    impls = [Impl(f"jaxmax.onnx.roi_align avg, {name} (jit)", "jax", _prepared(
-        jax_jit(_onnx("avg", 0), names)), JAXMAX) for name, names in shapes]
-    ratios = [Ratio(f"{name} / clean", i.label, impls[0].label)
-              for (name, _), i in zip(shapes[1:], impls[1:], strict=True)]
-    out.append(Case(GROUP, label, "small", impls, label, check=False, ratios=ratios))
     return out
+
+
+# ---- RoiAlign rows of the data_shapes, long_window and many_shapes groups (issue 43) ----
+
+def data_shape_cases(sz: Sizes, group: str) -> list[Case]:
+    """The anchor under ``sampling_ratio`` 0 (avg and max) and 2 (avg) in four data shapes:
+    clean, NaN in 1 of 100 feature elements, proposals partly outside the image, mixed sizes
+    (8-800 px); each row's ratio to clean data below the table."""
+    anchor = f"(1, {_channels(sz)}, 50, 50), 300 ROIs, 7x7"
+    shapes = [("clean", ("f", "r", "b")), ("NaN 1/100", ("fnan", "r", "b")),
+              ("ROIs partly outside", ("f", "rout", "b")),
+              ("mixed sizes 8-800 px", ("f", "rmix", "b"))]
+    out = []
+    for mode, sr in (("avg", 0), ("max", 0), ("avg", 2)):
+        label = f"data shapes: RoiAlign {mode} sr={sr} {anchor}"
+        impls = [Impl(f"jaxmax.onnx.roi_align {mode} sr={sr}, {name} (jit)", "jax", _prepared(
+            jax_jit(_onnx(mode, sr), names)), JAXMAX) for name, names in shapes]
+        ratios = [Ratio(f"{name} / clean", i.label, impls[0].label)
+                  for (name, _), i in zip(shapes[1:], impls[1:], strict=True)]
+        out.append(Case(group, label, "small", impls, label, check=False, ratios=ratios))
+    return out
+
+
+def _with_large(ctx: Ctx) -> Ctx:
+    a = _with_inputs(ctx).arrays
+    if "fbig" not in a:
+        rng = np.random.default_rng(44)
+        a["fbig"] = rng.standard_normal((1, 64, 100, 100), dtype=np.float32)
+        a["rbig"] = _boxes(rng, 300, low=400, high=3200, spill=1200)  # up to 2x the map
+    return ctx
+
+
+def long_window_cases(group: str) -> list[Case]:
+    """The largest grids: ``sampling_ratio`` 0 with proposals up to twice the map (grids up
+    to 29x29 samples per bin, the windowed samples of docs/semantics.md §12.4) and a fixed
+    ``sampling_ratio`` 8, beside the plain JAX formulation of an 8x8 grid; compile first."""
+    names = ("fbig", "rbig", "b")
+    out = []
+    for mode, sr in (("avg", 0), ("max", 0), ("avg", 8)):
+        label = (f"RoiAlign {mode} sr={sr}, (1, 64, 100, 100), 300 ROIs of 400-3200 px "
+                 f"(up to 2x the map), 7x7")
+        impls = [Impl(f"jaxmax.onnx.roi_align {mode} sr={sr} (jit)", "jax",
+                      lambda ctx, mode=mode, sr=sr: jax_jit(
+                          _onnx(mode, sr, scale=1 / 16), names)(_with_large(ctx)), JAXMAX),
+                 Impl(PLAIN_LABEL.replace("(jit)", "8x8 grid (jit)"), "jax",
+                      lambda ctx, mode=mode: jax_jit(_plain(mode, 8), names)(
+                          _with_large(ctx)), INFO)]
+        out.append(Case(group, label, "small", impls, label, check=False,
+                        compile_first=True))
+    return out
+
+
+def small_shape_inputs(rng, shape: tuple[int, ...]) -> tuple:
+    """A many_shapes input: features `shape` (N, C, H, W), two proposals inside the map
+    (one per image when N = 2), int64 batch indices."""
+    n, _, h, w = shape
+    x = rng.standard_normal(shape, dtype=np.float32)
+    rois = np.array([[0.5, 1.0, 0.6 * w, 0.7 * h], [0.2 * w, 0.0, w - 1.5, 0.5 * h]],
+                    np.float32)
+    return x, rois, np.array([0, n - 1], np.int64)
+
+
+def small_shape_ops() -> list[tuple[str, Any, Any, str]]:
+    """many_shapes rows: (label, make, inputs, role), 3x3 output."""
+    def onnx(mode: str, sr: int) -> Any:
+        return lambda: lambda x, r, b: jonnx().roi_align(
+            x, r, b, mode=mode, output_height=3, output_width=3, sampling_ratio=sr)
+
+    def ov(mode: str, sr: int) -> Any:
+        return lambda: lambda x, r, b: jov().roi_align(
+            x, r, b, pooled_h=3, pooled_w=3, sampling_ratio=sr, spatial_scale=1.0, mode=mode)
+
+    return [("jaxmax.onnx.roi_align avg sr=2, 2 ROIs, 3x3 (eager)", onnx("avg", 2),
+             small_shape_inputs, JAXMAX),
+            ("jaxmax.onnx.roi_align avg sr=0, 2 ROIs, 3x3 (eager)", onnx("avg", 0),
+             small_shape_inputs, JAXMAX),
+            ("jaxmax.openvino.roi_align max sr=2, 2 ROIs, 3x3 (eager)", ov("max", 2),
+             small_shape_inputs, JAXMAX)]
+
+# ---- end of the RoiAlign rows of other groups ----

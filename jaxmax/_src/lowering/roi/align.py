@@ -23,6 +23,7 @@ samples it skips. No grid is ever too small, and the program does not depend on 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -31,7 +32,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import roi_sharded
+from jaxmax._src.lowering import compile_options, roi_sharded
 from jaxmax._src.lowering.roi import adaptive, samples
 from jaxmax._src.lowering.roi import rois as roi_rows
 from jaxmax._src.lowering.roi.samples import ieee_max, ieee_take, rounded
@@ -43,24 +44,27 @@ def compute_dtype(dtype) -> np.dtype:
     return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
 
 
-def _slice(table: jax.Array, k) -> jax.Array:
-    return lax.dynamic_index_in_dim(table, k, 0, keepdims=False)
+def _corner_products(flat: jax.Array, base: jax.Array, ay: samples.Axes, ax: samples.Axes,
+                     width: int, pooled: tuple[int, int]):
+    """The four weighted corners ``w_i * X_i`` of one sample of every bin (its height axis
+    from `ay`, its width axis from `ax`): (R, P_h, P_w, C) each, with the out-of-image flag
+    (R, P_h, P_w)."""
+    ph, pw = pooled
 
+    def y(table):
+        return table[:, :ph, samples.Y, None]
 
-def _corner_products(flat: jax.Array, base: jax.Array, ay: samples.Axis, ax: samples.Axis,
-                     ky, kx, width: int):
-    """The four weighted corners ``w_i * X_i`` of sample ``(ky, kx)`` of every bin:
-    (R, P_h, P_w, C) each, with the out-of-image flag (R, P_h, P_w)."""
-    y0, y1 = _slice(ay.low, ky)[:, :, None], _slice(ay.high, ky)[:, :, None]
-    x0, x1 = _slice(ax.low, kx)[:, None, :], _slice(ax.high, kx)[:, None, :]
-    ly, hy = _slice(ay.frac, ky)[:, :, None], _slice(ay.rest, ky)[:, :, None]
-    lx, hx = _slice(ax.frac, kx)[:, None, :], _slice(ax.rest, kx)[:, None, :]
-    outside = _slice(ay.outside, ky)[:, :, None] | _slice(ax.outside, kx)[:, None, :]
+    def x(table):
+        return table[:, None, :pw, samples.X]
+
+    y0, y1, x0, x1 = y(ay.low), y(ay.high), x(ax.low), x(ax.high)
+    ly, hy, lx, hx = y(ay.frac), y(ay.rest), x(ax.frac), x(ax.rest)
+    outside = y(ay.outside) | x(ax.outside)
     b = base[:, None, None]
     shape = outside.shape
 
-    def corner(y, x):
-        idx = jnp.broadcast_to(b + y * width + x, shape).reshape(-1)
+    def corner(yy, xx):
+        idx = jnp.broadcast_to(b + yy * width + xx, shape).reshape(-1)
         return jnp.take(flat, idx, axis=0, mode="clip").reshape(shape + (flat.shape[1],))
 
     weights = (hy * hx, hy * lx, ly * hx, ly * lx)
@@ -78,22 +82,33 @@ def _combine(products, outside, corners: bool, ct) -> jax.Array:
 
 
 def _step(flat, geometry, ints, ky, kx, *, face, corners, pooled, size):
-    """Sample ``(lo_y + ky, lo_x + kx)`` of every bin of every ROI: ``(v, mask, iy, ix)``."""
-    ys, xs, bh, bw = geometry
-    ay = samples.axis_samples(face, ys, bh, ints["gh"], pooled[0], size[0], 1,
-                              ints["lo_y"] + ky)
-    ax = samples.axis_samples(face, xs, bw, ints["gw"], pooled[1], size[1], 1,
-                              ints["lo_x"] + kx)
-    products, outside = _corner_products(flat, ints["base"], ay, ax, 0, 0, size[1])
+    """Sample ``(lo_y + ky, lo_x + kx)`` of every bin of every ROI: ``(v, mask, iy, ix)``,
+    each (R, P_h, P_w) (`v` with channels last); its geometry is computed here, inside the
+    run-time loop over the samples."""
+    start, bin_ = geometry
+    grid = ints["grid"]
+    index = ints["lo"] + jnp.stack([kx, ky]).astype(jnp.int32)  # X then Y
+    axes = samples.axis_samples(face, start, bin_, grid, max(pooled), (size[1], size[0]),
+                                index)
+    return _sample(flat, ints["base"], axes, axes, corners, pooled, size[1])
+
+
+def _sample(flat, base, ay, ax, corners, pooled, width):
+    """One sample of every bin (height axis from `ay`, width axis from `ax`):
+    ``(v, mask, iy, ix)``, each (R, P_h, P_w) (`v` with channels last)."""
+    products, outside = _corner_products(flat, base, ay, ax, width, pooled)
     v = _combine(products, outside, corners, flat.dtype)
-    iy, ix = ay.index[0][:, :, None], ax.index[0][:, None, :]
-    mask = (iy < ay.grid[:, None, None]) & (ix < ax.grid[:, None, None])
+    iy = ay.index[:, :pooled[0], samples.Y, None]
+    ix = ax.index[:, None, :pooled[1], samples.X]
+    mask = ((iy < ay.grid[:, samples.Y, None, None])
+            & (ix < ax.grid[:, samples.X, None, None]))
     return v, mask, iy, ix
 
 
-def _pool(flat, base, ay, ax, count, *, face, mode, corners, lowest, pooled, width):
-    """Scan over the static ``G x G`` grid of sample indices: (R, P_h, P_w, C) of CT."""
-    ky_n, kx_n = ay.index.shape[0], ax.index.shape[0]
+def _pool(flat, base, axes, count, *, face, mode, corners, lowest, pooled, width):
+    """Scan over the static ``G x G`` grid of sample indices (`axes`: tables (G, R, P, 2)):
+    (R, P_h, P_w, C) of CT."""
+    k_n = axes.index.shape[0]
     r, c = base.shape[0], flat.shape[1]
     ct = flat.dtype
     shape = (r,) + pooled + (c,)
@@ -102,13 +117,14 @@ def _pool(flat, base, ay, ax, count, *, face, mode, corners, lowest, pooled, wid
     acc0 = jnp.full(shape, seed, ct)
     per_sample = jnp.maximum(count, 1)[:, None, None, None]  # 0 only where nothing is summed
 
+    def at(k):
+        return dataclasses.replace(axes, **{
+            f.name: lax.dynamic_index_in_dim(getattr(axes, f.name), k, 0, keepdims=False)
+            for f in dataclasses.fields(axes) if f.name != "grid"})
+
     def body(acc, k):
-        ky, kx = k // kx_n, k % kx_n
-        products, outside = _corner_products(flat, base, ay, ax, ky, kx, width)
-        v = _combine(products, outside, corners, ct)
-        iy = _slice(ay.index, ky)[:, :, None]
-        ix = _slice(ax.index, kx)[:, None, :]
-        mask = ((iy < ay.grid[:, None, None]) & (ix < ax.grid[:, None, None]))[..., None]
+        v, mask, _, _ = _sample(flat, base, at(k // k_n), at(k % k_n), corners, pooled, width)
+        mask = mask[..., None]
         if mode == "avg":
             if face == "onnx":
                 acc = jnp.where(mask, acc + v, acc)
@@ -120,7 +136,7 @@ def _pool(flat, base, ay, ax, count, *, face, mode, corners, lowest, pooled, wid
             acc = jnp.where(mask & (v > acc), v, acc)
         return acc, None
 
-    acc, _ = lax.scan(body, acc0, jnp.arange(ky_n * kx_n))
+    acc, _ = lax.scan(body, acc0, jnp.arange(k_n * k_n))
     return acc
 
 
@@ -129,30 +145,33 @@ def _pool(flat, base, ay, ax, count, *, face, mode, corners, lowest, pooled, wid
 BLOCK = 32
 
 
-def _adaptive(flat, base, geometry, gh, gw, count, *, face, mode, corners, lowest, pooled,
+def _adaptive(flat, base, geometry, grid, count, *, face, mode, corners, lowest, pooled,
               size):
     """``sampling_ratio = 0``: the run-time loop of :mod:`.adaptive` over each bin's window,
     per block of ROIs of similar grids (sorted by the samples they need)."""
-    ys, xs, bh, bw = geometry
+    start, bin_ = geometry
+    ph, pw = pooled
     ky_n, kx_n = adaptive.window_size(size[0]), adaptive.window_size(size[1])
-    lo_y = samples.window_start(face, samples.bin_base(ys, bh, pooled[0]), bh, gh)
-    lo_x = samples.window_start(face, samples.bin_base(xs, bw, pooled[1]), bw, gw)
+    lo = samples.window_start(face, samples.bin_base(start, bin_, max(pooled)), bin_, grid)
     per = dict(
-        ys=ys, xs=xs, bh=bh, bw=bw, gh=gh, gw=gw, lo_y=lo_y, lo_x=lo_x, base=base, count=count,
-        need_y=jnp.max(jnp.clip(gh[:, None] - lo_y, 0, ky_n), axis=1),
-        need_x=jnp.max(jnp.clip(gw[:, None] - lo_x, 0, kx_n), axis=1))
+        start=start, bin=bin_, grid=grid, lo=lo, base=base, count=count,
+        need_y=jnp.max(jnp.clip(grid[:, samples.Y, None] - lo[:, :ph, samples.Y], 0, ky_n),
+                       axis=1),
+        need_x=jnp.max(jnp.clip(grid[:, samples.X, None] - lo[:, :pw, samples.X], 0, kx_n),
+                       axis=1))
     step = functools.partial(_step, face=face, corners=corners, pooled=pooled, size=size)
 
     def run(block):
-        first = adaptive.skipped(block["gh"], block["gw"], block["lo_y"], block["lo_x"],
-                                 ky_n, kx_n)
-        ints = dict(gh=block["gh"], gw=block["gw"], lo_y=block["lo_y"], lo_x=block["lo_x"],
-                    need_y=jnp.max(block["need_y"]), need_x=jnp.max(block["need_x"]),
-                    base=block["base"], count=block["count"], skipped=first)
-        shape = (block["gh"].shape[0],) + pooled + (flat.shape[1],)
+        g, lo_ = block["grid"], block["lo"]
+        first = adaptive.skipped(g[:, samples.Y], g[:, samples.X], lo_[:, :ph, samples.Y],
+                                 lo_[:, :pw, samples.X], ky_n, kx_n)
+        ints = dict(grid=g, lo=lo_, need_y=jnp.max(block["need_y"]),
+                    need_x=jnp.max(block["need_x"]), base=block["base"],
+                    count=block["count"], skipped=first)
+        shape = (g.shape[0],) + pooled + (flat.shape[1],)
         acc, pending = adaptive.pool(
-            step, flat, tuple(block[k] for k in ("ys", "xs", "bh", "bw")), ints, face=face,
-            mode=mode, lowest=lowest, shape=shape)
+            step, flat, (block["start"], block["bin"]), ints, face=face, mode=mode,
+            lowest=lowest, shape=shape)
         if mode == "max":
             zero = jnp.zeros((), flat.dtype)
             if face == "onnx":  # the skipped +0 samples: order-free under the IEEE maximum
@@ -161,25 +180,68 @@ def _adaptive(flat, base, geometry, gh, gw, count, *, face, mode, corners, lowes
                 acc = jnp.where(pending[..., None] & (zero > acc), zero, acc)
         return acc
 
-    r = gh.shape[0]
+    r = grid.shape[0]
     if r <= BLOCK:
         return run(per)
     blocks = -(-r // BLOCK)
-    padded = jax.tree.map(lambda a: jnp.pad(a, [(0, blocks * BLOCK - r)] + [(0, 0)] * (a.ndim - 1)),
-                          per)  # padding ROIs have no sample (grid 0)
-    work = padded["need_y"] * padded["need_x"]
+    work = jnp.pad(per["need_y"] * per["need_x"], (0, blocks * BLOCK - r))
     order = jnp.argsort(-work, stable=True)
-    sorted_ = jax.tree.map(lambda a: jnp.take(a, order, axis=0).reshape(
-        (blocks, BLOCK) + a.shape[1:]), padded)
-    out = lax.map(run, sorted_)
+    # Two gathers sort every per-ROI array (XLA:CPU compiles a kernel per array otherwise):
+    # the floating and the integer ones side by side, padding ROIs all zero (grid 0).
+    packed, unpack = _packed(per)
+    sorted_ = {f: jnp.take(jnp.pad(a, [(0, blocks * BLOCK - r), (0, 0)]), order, axis=0)
+               .reshape(blocks, BLOCK, a.shape[1]) for f, a in packed.items()}
+    out = lax.map(lambda block: run(unpack(block)), sorted_)
     out = out.reshape((blocks * BLOCK,) + out.shape[2:])
     return jnp.take(out, jnp.argsort(order), axis=0)[:r]
+
+
+def _packed(per: dict):
+    """`per`'s arrays (leading axis R) as two (R, K) arrays, the floating ones side by side
+    (differentiable: the ROI coordinates' gradient flows through them) and the integer ones;
+    and the function that takes a (B, K) block of rows of each back to such a dict."""
+    leaves, tree = jax.tree.flatten(per)
+    floats = [jnp.issubdtype(a.dtype, jnp.floating) for a in leaves]
+    widths = [int(np.prod(a.shape[1:])) for a in leaves]
+    starts = {True: 0, False: 0}
+    where = []
+    for w, f in zip(widths, floats, strict=True):
+        where.append((f, starts[f], starts[f] + w))
+        starts[f] += w
+
+    def group(f):
+        return jnp.concatenate([a.reshape(a.shape[0], -1) for a, g in zip(
+            leaves, floats, strict=True) if g == f], axis=1)
+
+    def unpack(blocks):
+        out = [blocks[f][:, lo:hi].reshape((blocks[f].shape[0],) + a.shape[1:])
+               for a, (f, lo, hi) in zip(leaves, where, strict=True)]
+        return jax.tree.unflatten(tree, out)
+
+    return {True: group(True), False: group(False)}, unpack
+
+
+#: A small eager call (inputs of at most `SMALL_BYTES`) compiles with the XLA:CPU options of
+#: `compile_options.fast_compile()` (the elemental IR emitter, LLVM's -O0, where the installed
+#: XLA knows them): about a quarter of the compile time, the same bits (benchmarks/RESULTS.md,
+#: roi_align).
+SMALL_BYTES = 1 << 16
+
+
+def _small_eager(*args: jax.Array) -> bool:
+    """Concrete arguments of at most `SMALL_BYTES` in all, on CPU devices only."""
+    if any(isinstance(a, jax.core.Tracer) for a in args):
+        return False
+    if sum(a.size * a.dtype.itemsize for a in args) > SMALL_BYTES:
+        return False
+    return all(d.platform == "cpu" for a in args for d in a.devices())
 
 
 def roi_align(x: jax.Array, boxes: jax.Array, batch: jax.Array, **static) -> jax.Array:
     """:func:`align` with ``Explicit`` mesh axes made ``Auto`` inside it: the output keeps the
     sharding of the ROI axis (from `boxes`) and of the channel axis (from `x`) where they
-    divide evenly, the rest replicated."""
+    divide evenly, the rest replicated. A small eager call compiles with
+    `compile_options.fast_compile()`."""
     def out_spec(mesh):
         spec = (explicit_axes.spec_of(boxes)[0], explicit_axes.spec_of(x)[1], None, None)
         shape = (boxes.shape[0], x.shape[1]) + tuple(static["pooled"])
@@ -188,12 +250,11 @@ def roi_align(x: jax.Array, boxes: jax.Array, batch: jax.Array, **static) -> jax
         x, batch, (boxes,), lambda x, b, r: align(x, r, b, **static), absent=0)
     if sharded is not None:
         return sharded
-    return explicit_axes.run(functools.partial(align, **static), (x, boxes, batch), out_spec)
+    jitted = _align_small() if _small_eager(x, boxes, batch) else align
+    return explicit_axes.run(functools.partial(jitted, **static), (x, boxes, batch), out_spec)
 
 
-@functools.partial(jax.jit, static_argnames=(
-    "face", "mode", "corners", "pooled", "sampling_ratio", "scale", "geometry"))
-def align(x: jax.Array, boxes: jax.Array, batch: jax.Array, *, face: str, mode: str,
+def _align(x: jax.Array, boxes: jax.Array, batch: jax.Array, *, face: str, mode: str,
           corners: bool, pooled: tuple[int, int], sampling_ratio: int, scale: float,
           geometry: tuple) -> jax.Array:
     """RoiAlign of `x` (N, C, H, W) over `boxes` (R, 4) ``[x1, y1, x2, y2]`` of images `batch`
@@ -213,32 +274,30 @@ def align(x: jax.Array, boxes: jax.Array, batch: jax.Array, *, face: str, mode: 
     safe = jnp.where(valid[:, None], boxes, jnp.zeros_like(boxes)).astype(ct)
     image = jnp.where(valid, batch, 0).astype(jnp.int32)
     s = np.asarray(scale, ct)
+    ends = safe.reshape(r, 2, 2)  # [[x1, y1], [x2, y2]]: both axes at once, X then Y
     if face == "onnx":
         off, clamp = geometry
-        ys, lh = samples.onnx_extent(safe[:, 1], safe[:, 3], s, off, clamp)
-        xs, lw = samples.onnx_extent(safe[:, 0], safe[:, 2], s, off, clamp)
+        start, length = samples.onnx_extent(ends[:, 0], ends[:, 1], s, off, clamp)
     else:
-        ys, lh = samples.openvino_extent(safe[:, 1], safe[:, 3], s, geometry[0])
-        xs, lw = samples.openvino_extent(safe[:, 0], safe[:, 2], s, geometry[0])
-    bh = samples.divide(lh, pooled[0])
-    bw = samples.divide(lw, pooled[1])
-    gh = jnp.where(valid, samples.grid_count(bh, sampling_ratio), 0)
-    gw = jnp.where(valid, samples.grid_count(bw, sampling_ratio), 0)
+        start, length = samples.openvino_extent(ends[:, 0], ends[:, 1], s, geometry[0])
+    bin_ = samples.divide(length, np.array((pooled[1], pooled[0]), ct))
+    grid = jnp.where(valid[:, None], samples.grid_count(bin_, sampling_ratio), 0)
+    gh, gw = grid[:, samples.Y], grid[:, samples.X]
     count = (gh * gw).astype(ct)  # exact: OpenVINO's num_samples and ONNX's divisor
 
     flat = jnp.moveaxis(x, 1, -1).reshape(n_img * height * width, channels).astype(ct)
     base = image * (height * width)
     lowest = dtypes.lowest(x.dtype).astype(ct)
-    pool = functools.partial(_pool, flat, base, face=face, mode=mode, corners=corners,
-                             lowest=lowest, pooled=pooled, width=width)
 
     if sampling_ratio > 0:
-        ay = samples.axis_samples(face, ys, bh, gh, pooled[0], height, sampling_ratio, None)
-        ax = samples.axis_samples(face, xs, bw, gw, pooled[1], width, sampling_ratio, None)
-        acc = pool(ay, ax, count)
+        k = jnp.arange(sampling_ratio, dtype=jnp.int32)[:, None, None, None]
+        axes = samples.axis_samples(face, start, bin_, grid, max(pooled), (width, height), k)
+        acc = _pool(flat, base, axes, count, face=face, mode=mode, corners=corners,
+                    lowest=lowest, pooled=pooled, width=width)
     else:
-        acc = _adaptive(flat, base, (ys, xs, bh, bw), gh, gw, count, face=face, mode=mode,
-                        corners=corners, lowest=lowest, pooled=pooled, size=(height, width))
+        acc = _adaptive(flat, base, (start, bin_), grid, count, face=face, mode=mode,
+                        corners=corners, lowest=lowest, pooled=pooled,
+                        size=(height, width))
 
     has = ((gh > 0) & (gw > 0))[:, None, None, None]
     if mode == "avg":
@@ -247,3 +306,13 @@ def align(x: jax.Array, boxes: jax.Array, batch: jax.Array, *, face: str, mode: 
             acc = samples.divide(acc, jnp.maximum(count, 1)[:, None, None, None])
     acc = jnp.where(has & valid[:, None, None, None], acc, jnp.zeros_like(acc))
     return jnp.moveaxis(acc, -1, 1).astype(x.dtype)
+
+
+_STATIC = ("face", "mode", "corners", "pooled", "sampling_ratio", "scale", "geometry")
+align = jax.jit(_align, static_argnames=_STATIC)
+
+
+@functools.cache
+def _align_small():
+    """`align` compiled with the fast-compile options (built on first use: the probe compiles)."""
+    return jax.jit(_align, static_argnames=_STATIC, compiler_options=compile_options.fast_compile())

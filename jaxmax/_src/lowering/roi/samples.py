@@ -2,7 +2,8 @@
 
 Everything here is computed per spatial axis (the sampling grid is separable) on small tables:
 per ROI ``r``, bin ``p`` and sample ``k`` of the axis, the position, whether it is out of the
-image, its two pixel indices and its two linear weights (docs/semantics.md §12.2).
+image, its two pixel indices and its two linear weights (docs/semantics.md §12.2). The two axes
+are stacked on a last axis of 2 (``X`` then ``Y``, the ROI row's order) and computed at once.
 
 ONNX (``onnx/reference/ops/op_roi_align.py``'s order, shared by onnxruntime)::
 
@@ -98,70 +99,77 @@ def openvino_extent(c1: jax.Array, c2: jax.Array, scale, aligned_mode: str):
     return start, length
 
 
-@dataclasses.dataclass(frozen=True)
-class Axis:
-    """One axis of the sampling grid of every ROI: bins ``(R,)``, grid counts ``(R,)`` and the
-    tables of shape ``(K, R, P)`` for the window of ``K`` sample indices ``lo + k``."""
+#: The axes of the sampling grid are computed together, stacked on a last axis of 2 in the ROI
+#: row's order: ``X`` (index 0, the width) then ``Y`` (index 1, the height). One set of kernels
+#: serves both axes (XLA:CPU compiles each kernel separately: half the geometry's kernels).
+X, Y = 0, 1
 
-    grid: jax.Array      # (R,) int32, samples per bin
-    index: jax.Array     # (K, R, P) int32, the sample's index within its bin
-    outside: jax.Array   # (K, R, P) bool, out of the image (value +0.0)
-    low: jax.Array       # (K, R, P) int32, the lower pixel (clipped into the map)
-    high: jax.Array      # (K, R, P) int32, the upper pixel
-    frac: jax.Array      # (K, R, P) CT, weight of the upper pixel (l)
-    rest: jax.Array      # (K, R, P) CT, weight of the lower pixel (h = 1 - l)
+
+@dataclasses.dataclass(frozen=True)
+class Axes:
+    """Samples of every bin along both axes: grid counts ``(R, 2)`` and tables of shape
+    ``(R, P, 2)`` for one sample (``(K, R, P, 2)`` for K; ``P`` the larger pooled size, an
+    axis's bins past its own pooled size are never read)."""
+
+    grid: jax.Array      # (R, 2) int32, samples per bin
+    index: jax.Array     # (R, P, 2) int32, the sample's index within its bin
+    outside: jax.Array   # (R, P, 2) bool, out of the image (value +0.0)
+    low: jax.Array       # (R, P, 2) int32, the lower pixel (clipped into the map)
+    high: jax.Array      # (R, P, 2) int32, the upper pixel
+    frac: jax.Array      # (R, P, 2) CT, weight of the upper pixel (l)
+    rest: jax.Array      # (R, P, 2) CT, weight of the lower pixel (h = 1 - l)
 
 
 def bin_base(start: jax.Array, bin_: jax.Array, pooled: int) -> jax.Array:
-    """``start + p*bin`` per ROI and bin: (R, P)."""
-    p = jnp.arange(pooled, dtype=bin_.dtype)
-    return start[:, None] + rounded(p[None, :] * bin_[:, None])
+    """``start + p*bin`` per ROI, bin and axis: (R, P, 2) from (R, 2)."""
+    p = jnp.arange(pooled, dtype=bin_.dtype)[:, None]
+    return start[:, None, :] + rounded(p * bin_[:, None, :])
 
 
 def positions(face: str, base: jax.Array, bin_: jax.Array, grid: jax.Array,
               k: jax.Array) -> jax.Array:
-    """Sample positions (K, R, P) for sample indices `k` (K, R, P) of CT."""
+    """Sample positions (R, P, 2) for sample indices `k` (R, P, 2) of CT."""
     half = k + jnp.array(0.5, k.dtype)
-    g = grid.astype(bin_.dtype)[None, :, None]
+    g = grid.astype(bin_.dtype)[:, None, :]
     if face == "onnx":
-        offset = divide(rounded(half * bin_[None, :, None]), g)
+        offset = divide(rounded(half * bin_[:, None, :]), g)
     else:
-        step = divide(rounded(jnp.broadcast_to(bin_[None, :, None], half.shape)), g)
+        step = divide(rounded(jnp.broadcast_to(bin_[:, None, :], half.shape)), g)
         offset = rounded(step * half)
-    return base[None] + offset
+    return base + offset
 
 
 def window_start(face: str, base: jax.Array, bin_: jax.Array, grid: jax.Array) -> jax.Array:
-    """(R, P) int32: a sample index at or below the first sample that can fall inside the map
-    (position >= -1), where :mod:`.adaptive`'s window starts; 0 when the grid has one sample
-    or none."""
+    """(R, P, 2) int32: a sample index at or below the first sample that can fall inside the
+    map (position >= -1), where :mod:`.adaptive`'s window starts; 0 when the grid has one
+    sample or none."""
     step = bin_ / jnp.maximum(grid, 1).astype(bin_.dtype)
-    first = jnp.floor((-1.0 - base) / step[:, None] - 0.5) - 2
+    first = jnp.floor((-1.0 - base) / step[:, None, :] - 0.5) - 2
     first = jnp.where(jnp.isfinite(first), first, 0)
-    top = jnp.maximum(grid - 1, 0).astype(first.dtype)[:, None]
+    top = jnp.maximum(grid - 1, 0).astype(first.dtype)[:, None, :]
     return jnp.clip(first, 0, top).astype(jnp.int32)
 
 
 def axis_samples(face: str, start: jax.Array, bin_: jax.Array, grid: jax.Array,
-                 pooled: int, size: int, window: int, lo: jax.Array | None) -> Axis:
-    """The sample tables of one axis of length `size` pooled to `pooled` bins, for sample
-    indices ``lo + k``, ``k < window`` (`lo` None: 0)."""
+                 pooled: int, size: tuple[int, int], index: jax.Array) -> Axes:
+    """The samples of index `index` (int32, broadcasting against (R, P, 2), e.g. (K, 1, 1, 1)
+    for K samples) of every bin along both axes, of lengths `size` ``(W, H)``, pooled to
+    `pooled` bins (the larger of the two)."""
     base = bin_base(start, bin_, pooled)
-    k = jnp.arange(window, dtype=jnp.int32)[:, None, None]
-    index = k if lo is None else lo[None] + k
-    index = jnp.broadcast_to(index, (window,) + base.shape)
+    index = jnp.broadcast_to(index, jnp.broadcast_shapes(index.shape, base.shape))
     pos = positions(face, base, bin_, grid, index.astype(bin_.dtype))
-    outside = (pos < -1) | (pos > size)
+    last = np.array(size, np.int32) - 1
+    outside = (pos < -1) | (pos > np.array(size, pos.dtype))
     q = jnp.where(pos <= 0, jnp.zeros_like(pos), pos)
     q = jnp.where(outside, jnp.zeros_like(q), q)  # keep the casts below in range
     low = jnp.floor(q).astype(jnp.int32)
-    top = low >= size - 1
-    low = jnp.where(top, size - 1, low)
-    high = jnp.where(top, size - 1, low + 1)
+    top = low >= last
+    low = jnp.where(top, last, low)
+    high = jnp.where(top, last, low + 1)
     q = jnp.where(top, low.astype(q.dtype), q)
     frac = q - low.astype(q.dtype)
     rest = 1 - frac
-    return Axis(grid, index, outside, low, high, frac, rest)
+    return Axes(grid, index, outside, low, high, frac, rest)
 
 
 def ieee_take(acc: jax.Array, v: jax.Array) -> jax.Array:
