@@ -119,3 +119,23 @@ def divisible(mesh, spec: Spec, shape: tuple[int, ...]) -> Spec:
     sizes = dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))
     return tuple(e if n % math.prod(sizes[a] for a in _names(e)) == 0 else None
                  for e, n in zip(spec, shape, strict=True))
+
+
+def open_results(like: jax.Array, *results: jax.Array) -> tuple[jax.Array, ...]:
+    """`results` (the outputs of one multi-result operation on `like`), each under a sharding
+    constraint that leaves every axis to the partitioner, when `like` is typed on a mesh with
+    ``Auto`` axes (as inside `run`); unchanged otherwise.
+
+    Shardy moves a sharding constraint whose input has no other use onto the operation that
+    produces the input. On a variadic ``reduce_window`` that gives the one constrained result
+    its own sharding (replicated, when the pool's output does not divide over the devices:
+    `divisible`) and the others their operands', and XLA's SPMD partitioner aborts the process
+    on such a mixed tuple (``Check failed: !target.IsReplicatedOrSingleDevice()``). With an open
+    constraint in between, every result takes the sharding propagation gives them all.
+    """
+    mesh = jax.typeof(like).sharding.mesh
+    if mesh.empty or AxisType.Auto not in mesh.axis_types:
+        return results
+    return tuple(jax.lax.with_sharding_constraint(
+        r, NamedSharding(mesh, PartitionSpec(*[PartitionSpec.UNCONSTRAINED] * r.ndim)))
+        for r in results)

@@ -45,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import dtypes
+from jaxmax._src import dtypes, explicit_axes
 from jaxmax._src.lowering import order
 from jaxmax._src.lowering.pooling.geometry import Geometry
 from jaxmax._src.lowering.pooling.winners import IndexLayout
@@ -177,6 +177,8 @@ def winners(x: jax.Array, g: Geometry, nan: str,
         _, value, index = lax.reduce_window(
             (key, x, index), (low_key, dtypes.max_identity(x.dtype), np.int32(NONE)), select,
             g.window, g.strides, g.padding, window_dilation=g.dilation)
+        if g.sharded:  # the results' shardings left to propagation (explicit_axes.open_results)
+            value, index = explicit_axes.open_results(x, value, index)
         return _value(x, value, index, nan)
     low = dtypes.lowest(x.dtype)
     init = low if nan == "skip" else dtypes.max_identity(x.dtype)
@@ -184,6 +186,8 @@ def winners(x: jax.Array, g: Geometry, nan: str,
         (x, index), (np.array(init, x.dtype), np.int32(NONE)),
         _pair_select(nan, dtypes.is_floating(x.dtype)), g.window, g.strides, g.padding,
         window_dilation=g.dilation)
+    if g.sharded:
+        value, index = explicit_axes.open_results(x, value, index)
     if nan == "skip":  # a value at lowest(T) has no winner
         index = lax.select(value > low, index, lax.full(index.shape, NONE, index.dtype))
     return value, index
