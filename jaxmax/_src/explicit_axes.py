@@ -19,6 +19,10 @@ On ``Explicit`` axes the sharding is known at trace time, so a computation along
 is independent across the others can also run block by block (`blockwise`, ``jax.shard_map``)
 where the partitioner would move the input (TopK), and `explicit_only` tells a lowering which
 mesh axes split its own axis (ArgMax combines its blocks' answers itself).
+
+A lowering whose multi-result operation may be partitioned (MaxPool's variadic
+``reduce_window``) passes its results through `open_results`, so that a sharding constraint on
+one of them (`run`'s output sharding, or the caller's) cannot leave them sharded differently.
 """
 
 from __future__ import annotations
