@@ -19,6 +19,10 @@ On ``Explicit`` axes the sharding is known at trace time, so a computation along
 is independent across the others can also run block by block (`blockwise`, ``jax.shard_map``)
 where the partitioner would move the input (TopK), and `explicit_only` tells a lowering which
 mesh axes split its own axis (ArgMax combines its blocks' answers itself).
+
+A lowering whose multi-result operation may be partitioned (MaxPool's variadic
+``reduce_window``) passes its results through `open_results`, so that a sharding constraint on
+one of them (`run`'s output sharding, or the caller's) cannot leave them sharded differently.
 """
 
 from __future__ import annotations
@@ -130,3 +134,23 @@ def divisible(mesh, spec: Spec, shape: tuple[int, ...]) -> Spec:
     sizes = dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))
     return tuple(e if n % math.prod(sizes[a] for a in _names(e)) == 0 else None
                  for e, n in zip(spec, shape, strict=True))
+
+
+def open_results(like: jax.Array, *results: jax.Array) -> tuple[jax.Array, ...]:
+    """`results` (the outputs of one multi-result operation on `like`), each under a sharding
+    constraint that leaves every axis to the partitioner, when `like` is typed on a mesh with
+    ``Auto`` axes (as inside `run`); unchanged otherwise.
+
+    Shardy moves a sharding constraint whose input has no other use onto the operation that
+    produces the input. On a variadic ``reduce_window`` that gives the one constrained result
+    its own sharding (replicated, when the pool's output does not divide over the devices:
+    `divisible`) and the others their operands', and XLA's SPMD partitioner aborts the process
+    on such a mixed tuple (``Check failed: !target.IsReplicatedOrSingleDevice()``). With an open
+    constraint in between, every result takes the sharding propagation gives them all.
+    """
+    mesh = jax.typeof(like).sharding.mesh
+    if mesh.empty or AxisType.Auto not in mesh.axis_types:
+        return results
+    return tuple(jax.lax.with_sharding_constraint(
+        r, NamedSharding(mesh, PartitionSpec(*[PartitionSpec.UNCONSTRAINED] * r.ndim)))
+        for r in results)

@@ -45,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import dtypes
+from jaxmax._src import dtypes, explicit_axes
 from jaxmax._src.lowering import order
 from jaxmax._src.lowering.pooling.geometry import Geometry
 from jaxmax._src.lowering.pooling.winners import IndexLayout
@@ -167,7 +167,10 @@ def winners(x: jax.Array, g: Geometry, nan: str,
     winner)`` with no step after the reduction (XLA compiles each such step into a kernel of
     its own). The pairs also need `pairs` (the input on one device): XLA's SPMD partitioner
     aborted (``ReshardAsWindowedInput``) on them with a pooled axis sharded over an Explicit
-    mesh axis (tests/test_sharding.py)."""
+    mesh axis (tests/test_sharding.py). That abort, and the triples' on integers, whose values
+    left the reduction unchanged, was a constraint on one result given to it alone (a mixed
+    tuple sharding): where the input may be sharded, the results of either form pass through
+    `explicit_axes.open_results` (forced pairs then partition too; the choice is kept)."""
     small = _small(g, pairs)
     index = _plane_index(g, small)
     if not small:
@@ -177,6 +180,8 @@ def winners(x: jax.Array, g: Geometry, nan: str,
         _, value, index = lax.reduce_window(
             (key, x, index), (low_key, dtypes.max_identity(x.dtype), np.int32(NONE)), select,
             g.window, g.strides, g.padding, window_dilation=g.dilation)
+        if g.sharded:  # the results' shardings left to propagation (explicit_axes.open_results)
+            value, index = explicit_axes.open_results(x, value, index)
         return _value(x, value, index, nan)
     low = dtypes.lowest(x.dtype)
     init = low if nan == "skip" else dtypes.max_identity(x.dtype)
@@ -184,6 +189,8 @@ def winners(x: jax.Array, g: Geometry, nan: str,
         (x, index), (np.array(init, x.dtype), np.int32(NONE)),
         _pair_select(nan, dtypes.is_floating(x.dtype)), g.window, g.strides, g.padding,
         window_dilation=g.dilation)
+    if g.sharded:  # as the triples'
+        value, index = explicit_axes.open_results(x, value, index)
     if nan == "skip":  # a value at lowest(T) has no winner
         index = lax.select(value > low, index, lax.full(index.shape, NONE, index.dtype))
     return value, index
