@@ -186,6 +186,38 @@ def test_dropped_rois_pass_no_gradient_and_no_nan():
     assert (np.asarray(gx)[1] == 0).all()
 
 
+
+@pytest.mark.parametrize("face", ["onnx", "openvino"])
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("sr", [0, 2])
+def test_dropped_and_empty_rois_leave_every_image_gradient_alone(face, mode, sr):
+    """Traced invalid ROIs (an image index out of range, a NaN coordinate) read image 0 in the
+    lowering, and a zero-area ROI has a grid of 0 under sampling_ratio 0: none may touch the
+    data's gradient (docs/semantics.md §12.6: they pass none). The gradient equals the one of
+    the valid ROI alone, bit for bit, and holds no NaN (it did: 0/0 sample positions, times a
+    zero cotangent)."""
+    x, _ = _data(11, (2, 2, 6, 6))
+    good = np.array([[1, 1, 5, 4]], np.float32)
+    bad = np.array([[0, 0, 4, 4], [0, np.nan, 4, 4], [2, 2, 2, 2]], np.float32)
+    if sr or face == "openvino":  # a fixed grid samples a zero-area ROI at its point, and
+        bad = bad[:2]               # OpenVINO widens it to 1 pixel: a valid ROI with a value
+
+    def loss(x, r, b):
+        if face == "onnx":
+            y = onnx.roi_align(x, r, b, mode=mode, output_height=2, output_width=2,
+                               sampling_ratio=sr)
+        else:
+            y = ov.roi_align(x, r, b, pooled_h=2, pooled_w=2, sampling_ratio=sr,
+                              spatial_scale=1.0, mode=mode)
+        return (y * np.arange(1.0, 1 + y.size, dtype=np.float32).reshape(y.shape)).sum()
+
+    grad = jax.jit(jax.grad(loss))
+    alone = np.asarray(grad(x, good, np.array([1])))
+    both = np.asarray(grad(x, np.concatenate([good, bad]), np.array([1, 7, 0, 0])[:1 + len(bad)]))
+    assert np.isfinite(both).all()
+    assert_same(both, alone)
+
+
 # --------------------------------------------------------------------------- sharding
 
 @pytest.mark.parametrize("axis_type", [AxisType.Explicit, AxisType.Auto])

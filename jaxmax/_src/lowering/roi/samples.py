@@ -130,7 +130,10 @@ def positions(face: str, base: jax.Array, bin_: jax.Array, grid: jax.Array,
               k: jax.Array) -> jax.Array:
     """Sample positions (R, P, 2) for sample indices `k` (R, P, 2) of CT."""
     half = k + jnp.array(0.5, k.dtype)
-    g = grid.astype(bin_.dtype)[:, None, :]
+    # a grid of 0 (an invalid ROI, or an empty bin) sums nothing and its output is +0.0; 1 there
+    # keeps 0/0 out of the positions, whose NaN the backward pass would multiply into the data's
+    # gradient (0 * NaN) through the image the ROI is clamped to
+    g = jnp.maximum(grid, 1).astype(bin_.dtype)[:, None, :]
     if face == "onnx":
         offset = divide(rounded(half * bin_[:, None, :]), g)
     else:
