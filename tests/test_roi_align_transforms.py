@@ -233,3 +233,31 @@ def test_sharded_inputs_give_the_unsharded_bits(axis_type, spec):
     rs = shard(rois, mesh, P("d")) if spec == "rois" else rois
     bs = shard(batch, mesh, P("d")) if spec == "rois" else batch
     check_sharded(_f, ((xs, rs, bs), (x, rois, batch)), expected)
+
+
+@pytest.mark.parametrize("axis_type", [AxisType.Explicit, AxisType.Auto])
+@pytest.mark.parametrize("face", ["onnx", "openvino"])
+def test_batch_sharded_max_keeps_negative_zeros(axis_type, face):
+    """Max of samples that are all -0.0, the images sharded along the batch: on Auto axes XLA's
+    partitioner assembles the gathered corners with an all-reduce that adds, which turned every
+    -0.0 into +0.0 before the corners were read through their bits. Checked against the NumPy
+    oracle of docs/semantics.md §12, zero signs included."""
+    mesh = jax.make_mesh((8,), ("d",), axis_types=(axis_type,))
+    x = -np.ones((8, 2, 8, 8), np.float32)
+    x[:, :, :4, :4] = -0.0
+    rois = np.array([[0, 0, 3, 3], [0.5, 0.5, 2.5, 3], [0, 0, 7, 7]], np.float32)
+    batch = np.array([0, 5, 7])
+
+    def f(x, r, b):
+        if face == "onnx":
+            return onnx.roi_align(x, r, b, mode="max", output_height=2, output_width=2,
+                                  sampling_ratio=2)
+        return ov.roi_align(x, r, b, pooled_h=2, pooled_w=2, sampling_ratio=2,
+                            spatial_scale=1.0, mode="max")
+
+    expected = oracle.roi_align(x, rois, batch, face=face, mode="max", pooled=(2, 2),
+                                sampling_ratio=2,
+                                how="half_pixel" if face == "onnx" else "asymmetric")
+    assert np.signbit(expected).any()
+    got = jax.jit(f)(shard(x, mesh, P("d")), rois, batch)
+    assert_same(np.asarray(got), expected)

@@ -32,7 +32,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import compile_options, roi_sharded
+from jaxmax._src.lowering import compile_options, order, roi_sharded, rules
 from jaxmax._src.lowering.roi import adaptive, samples
 from jaxmax._src.lowering.roi import rois as roi_rows
 from jaxmax._src.lowering.roi.samples import ieee_max, ieee_take, rounded
@@ -45,7 +45,7 @@ def compute_dtype(dtype) -> np.dtype:
 
 
 def _corner_products(flat: jax.Array, base: jax.Array, ay: samples.Axes, ax: samples.Axes,
-                     width: int, pooled: tuple[int, int]):
+                     width: int, pooled: tuple[int, int], take):
     """The four weighted corners ``w_i * X_i`` of one sample of every bin (its height axis
     from `ay`, its width axis from `ax`): (R, P_h, P_w, C) each, with the out-of-image flag
     (R, P_h, P_w)."""
@@ -65,12 +65,33 @@ def _corner_products(flat: jax.Array, base: jax.Array, ay: samples.Axes, ax: sam
 
     def corner(yy, xx):
         idx = jnp.broadcast_to(b + yy * width + xx, shape).reshape(-1)
-        return jnp.take(flat, idx, axis=0, mode="clip").reshape(shape + (flat.shape[1],))
+        return take(flat, idx).reshape(shape + (flat.shape[1],))
 
     weights = (hy * hx, hy * lx, ly * hx, ly * lx)
     values = (corner(y0, x0), corner(y0, x1), corner(y1, x0), corner(y1, x1))
     products = tuple(rounded(w[..., None] * v) for w, v in zip(weights, values, strict=True))
     return products, outside
+
+
+def _plain_rows(flat: jax.Array, idx: jax.Array) -> jax.Array:
+    """``flat[idx]`` (rows, clipped)."""
+    return jnp.take(flat, idx, axis=0, mode="clip")
+
+
+@jax.custom_jvp
+def _take_rows(flat: jax.Array, idx: jax.Array) -> jax.Array:
+    """``flat[idx]`` (rows, clipped), read as the rows' bits: where the images are sharded and
+    XLA's partitioner assembles the gathered rows with an all-reduce that adds, integers keep a
+    ``-0.0`` that ``-0.0 + 0.0`` would turn to ``+0.0`` (Auto meshes; on Explicit axes
+    ``roi_sharded`` answers each ROI where its image lies). The tangent is the plain gather."""
+    rows = jnp.take(order.bits(flat), idx, axis=0, mode="clip")
+    return order.from_bits(rows, flat.dtype)
+
+
+@_take_rows.defjvp
+def _take_rows_jvp(primals, tangents):
+    flat, idx = primals
+    return _take_rows(flat, idx), _plain_rows(tangents[0], idx)
 
 
 def _combine(products, outside, corners: bool, ct) -> jax.Array:
@@ -81,7 +102,7 @@ def _combine(products, outside, corners: bool, ct) -> jax.Array:
     return jnp.where(outside[..., None], jnp.zeros((), ct), v)
 
 
-def _step(flat, geometry, ints, ky, kx, *, face, corners, pooled, size):
+def _step(flat, geometry, ints, ky, kx, *, face, corners, pooled, size, take):
     """Sample ``(lo_y + ky, lo_x + kx)`` of every bin of every ROI: ``(v, mask, iy, ix)``,
     each (R, P_h, P_w) (`v` with channels last); its geometry is computed here, inside the
     run-time loop over the samples."""
@@ -90,13 +111,13 @@ def _step(flat, geometry, ints, ky, kx, *, face, corners, pooled, size):
     index = ints["lo"] + jnp.stack([kx, ky]).astype(jnp.int32)  # X then Y
     axes = samples.axis_samples(face, start, bin_, grid, max(pooled), (size[1], size[0]),
                                 index)
-    return _sample(flat, ints["base"], axes, axes, corners, pooled, size[1])
+    return _sample(flat, ints["base"], axes, axes, corners, pooled, size[1], take)
 
 
-def _sample(flat, base, ay, ax, corners, pooled, width):
+def _sample(flat, base, ay, ax, corners, pooled, width, take):
     """One sample of every bin (height axis from `ay`, width axis from `ax`):
     ``(v, mask, iy, ix)``, each (R, P_h, P_w) (`v` with channels last)."""
-    products, outside = _corner_products(flat, base, ay, ax, width, pooled)
+    products, outside = _corner_products(flat, base, ay, ax, width, pooled, take)
     v = _combine(products, outside, corners, flat.dtype)
     iy = ay.index[:, :pooled[0], samples.Y, None]
     ix = ax.index[:, None, :pooled[1], samples.X]
@@ -105,7 +126,7 @@ def _sample(flat, base, ay, ax, corners, pooled, width):
     return v, mask, iy, ix
 
 
-def _pool(flat, base, axes, count, *, face, mode, corners, lowest, pooled, width):
+def _pool(flat, base, axes, count, *, face, mode, corners, lowest, pooled, width, take):
     """Scan over the static ``G x G`` grid of sample indices (`axes`: tables (G, R, P, 2)):
     (R, P_h, P_w, C) of CT."""
     k_n = axes.index.shape[0]
@@ -123,7 +144,8 @@ def _pool(flat, base, axes, count, *, face, mode, corners, lowest, pooled, width
             for f in dataclasses.fields(axes) if f.name != "grid"})
 
     def body(acc, k):
-        v, mask, _, _ = _sample(flat, base, at(k // k_n), at(k % k_n), corners, pooled, width)
+        v, mask, _, _ = _sample(flat, base, at(k // k_n), at(k % k_n), corners, pooled, width,
+                                take)
         mask = mask[..., None]
         if mode == "avg":
             if face == "onnx":
@@ -146,7 +168,7 @@ BLOCK = 32
 
 
 def _adaptive(flat, base, geometry, grid, count, *, face, mode, corners, lowest, pooled,
-              size):
+              size, take):
     """``sampling_ratio = 0``: the run-time loop of :mod:`.adaptive` over each bin's window,
     per block of ROIs of similar grids (sorted by the samples they need)."""
     start, bin_ = geometry
@@ -159,7 +181,8 @@ def _adaptive(flat, base, geometry, grid, count, *, face, mode, corners, lowest,
                        axis=1),
         need_x=jnp.max(jnp.clip(grid[:, samples.X, None] - lo[:, :pw, samples.X], 0, kx_n),
                        axis=1))
-    step = functools.partial(_step, face=face, corners=corners, pooled=pooled, size=size)
+    step = functools.partial(_step, face=face, corners=corners, pooled=pooled, size=size,
+                             take=take)
 
     def run(block):
         g, lo_ = block["grid"], block["lo"]
@@ -241,7 +264,10 @@ def roi_align(x: jax.Array, boxes: jax.Array, batch: jax.Array, **static) -> jax
     """:func:`align` with ``Explicit`` mesh axes made ``Auto`` inside it: the output keeps the
     sharding of the ROI axis (from `boxes`) and of the channel axis (from `x`) where they
     divide evenly, the rest replicated. A small eager call compiles with
-    `compile_options.fast_compile()`."""
+    `compile_options.fast_compile()`. Where the images may lie on several devices, max reads
+    the samples' corners through their bits (`_take_rows`)."""
+    static = dict(static, bits_rows=static["mode"] == "max" and rules.cross_device_possible(x))
+
     def out_spec(mesh):
         spec = (explicit_axes.spec_of(boxes)[0], explicit_axes.spec_of(x)[1], None, None)
         shape = (boxes.shape[0], x.shape[1]) + tuple(static["pooled"])
@@ -256,14 +282,14 @@ def roi_align(x: jax.Array, boxes: jax.Array, batch: jax.Array, **static) -> jax
 
 def _align(x: jax.Array, boxes: jax.Array, batch: jax.Array, *, face: str, mode: str,
           corners: bool, pooled: tuple[int, int], sampling_ratio: int, scale: float,
-          geometry: tuple) -> jax.Array:
+          geometry: tuple, bits_rows: bool = False) -> jax.Array:
     """RoiAlign of `x` (N, C, H, W) over `boxes` (R, 4) ``[x1, y1, x2, y2]`` of images `batch`
     (R,): (R, C, P_h, P_w) of ``x.dtype``.
 
     `face` is ``"onnx"`` (`geometry` ``(off, clamp)``) or ``"openvino"`` (`geometry`
     ``(aligned_mode,)``); `mode` ``"avg"`` or ``"max"``; `corners` the ONNX weighted-corner max;
     `scale` the spatial scale already rounded to float32. Invalid ROIs (non-finite, batch index
-    outside ``[0, N)``) give ``+0.0``.
+    outside ``[0, N)``) give ``+0.0``. `bits_rows`: gather the corners through their bits.
     """
     n_img, channels, height, width = x.shape
     r = boxes.shape[0]
@@ -288,16 +314,17 @@ def _align(x: jax.Array, boxes: jax.Array, batch: jax.Array, *, face: str, mode:
     flat = jnp.moveaxis(x, 1, -1).reshape(n_img * height * width, channels).astype(ct)
     base = image * (height * width)
     lowest = dtypes.lowest(x.dtype).astype(ct)
+    take = _take_rows if bits_rows else _plain_rows
 
     if sampling_ratio > 0:
         k = jnp.arange(sampling_ratio, dtype=jnp.int32)[:, None, None, None]
         axes = samples.axis_samples(face, start, bin_, grid, max(pooled), (width, height), k)
         acc = _pool(flat, base, axes, count, face=face, mode=mode, corners=corners,
-                    lowest=lowest, pooled=pooled, width=width)
+                    lowest=lowest, pooled=pooled, width=width, take=take)
     else:
         acc = _adaptive(flat, base, (start, bin_), grid, count, face=face, mode=mode,
                         corners=corners, lowest=lowest, pooled=pooled,
-                        size=(height, width))
+                        size=(height, width), take=take)
 
     has = ((gh > 0) & (gw > 0))[:, None, None, None]
     if mode == "avg":
@@ -308,7 +335,8 @@ def _align(x: jax.Array, boxes: jax.Array, batch: jax.Array, *, face: str, mode:
     return jnp.moveaxis(acc, -1, 1).astype(x.dtype)
 
 
-_STATIC = ("face", "mode", "corners", "pooled", "sampling_ratio", "scale", "geometry")
+_STATIC = ("face", "mode", "corners", "pooled", "sampling_ratio", "scale", "geometry",
+           "bits_rows")
 align = jax.jit(_align, static_argnames=_STATIC)
 
 
