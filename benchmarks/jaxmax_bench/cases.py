@@ -96,6 +96,15 @@ def make_inputs(key: str, sz: Sizes) -> dict[str, np.ndarray]:
         return {"x": rng.standard_normal((sz.seg_rows, sz.seg_cols), dtype=np.float32),
                 "ids": ids,
                 "lengths": np.bincount(ids, minlength=sz.seg_count).astype(np.int64)}
+    # ---- ROI pooling (MaxRoiPool / ROIPooling-1) inputs: begin ----
+    if key == "roi_pool":  # the detection anchor: features and 300 ROIs (benchmarks/RESULTS.md)
+        count = 300 if sz.pool2d[0] >= 32 else 100
+        wh = rng.uniform(16, 400, (count, 2))
+        xy = rng.uniform(0, 800 - wh)
+        rois = np.concatenate([np.zeros((count, 1)), xy, xy + wh], 1).astype(np.float32)
+        features = (1, 256 if sz.pool2d[0] >= 32 else 64, 50, 50)
+        return {"x": rng.standard_normal(features, dtype=np.float32), "rois": rois}
+    # ---- ROI pooling inputs: end ----
     if key.startswith("shape:"):  # "shape:1x8x64x64": seeded float32 of that shape
         return {"x": rng.standard_normal(tuple(map(int, key[6:].split("x"))), dtype=np.float32)}
     if key == "small":

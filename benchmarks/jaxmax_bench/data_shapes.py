@@ -71,6 +71,18 @@ def cases(sz: Sizes) -> list[Case]:
                 lambda: lambda x: jonnx().arg_max(x, axis=1, keepdims=0),
                 ("x",), dense, "ONNX ArgMax, long last axis (jit)")
           for rows, n in ((8, 32000), (16, 50257), (1000, 997))],
+        # ---- MaxRoiPool / ROIPooling-1 / Hardmax (issue 43): begin ----
+        _case("data shapes: ONNX MaxRoiPool (1, C, 50, 50), 300 ROIs -> 7x7", "roi_pool",
+              lambda: lambda x, r: jonnx().max_roi_pool(x, r, pooled_shape=(7, 7),
+                                                        spatial_scale=1 / 16),
+              ("x", "rois"), dense, "ONNX MaxRoiPool (jit)"),
+        _case("data shapes: ROIPooling-1 (1, C, 50, 50), 300 ROIs -> 7x7", "roi_pool",
+              lambda: lambda x, r: jov().roi_pooling(x, r, pooled_h=7, pooled_w=7,
+                                                     spatial_scale=1 / 16),
+              ("x", "rois"), dense, "ROIPooling-1 (jit)"),
+        _case("data shapes: ONNX Hardmax last axis 256x1000", "shape:256x1000",
+              lambda: lambda x: jonnx().hardmax(x), ("x",), dense, "ONNX Hardmax (jit)"),
+        # ---- MaxRoiPool / ROIPooling-1 / Hardmax: end ----
         _case("data shapes: ONNX TopK k=5 last axis 256x1000", "shape:256x1000",
               lambda: lambda x: jonnx().top_k(x, 5, axis=1),
               ("x",), dense, "ONNX TopK, logits (jit)"),

@@ -64,6 +64,29 @@ def _logits(rng: Any, shape: tuple[int, ...]) -> tuple:
     return (x,)
 
 
+# ---- MaxRoiPool / ROIPooling-1 / Hardmax (issue 43): begin ----
+def _roi_pool(rng: Any, shape: tuple[int, ...]) -> tuple:
+    """The image as features and two ROIs (the whole map of the first image, and a corner
+    block of the last), pooled 3x3 by the row."""
+    n, _, h, w = shape
+    rois = np.array([[0, 0, 0, w - 1, h - 1], [n - 1, 1, 2, w // 2, h // 2]], np.float32)
+    return rng.standard_normal(shape, dtype=np.float32), rois
+
+
+def _roi_pool_ops() -> list[tuple[str, Callable[[], Callable], Callable, str]]:
+    return [
+        ("jaxmax.onnx.max_roi_pool 2 ROIs -> 3x3 (eager)",
+         lambda: lambda x, r: jonnx().max_roi_pool(x, r, pooled_shape=(3, 3)), _roi_pool,
+         JAXMAX),
+        ("jaxmax.openvino.roi_pooling 2 ROIs -> 3x3 (eager)",
+         lambda: lambda x, r: jov().roi_pooling(x, r, pooled_h=3, pooled_w=3,
+                                                spatial_scale=1.0), _roi_pool, JAXMAX),
+        ("jaxmax.onnx.hardmax last axis of (1-12, 64-736) logits (eager)",
+         lambda: lambda x: jonnx().hardmax(x), _logits, JAXMAX),
+    ]
+# ---- MaxRoiPool / ROIPooling-1 / Hardmax: end ----
+
+
 def _sweep(make: Callable[[], Callable], inputs: Callable, count: int, budget_s: float
            ) -> Callable[[Ctx], ShapeSweep]:
     return lambda ctx: ShapeSweep(make, inputs, _shapes(count), budget_s)
@@ -111,6 +134,7 @@ def cases(sz: Sizes) -> list[Case]:
     # ---- RoiAlign (issue 43): features of each shape, 2 proposals, 3x3 ----
     ops += roi_align_small_shapes()
     # ---- end RoiAlign ----
+    ops += _roi_pool_ops()  # MaxRoiPool / ROIPooling-1 / Hardmax (issue 43)
     name = "many shapes around (1, 3, 13, 13): ms and RSS MB per new shape"
     return [Case(GROUP, name, "small", [
         Impl(label, "jax", _sweep(make, inputs, count, budget), role)

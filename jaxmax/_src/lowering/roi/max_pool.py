@@ -8,11 +8,11 @@ per bin, ``jnp.take(..., mode="clip")``: indices are valid by construction).
   combines integer keys (IEEE total order, every NaN mapped to the top key) by ``max``, so the
   result does not depend on XLA's float ``max``.
 * ``rule="openvino"``: the reference fold ``acc = lowest(T); acc = (x < acc) ? acc : x`` in
-  row-major order. Without NaN and ``-0.0`` in the data that is ``max(lowest(T), bin)`` (the
-  fast path, the key table as above). Otherwise (under ``lax.cond``) the fold's winner: the
-  last of the largest keys (NaN the largest; ``-0 == +0``) in the bin; if it is a NaN that is
-  not the bin's last element, the last largest element after it (two more rectangles: the rest
-  of its row and the rows below), so the fold's order matters only there.
+  row-major order, from one table of integer keys (:func:`_fold_keys`) that put the last of
+  tied zeros and the last NaN on top, so any data takes the same path (a NaN or ``-0.0``
+  anywhere no longer sends the whole call to the (key, position) tables: 7x slower). A bin
+  whose last NaN is not its last element takes the largest key after it (two more
+  rectangles), for those (bin, channel) pairs only, gathered into chunks.
 
 Gradients (``jax.custom_vjp``): ONNX sends each bin's cotangent to its first maximal element
 (first NaN; ``-0 == +0``), OpenVINO to the fold's winner (none when ``lowest(T)`` won); both
@@ -113,18 +113,19 @@ def _rows(image, h, w, level, x_shape):
     return ((level * np.int32(n) + image) * np.int32(height) + h) * np.int32(width) + w
 
 
-def _lookup(flat, image, h0, h1, w0, w1, x_shape, combine, counts):
+def _lookup(flat, image, h0, h1, w0, w1, x_shape, combine, counts, lanes=None):
     """Combine the four blocks of each rectangle: `flat` a pytree of (rows, Cb) tables with
-    `counts` levels; the rectangles (Q,) int32 shared by every channel, or (Q, Cb) per
-    channel."""
+    `counts` levels (enough for every rectangle); the rectangles int32 arrays of one shape,
+    shared by every channel (`lanes` None: a lookup reads a row of Cb channels) or each of
+    one channel (`lanes`, of their shape: a lookup reads one element, a 1-D gather)."""
     level, hs, ws = range_max.corners(h0, h1, w0, w1, counts[0])
-    rows = _rows(image, hs, ws, level, x_shape)  # (4, Q) or (4, Q, Cb)
-    if rows.ndim == 2:
+    rows = _rows(image, hs, ws, level, x_shape)  # (4,) + h0.shape
+    if lanes is None:
         got = jax.tree.map(lambda t: jnp.take(t, rows.reshape(-1), axis=0, mode="clip")
-                           .reshape((4, -1, t.shape[1])), flat)
+                           .reshape(rows.shape + t.shape[1:]), flat)
     else:
-        got = jax.tree.map(lambda t: jnp.take_along_axis(
-            t[None], rows, axis=1, mode="clip"), flat)
+        got = jax.tree.map(lambda t: jnp.take(t.reshape(-1), rows * np.int32(t.shape[1])
+                                              + lanes, mode="clip"), flat)
     part = [jax.tree.map(lambda v, i=i: v[i], got) for i in range(4)]
     return combine(combine(part[0], part[1]), combine(part[2], part[3]))
 
@@ -182,35 +183,141 @@ def _key_max(xb, geometry, x_shape, counts):
     return order.from_monotone_bits(best, xb.dtype)
 
 
+def _fold_keys(xb):
+    """The OpenVINO fold's keys of a block (N, H, W, Cb): integers (int32; int64 for float64
+    data) whose maximum over a bin is the fold's answer when the bin holds no NaN, and
+    otherwise the place of its last NaN. With ``m`` the monotone bits, ``p = h*W + w`` (the
+    row-major order in an image) and ``S = 2*H*W``:
+
+    * ``x < 0``: ``m`` (negative);
+    * ``x == ±0``: ``2*p + signbit`` in ``[0, S)``, so the last of tied zeros wins;
+    * ``x > 0``: ``m + S``;
+    * NaN: ``m(+inf) + S + 1 + p``, above every number, so the last NaN wins.
+
+    Returns ``(keys, nan_base)``, the NaN keys starting at ``nan_base``; :func:`_fold_fits`
+    says when the keys fit their type."""
+    _, height, width, _ = xb.shape
+    kt = _fold_key_type(xb.dtype)
+    m = order.monotone_bits(xb).astype(kt)
+    inf = _monotone(np.inf, xb.dtype)
+    size = height * width
+    pos = (lax.broadcasted_iota(kt, xb.shape, 1) * kt(width)
+           + lax.broadcasted_iota(kt, xb.shape, 2))
+    nan_base = inf + 2 * size + 1
+    nan = (m > kt(inf)) | (m < kt(-inf - 1))
+    zero = (m == kt(0)) | (m == kt(-1))
+    key = lax.select(m > kt(0), m + kt(2 * size), m)
+    key = lax.select(zero, pos * kt(2) + (m & kt(1)), key)
+    return lax.select(nan, pos + kt(nan_base), key), nan_base
+
+
+def _fold_key_type(dtype) -> type:
+    return np.int64 if np.dtype(dtype).itemsize == 8 else np.int32
+
+
+def _monotone(value, dtype) -> int:
+    """``order.monotone_bits`` of a constant, in Python."""
+    b = int(np.array(value, dtype).view(order.signed_bits_dtype(dtype)))
+    return b ^ int(np.iinfo(order.signed_bits_dtype(dtype)).max) if b < 0 else b
+
+
+def _fold_fits(dtype, height: int, width: int) -> bool:
+    """Whether :func:`_fold_keys` fit their type: float32 maps of fewer than 2.8 million
+    pixels, every 16-bit and 64-bit map."""
+    return _monotone(np.inf, dtype) + 3 * height * width < np.iinfo(_fold_key_type(dtype)).max
+
+
+def _fold_decode(key, dtype, size: int):
+    """The number whose :func:`_fold_keys` key (a map of `size` pixels) is `key`."""
+    kt = key.dtype.type
+    zero = -(key & kt(1))  # the monotone bits of +0 and -0: 0 and -1
+    m = jnp.where(key >= kt(2 * size), key - kt(2 * size), jnp.where(key >= 0, zero, key))
+    return order.from_monotone_bits(m.astype(order.signed_bits_dtype(dtype)), dtype)
+
+
+#: The NaN bins of a block are answered in chunks of at most this share of its (bin, channel)
+#: pairs (compacted: a loop of as many chunks as they need, none without NaN).
+NAN_CHUNK_SHARE = 32
+
+
+def _fold_max(xb, geometry, x_shape, counts):
+    """Per block: the OpenVINO fold of every bin, from one table of :func:`_fold_keys`. A bin
+    without NaN gives its largest key, floored at ``lowest(T)``. A bin holding a NaN gives
+    that NaN if its last NaN is its last element; otherwise the largest key after it (the rest
+    of its row, then the rows below: two rectangles of one channel), without the floor. Those
+    (bin, channel) pairs are gathered into chunks, so the cost follows their number."""
+    image, h0, h1, w0, w1, _ = geometry
+    height, width = x_shape[2], x_shape[3]
+    size, dtype, cb = height * width, xb.dtype, xb.shape[-1]
+    keys, nan_base = _fold_keys(xb)
+    kt = keys.dtype.type
+    flat = range_max.build(keys, lax.max, 1, 2, counts).reshape(-1, cb)
+    best = _lookup(flat, image, h0, h1, w0, w1, x_shape, lax.max, counts)
+    floor = kt(_monotone(dtypes.lowest(dtype), dtype))
+    out = _fold_decode(jnp.maximum(best, floor), dtype, size)
+    has_nan = best >= kt(nan_base)
+    total = best.size
+    chunk = min(total, max(256, total // NAN_CHUNK_SHARE))
+    count = jnp.sum(has_nan, dtype=np.int32)
+    slots = lax.iota(np.int32, chunk)
+    low = kt(np.iinfo(kt).min)
+
+    def fix(t, state):  # chunk t: the NaN pairs of rank [t*chunk, (t+1)*chunk)
+        out, rank = state
+        slot = jnp.where(has_nan.reshape(-1), rank - t * np.int32(chunk), np.int32(chunk))
+        entry = jnp.zeros(chunk, np.int32).at[slot].set(lax.iota(np.int32, total),
+                                                        mode="drop")
+        live = slots < count - t * np.int32(chunk)
+        q, lane = entry // np.int32(cb), entry % np.int32(cb)
+        img, top, bottom, left, right = (v[q] for v in (image, h0, h1, w0, w1))
+        p = jnp.where(live, (best.reshape(-1)[entry] - kt(nan_base)).astype(np.int32),
+                      top * np.int32(width) + left)
+        h, w = p // np.int32(width), p % np.int32(width)
+        row_rest, below = w + 1 < right, h + 1 < bottom
+        k_row = _lookup(flat, img, h, h + 1, jnp.where(row_rest, w + 1, left),
+                        jnp.where(row_rest, right, left + 1), x_shape, lax.max, counts, lane)
+        k_below = _lookup(flat, img, jnp.where(below, h + 1, top),
+                          jnp.where(below, bottom, top + 1), left, right, x_shape, lax.max,
+                          counts, lane)
+        after = jnp.maximum(jnp.where(row_rest, k_row, low), jnp.where(below, k_below, low))
+        where = ((img * np.int32(height) + h) * np.int32(width) + w) * np.int32(cb) + lane
+        trailing = jnp.take(xb.reshape(-1), where, mode="clip")
+        value = jnp.where(row_rest | below, _fold_decode(after, dtype, size), trailing)
+        return out.reshape(-1).at[jnp.where(live, entry, np.int32(total))].set(
+            value, mode="drop").reshape(out.shape), rank
+
+    def fix_all(out):  # under a cond: a loop alone cost clean data 1.6x
+        chunks = (count + np.int32(chunk - 1)) // np.int32(chunk)
+        rank = jnp.cumsum(has_nan.reshape(-1), dtype=np.int32) - np.int32(1)
+        return lax.fori_loop(np.int32(0), chunks, fix, (out, rank))[0]
+
+    return lax.cond(count > 0, fix_all, lambda out: out, out)
+
+
 def _values(x, rois, pooled, spatial_scale, rule):
     r, c = rois.shape[0], x.shape[1]
     if r == 0 or 0 in x.shape:
         return jnp.zeros((r, c) + pooled, x.dtype)
     geometry = _geometry(x, rois, pooled, spatial_scale)
     read = geometry[-1]
-    lowest = dtypes.lowest(x.dtype)
     x_shape = x.shape
 
-    def onnx_block(xb, counts):
-        return _key_max(xb, geometry, x_shape, counts)
-
-    def fast_block(xb, counts):  # no NaN and no -0.0: max(lowest(T), bin)
-        return jnp.maximum(_key_max(xb, geometry, x_shape, counts), lowest)
-
-    def fold_block(xb, counts):
-        winner = _fold_winner(xb, geometry, x_shape, counts)
-        flat = xb.reshape(-1, xb.shape[-1])
-        got = jnp.take_along_axis(flat, jnp.maximum(winner, 0), axis=0, mode="clip")
-        return jnp.where(winner >= 0, got, lowest)
-
-    blocks = _blocks(x)
     if rule == "onnx":
-        v = _by_levels(geometry, x_shape, pooled, onnx_block, blocks)
-    else:
-        ordered = jnp.any((x != x) | ((x == 0) & jnp.signbit(x)))
-        full = (range_max.levels(x_shape[2]), range_max.levels(x_shape[3]))
-        v = lax.cond(ordered, lambda b: lax.map(lambda xb: fold_block(xb, full), b),
-                     lambda b: _by_levels(geometry, x_shape, pooled, fast_block, b), blocks)
+        def block(xb, counts):
+            return _key_max(xb, geometry, x_shape, counts)
+    elif _fold_fits(x.dtype, x_shape[2], x_shape[3]):
+        def block(xb, counts):
+            return _fold_max(xb, geometry, x_shape, counts)
+    else:  # a float32 map too large for the fold keys: the (key, position) pairs
+        lowest = dtypes.lowest(x.dtype)
+
+        def block(xb, counts):
+            winner = _fold_winner(xb, geometry, x_shape, counts)
+            flat = xb.reshape(-1, xb.shape[-1])
+            got = jnp.take_along_axis(flat, jnp.maximum(winner, 0), axis=0, mode="clip")
+            return jnp.where(winner >= 0, got, lowest)
+
+    v = _by_levels(geometry, x_shape, pooled, block, _blocks(x))
     v = jnp.where(read[None, :, None], v, jnp.zeros((), x.dtype))
     return _unblock(v, r, pooled, c)
 
@@ -259,14 +366,15 @@ def _fold_winner(xb, geometry, x_shape, counts):
     cb = xb.shape[-1]
     wide = [jnp.broadcast_to(v[:, None], (v.shape[0], cb)) for v in (image, h0, h1, w0, w1)]
     image_, h0_, h1_, w0_, w1_ = wide
+    lanes = lax.broadcasted_iota(np.int32, h0_.shape, 1)
     # after the last NaN: the rest of its row, then the rows below it (in that order)
     row_rest = w_nan + 1 < w1_
     below = h_nan + 1 < h1_
     k_row, p_row = _lookup(flat, image_, h_nan, h_nan + 1, jnp.where(row_rest, w_nan + 1, w0_),
-                           jnp.where(row_rest, w1_, w0_ + 1), x_shape, combine, counts)
+                           jnp.where(row_rest, w1_, w0_ + 1), x_shape, combine, counts, lanes)
     k_below, p_below = _lookup(flat, image_, jnp.where(below, h_nan + 1, h0_),
                                jnp.where(below, h1_, h0_ + 1), w0_, w1_, x_shape, combine,
-                               counts)
+                               counts, lanes)
     low = np.iinfo(key.dtype).min
     k_row = jnp.where(row_rest, k_row, low)
     k_below = jnp.where(below, k_below, low)
