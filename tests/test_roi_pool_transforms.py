@@ -122,3 +122,21 @@ def test_sharded_exact(axis_type, x_spec, r_spec):
         assert_same(jax.jit(lambda v, r, f=f, c=cot: _grad(f, v, r, c, pooled=(3, 2)))(xs, rs),
                     oracle.gradient(x, rois, 1.0, (3, 2), cot,
                                     rule="onnx" if f is _onnx else "fold"))
+
+
+@pytest.mark.parametrize("axis_type", [AxisType.Explicit, AxisType.Auto], ids=str)
+def test_batch_sharded_keeps_negative_zeros(axis_type):
+    """Bins whose maximum is -0.0, the images sharded along the batch: on Auto axes XLA's
+    partitioner assembles what each device read with an all-reduce that adds, and ROIPooling
+    returned +0.0 there (before its fold keys became integers for any data)."""
+    mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(axis_type,) * 2)
+    rng = np.random.default_rng(12)
+    x = -rng.integers(0, 3, (8, 2, 6, 7)).astype(np.float32)
+    x[x == 0] = -0.0
+    rois = np.concatenate([rng.integers(0, 8, (8, 1)), rng.uniform(-2, 9, (8, 4))],
+                          1).astype(np.float32)
+    xs = jax.device_put(x, NamedSharding(mesh, P(("a", "b"))))
+    for f, rule in ((_onnx, "onnx"), (_ov, "fold")):
+        want = oracle.max_roi_pool(x, rois, 1.0, (3, 2), rule=rule)
+        assert np.signbit(want).any()
+        assert_same(jax.jit(lambda v, r, f=f: f(v, r, pooled=(3, 2)))(xs, rois), want)
