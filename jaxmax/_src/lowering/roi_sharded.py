@@ -15,6 +15,8 @@
   Each device answers its own ROIs; nothing moves, and the output keeps the ROIs' sharding
   (as RoiAlign's already did). The gradient of the images sums the devices' partial gradients,
   another order of the same sums (equal up to rounding).
+* `by_channels`: the images sharded along the channels only, the ROIs replicated: each device
+  pools its own channels; nothing moves.
 """
 
 from __future__ import annotations
@@ -111,10 +113,26 @@ def by_rois(x: jax.Array, rois: tuple[jax.Array, ...], run: Callable[..., jax.Ar
                          out_specs=jax.P(first, spec[1]), check_vma=False)(x, *rois)
 
 
+def by_channels(x: jax.Array, rois: tuple[jax.Array, ...], run: Callable[..., jax.Array]):
+    """``run(x, *rois)`` with `x` sharded along the channels only over ``Explicit`` mesh axes and
+    the ROI arrays replicated: each device pools its own channels (nothing moves), the output
+    ``(R, C, ...)`` sharded as the channels. None otherwise. (ROIPooling's per-channel lookups
+    index a flattened table, which XLA's partitioner answered by gathering the tables.)"""
+    spec = explicit_axes.spec_of(x)
+    if spec[1] is None or any(spec[i] is not None for i in (0, 2, 3)) \
+            or not explicit_axes.explicit_only(x, 1) or not all(_replicated(r) for r in rois):
+        return None
+    mesh = jax.typeof(x).sharding.mesh
+    return jax.shard_map(run, mesh=mesh, in_specs=(jax.P(*spec),) + (jax.P(),) * len(rois),
+                         out_specs=jax.P(None, spec[1]), check_vma=False)(x, *rois)
+
+
 def across_devices(x: jax.Array, rois: jax.Array, run: Callable[..., jax.Array]):
     """MaxRoiPool / ROIPooling ``run(x, rois)`` (the image index in column 0 of `rois`) by
-    `by_images`, else `by_rois`, else None (nothing traced)."""
+    `by_images`, else `by_rois`, else `by_channels`, else None (nothing traced)."""
     if all(e is None for e in explicit_axes.spec_of(x)) and _replicated(rois):
         return None
     out = by_images(x, rois[:, 0], (rois,), lambda x, b, r: run(x, r.at[:, 0].set(b)))
-    return out if out is not None else by_rois(x, (rois,), run)
+    if out is None:
+        out = by_rois(x, (rois,), run)
+    return out if out is not None else by_channels(x, (rois,), run)
