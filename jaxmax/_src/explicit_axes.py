@@ -37,15 +37,11 @@ from jax.sharding import AxisType, NamedSharding, PartitionSpec
 Spec = tuple  # one entry per axis: None, a mesh axis name, or a tuple of names
 
 
-def _names(entry) -> tuple[str, ...]:
+def entry_names(entry) -> tuple[str, ...]:
+    """The mesh axis names of one partition-spec entry (None, a name, or a tuple of names)."""
     if entry is None:
         return ()
     return tuple(entry) if isinstance(entry, tuple) else (entry,)
-
-
-def entry_names(entry) -> tuple[str, ...]:
-    """The mesh axis names of one partition-spec entry (None, a name, or a tuple of names)."""
-    return _names(entry)
 
 
 def devices_along(mesh, names: Sequence[str]) -> int:
@@ -64,7 +60,7 @@ def _explicit_names(x: jax.Array) -> tuple[str, ...]:
     mesh = jax.typeof(x).sharding.mesh
     explicit = {n for n, t in zip(mesh.axis_names, mesh.axis_types, strict=True)
                 if t == AxisType.Explicit}
-    return tuple(sorted({n for entry in spec_of(x) for n in _names(entry)} & explicit))
+    return tuple(sorted({n for entry in spec_of(x) for n in entry_names(entry)} & explicit))
 
 
 def run(compute: Callable[..., Any], args: Sequence[jax.Array],
@@ -83,17 +79,17 @@ def run(compute: Callable[..., Any], args: Sequence[jax.Array],
 
 def names_of(x: jax.Array) -> tuple[str, ...]:
     """Every mesh axis name `x`'s sharding type names."""
-    return tuple(sorted({n for entry in spec_of(x) for n in _names(entry)}))
+    return tuple(sorted({n for entry in spec_of(x) for n in entry_names(entry)}))
 
 
 def explicit_only(x: jax.Array, axis: int) -> tuple[str, ...]:
     """The mesh axes `x` is sharded over along `axis`, when every mesh axis `x` is sharded over
     is ``Explicit`` (then ``jax.shard_map`` can compute block by block); ``()`` otherwise."""
     spec = spec_of(x)
-    names = {n for entry in spec for n in _names(entry)}
+    names = {n for entry in spec for n in entry_names(entry)}
     if not names or set(_explicit_names(x)) != names or not _even(x):
         return ()
-    return _names(spec[axis])
+    return entry_names(spec[axis])
 
 
 def _even(x: jax.Array) -> bool:
@@ -111,7 +107,7 @@ def blockwise(compute: Callable[[jax.Array], Any], x: jax.Array, axis: int,
     the whole input before some primitives, ``lax.top_k`` on CPU among them); otherwise as
     `run`. The output of each block keeps `x`'s sharding."""
     spec = spec_of(x)
-    names = {n for entry in spec for n in _names(entry)}
+    names = {n for entry in spec for n in entry_names(entry)}
     if not names or spec[axis] is not None or set(_explicit_names(x)) != names \
             or not _even(x):
         return run(compute, (x,), out_spec, outputs)
@@ -132,7 +128,7 @@ def divisible(mesh, spec: Spec, shape: tuple[int, ...]) -> Spec:
     """`spec` for an output of `shape`, each axis replicated unless it divides evenly over its
     axes of `mesh`."""
     sizes = dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))
-    return tuple(e if n % math.prod(sizes[a] for a in _names(e)) == 0 else None
+    return tuple(e if n % math.prod(sizes[a] for a in entry_names(e)) == 0 else None
                  for e, n in zip(spec, shape, strict=True))
 
 

@@ -43,12 +43,6 @@ __all__ = ["adaptive_max_pool", "applies"]
 Windows = Callable[[int, int], tuple[tuple[int, int], ...]]
 
 
-def _names(entry) -> tuple[str, ...]:
-    if entry is None:
-        return ()
-    return tuple(entry) if isinstance(entry, tuple) else (entry,)
-
-
 def applies(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype) -> bool:
     """Whether `adaptive_max_pool` computes this pool: floating `x` (16, 32 or 64 bits) sharded
     over ``Explicit`` mesh axes only, evenly, along some spatial axis, with room in the index
@@ -108,10 +102,10 @@ class _Body:
 
     def __call__(self, block: jax.Array):
         spatial = range(2, block.ndim)
-        offsets = [lax.axis_index(_names(self.spec[a])) * block.shape[a]
-                   if _names(self.spec[a]) else 0 for a in spatial]
+        offsets = [lax.axis_index(explicit_axes.entry_names(self.spec[a])) * block.shape[a]
+                   if explicit_axes.entry_names(self.spec[a]) else 0 for a in spatial]
         code, rank = self._local(block, offsets)
-        names = tuple(n for a in spatial for n in _names(self.spec[a]))
+        names = tuple(n for a in spatial for n in explicit_axes.entry_names(self.spec[a]))
         best = lax.pmax(code, names)
         rank = lax.pmin(jnp.where(code == best, rank, _most(rank.dtype)), names)
         values = _decode(best, rank, block.dtype)
@@ -121,7 +115,7 @@ class _Body:
     def _own_part(self, out: jax.Array) -> jax.Array:
         """The windows of the result this device holds in the output's sharding."""
         for a in range(2, out.ndim):
-            names = _names(self.out_spec[a])
+            names = explicit_axes.entry_names(self.out_spec[a])
             if names:
                 n = out.shape[a] // math.prod(self.sizes[name] for name in names)
                 out = lax.dynamic_slice_in_dim(out, lax.axis_index(names) * n, n, a)
@@ -143,7 +137,7 @@ class _Body:
                  for d, a in enumerate(range(2, block.ndim))]
         m = order.monotone_bits(block)
         magnitude = order.magnitude_bits(block)
-        nan = magnitude > _inf_bits(block.dtype)
+        nan = magnitude > order.inf_bits(block.dtype)
         low = _least(m.dtype)
         numbers = jnp.where(magnitude == 0, m.dtype.type(0), jnp.where(nan, low, m))
         code, best_rank = _fold(numbers, rank, [member for member, _ in masks])
@@ -185,10 +179,6 @@ def _fold(code: jax.Array, rank: jax.Array, masks: list[jax.Array]):
         rank = lax.reduce_min(jnp.where(hit, jnp.expand_dims(rank, a), none), (a + 1,))
         code = best
     return code, rank
-
-
-def _inf_bits(dtype) -> np.ndarray:
-    return np.array(np.inf, dtype).view(order.unsigned_bits_dtype(dtype))
 
 
 def _decode(code: jax.Array, rank: jax.Array, dtype) -> jax.Array:

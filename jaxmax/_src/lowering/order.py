@@ -194,6 +194,11 @@ def is_subnormal(x: jax.Array) -> jax.Array:
     return (m > 0) & (m < smallest_normal_bits(x.dtype))
 
 
+def inf_bits(dtype) -> np.ndarray:
+    """The bits of +inf of floating `dtype`: a magnitude above it is a NaN."""
+    return np.array(np.inf, dtype).view(unsigned_bits_dtype(dtype))
+
+
 def smallest_normal_bits(dtype) -> np.ndarray:
     """The magnitude bits of the smallest normal number of floating `dtype`."""
     tiny = np.array(ml_dtypes.finfo(dtype).tiny, dtype)

@@ -48,12 +48,6 @@ __all__ = ["applies", "reduce_max"]
 Local = Callable[[jax.Array], jax.Array]
 
 
-def _names(entry) -> tuple[str, ...]:
-    if entry is None:
-        return ()
-    return tuple(entry) if isinstance(entry, tuple) else (entry,)
-
-
 def _room(dtype) -> int:
     """``S``: the NaN codes on each side of `dtype`'s monotone bits, ``2 ** mantissa - 1``."""
     return (1 << ml_dtypes.finfo(dtype).nmant) - 1
@@ -111,7 +105,7 @@ def _shared_tangent(x: jax.Array, axes: tuple[int, ...], out: jax.Array,
 def _combined(block: jax.Array, shape: tuple[int, ...], spec: tuple, axes: tuple[int, ...],
               nan: str, local: Local) -> jax.Array:
     """One device's part of the result (inside ``shard_map``): its block's code, combined."""
-    names = tuple(n for a in axes for n in _names(spec[a]))
+    names = tuple(n for a in axes for n in explicit_axes.entry_names(spec[a]))
     out = local(block)
     if nan == "propagate":
         code = _propagating_code(signed_zeros.settle(block, axes, out, nan))
@@ -123,17 +117,13 @@ def _combined(block: jax.Array, shape: tuple[int, ...], spec: tuple, axes: tuple
 def _propagating_code(out: jax.Array) -> jax.Array:
     m = order.monotone_bits(out)
     top = np.array(np.iinfo(m.dtype).max, m.dtype)
-    return jnp.where(order.magnitude_bits(out) > _inf_bits(out.dtype), top, m)
+    return jnp.where(order.magnitude_bits(out) > order.inf_bits(out.dtype), top, m)
 
 
 def _from_propagating_code(code: jax.Array, dtype) -> jax.Array:
     nan = np.array(np.nan, dtype)
-    return jnp.where(code > _inf_bits(dtype).astype(code.dtype), nan,
+    return jnp.where(code > order.inf_bits(dtype).astype(code.dtype), nan,
                      order.from_monotone_bits(code, dtype))
-
-
-def _inf_bits(dtype) -> np.ndarray:
-    return np.array(np.inf, dtype).view(order.unsigned_bits_dtype(dtype))
 
 
 def _skipping_code(out: jax.Array, rank: jax.Array) -> jax.Array:
@@ -156,8 +146,8 @@ def _from_skipping_code(code: jax.Array, dtype) -> jax.Array:
 def _offsets(block: jax.Array, shape: tuple[int, ...], spec: tuple,
              axes: tuple[int, ...]) -> dict[int, jax.Array]:
     """Where this device's block starts along each sharded reduced axis."""
-    return {a: lax.axis_index(_names(spec[a])) * block.shape[a]
-            for a in axes if _names(spec[a]) and block.shape[a] != shape[a]}
+    return {a: lax.axis_index(explicit_axes.entry_names(spec[a])) * block.shape[a]
+            for a in axes if explicit_axes.entry_names(spec[a]) and block.shape[a] != shape[a]}
 
 
 def _first_zero_rank(block: jax.Array, axes: tuple[int, ...], out: jax.Array,

@@ -50,12 +50,6 @@ __all__ = ["applies", "max_pool"]
 Local = Callable[[jax.Array, tuple[tuple[int, int], ...], bool], Any]
 
 
-def _names(entry) -> tuple[str, ...]:
-    if entry is None:
-        return ()
-    return tuple(entry) if isinstance(entry, tuple) else (entry,)
-
-
 class _Kind(NamedTuple):
     """The outputs one kind of device (first, middle, last along an axis) owns and reads."""
     owned: int  # outputs
@@ -107,16 +101,15 @@ def _splits(x: jax.Array, g: Geometry) -> list[_Split] | None:
     if not any(explicit_axes.explicit_only(x, a) for a in range(x.ndim)):
         return None
     mesh = jax.typeof(x).sharding.mesh
-    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))
     splits, uneven = [], False
     for axis, a in enumerate(g.axes):
-        names = _names(spec[axis])
+        names = explicit_axes.entry_names(spec[axis])
         pooled = (a.k, a.s, a.lo, a.hi, a.d) != (1, 1, 0, 0, 1)
         if not names or not pooled:
             continue
         if axis < 2:
             return None
-        devices = math.prod(sizes[n] for n in names)
+        devices = explicit_axes.devices_along(mesh, names)
         split = _split(g, axis, names, devices)
         if split is None:
             return None
@@ -288,7 +281,7 @@ class _Form:
         halo = {s.axis: (s, k) for s, k in zip(self.splits, kinds, strict=True)}
         offsets: list = []
         for axis in range(len(self.g.axes)):
-            names = _names(self.spec[axis])
+            names = explicit_axes.entry_names(self.spec[axis])
             if axis in halo:
                 s, k = halo[axis]
                 offsets.append(lax.axis_index(names) * s.block + k.lo)
@@ -332,7 +325,7 @@ class _Form:
         """The outputs this device holds in the output's sharding (a sharded pooled axis whose
         output divides evenly)."""
         for s in self.splits:
-            names = _names(self.out_spec[s.axis])
+            names = explicit_axes.entry_names(self.out_spec[s.axis])
             if names:
                 n = out.shape[s.axis] // s.devices
                 out = lax.dynamic_slice_in_dim(out, lax.axis_index(names) * n, n, s.axis)
