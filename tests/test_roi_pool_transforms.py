@@ -2,9 +2,18 @@
 (M18-M20, P8, seeded with ties, NaN and overlapping bins and ROIs), jit, vmap over a leading
 axis of X with shared and batched ROIs, no retrace, and 8-device Explicit/Auto meshes with X
 sharded over channels and over the batch and the ROIs sharded: the unsharded answer bit for
-bit."""
+bit.
+
+Compiles are what these tests cost: each jitted function below is built once per
+(face, pooled shape) (:func:`_jit_grad`, :func:`_jit_values`) and called with every data set
+of its shape, and the oracles of the sharded cases are computed once (:func:`_sharded_case`).
+The eager calls are the same program as the jitted ones (each public function runs one inner
+``jax.jit`` of the whole lowering; outside it only the arguments are checked), so the sharded
+and vmap cases run the jitted program only."""
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -29,34 +38,49 @@ def _ov(x, rois, pooled=(2, 2), scale=1.0):
     return ov.roi_pooling(x, rois, pooled_h=pooled[0], pooled_w=pooled[1], spatial_scale=scale)
 
 
+FACES = {"onnx": _onnx, "fold": _ov}  # the oracle's rule -> the face that follows it
+
+
 def _grad(f, x, rois, cotangent, **kw):
     return jax.grad(lambda v: jnp.sum(f(v, rois, **kw) * cotangent))(x)
 
 
+@functools.cache
+def _jit_grad(rule, pooled):
+    """``dL/dX`` of ``L = sum(y * cotangent)``, jitted once per (rule, pooled shape)."""
+    f = FACES[rule]
+    return jax.jit(lambda v, r, c: _grad(f, v, r, c, pooled=pooled))
+
+
 def test_m18_m19_m20_p8():
     one = np.array([[0, 0, 0, 3, 3]], np.float32)
-    g = np.asarray(_grad(_onnx, X4, one, 1.0))[0, 0]
+    ones = np.ones((1, 1, 2, 2), np.float32)
+    g = np.asarray(_jit_grad("onnx", (2, 2))(X4, one, ones))[0, 0]
     assert_same(g, np.array([[0, 0, 0, 0], [0, 1, 0, 1], [0, 0, 0, 0], [0, 1, 0, 1]],
-                            np.float32))  # M18
-    g = np.asarray(_grad(_onnx, np.ones_like(X4), one, 1.0))[0, 0]
+                            np.float32), "M18")
+    g = np.asarray(_jit_grad("onnx", (2, 2))(np.ones_like(X4), one, ones))[0, 0]
     assert_same(g, np.array([[1, 0, 1, 0], [0, 0, 0, 0], [1, 0, 1, 0], [0, 0, 0, 0]],
-                            np.float32))  # M19: the first of tied maxima
-    g = np.asarray(_grad(_onnx, X4, np.array([[0, 0, 0, 1, 1]], np.float32), 1.0,
-                         pooled=(3, 3)))[0, 0]
-    assert (g[0, 0], g[0, 1], g[1, 0], g[1, 1]) == (1, 2, 2, 4) and g.sum() == 9  # M20
+                            np.float32), "M19: the first of tied maxima")
+    g = np.asarray(_jit_grad("onnx", (3, 3))(X4, np.array([[0, 0, 0, 1, 1]], np.float32),
+                                             np.ones((1, 1, 3, 3), np.float32)))[0, 0]
+    assert (g[0, 0], g[0, 1], g[1, 0], g[1, 1]) == (1, 2, 2, 4) and g.sum() == 9, "M20"
     x = X4.copy()
     x[0, 0, 0, :2] = [0.0, -0.0]
     x[0, 0, 1, :2] = -1
     cot = np.zeros((1, 1, 2, 2), np.float32)
     cot[0, 0, 0, 0] = 1
-    g = np.asarray(_grad(_ov, x, one, cot))[0, 0]
-    assert g[0, 1] == 1 and g.sum() == 1  # P8: the last tied zero
+    g = np.asarray(_jit_grad("fold", (2, 2))(x, one, cot))[0, 0]
+    assert g[0, 1] == 1 and g.sum() == 1, "P8: the last tied zero"
 
 
 @pytest.mark.parametrize("rule", ["onnx", "fold"])
 def test_seeded_gradients(rule):
+    """Three seeded trials, each through the eager grad (JAX splits the inner jit into its
+    forward and backward programs) and the jitted one (built once for the three), and the ROIs'
+    gradient (zero)."""
     rng = np.random.default_rng(8)
-    f = _onnx if rule == "onnx" else _ov
+    f = FACES[rule]
+    jitted = _jit_grad(rule, (3, 2))
     for trial in range(3):
         x = rng.integers(-3, 4, (2, 3, 7, 9)).astype(np.float32)
         u = rng.random(x.shape)
@@ -69,32 +93,70 @@ def test_seeded_gradients(rule):
         cot = rng.integers(1, 5, (6, 3, 3, 2)).astype(np.float32)
         want = oracle.gradient(x, rois, 1.0, (3, 2), cot, rule=rule)
         assert_same(_grad(f, x, rois, cot, pooled=(3, 2)), want, f"trial {trial}")
-        assert_same(jax.jit(lambda v, r, c: _grad(f, v, r, c, pooled=(3, 2)))(x, rois, cot),
-                    want, f"jit trial {trial}")
+        assert_same(jitted(x, rois, cot), want, f"jit trial {trial}")
         assert_same(jax.grad(lambda r, x=x: jnp.sum(f(x, r, pooled=(3, 2))))(rois),
-                    np.zeros_like(rois))
+                    np.zeros_like(rois), f"ROIs trial {trial}")
 
 
 def test_jit_vmap_and_no_retrace():
+    """vmap over a leading axis of X (ROIs shared, and batched), both faces in one program,
+    against the oracle per image; one jitted program of both faces, traced once for two calls
+    with other data, against the oracle too."""
     rng = np.random.default_rng(9)
     x = rng.integers(-5, 6, (3, 2, 4, 6, 5)).astype(np.float32)  # a leading axis of 3
     rois = np.array([[0, 0, 0, 4, 5], [1, 1, 2, 3, 3], [0, 2, 1, 9, 9]], np.float32)
     moved = rois.copy()
     moved[:, 1:] += 1
     batched = np.stack([rois, moved, rois[::-1]])
-    for f in (_onnx, _ov):
-        want_shared = np.stack([np.asarray(f(v, rois, pooled=(2, 3))) for v in x])
-        assert_same(jax.vmap(lambda v, f=f: f(v, rois, pooled=(2, 3)))(x), want_shared)
-        want = np.stack([np.asarray(f(v, r, pooled=(2, 3))) for v, r in zip(x, batched,
-                                                                           strict=True)])
-        assert_same(jax.vmap(lambda v, r, f=f: f(v, r, pooled=(2, 3)))(x, batched), want)
-        assert_same(jax.jit(lambda v, r, f=f: f(v, r, pooled=(2, 3)))(x[0], rois), want_shared[0])
-        traces = []
-        g = jax.jit(lambda v, r, f=f, traces=traces: (traces.append(1),
-                                                        f(v, r, pooled=(2, 3)))[1])
-        g(x[0], rois)
-        g(x[1], moved)
-        assert len(traces) == 1
+
+    def mapped(x, rois, batched):
+        return {rule: (jax.vmap(lambda v, f=f: f(v, rois, pooled=(2, 3)))(x),
+                       jax.vmap(lambda v, r, f=f: f(v, r, pooled=(2, 3)))(x, batched))
+                for rule, f in FACES.items()}
+
+    traces = []
+
+    def both(v, r):
+        traces.append(1)
+        return {rule: f(v, r, pooled=(2, 3)) for rule, f in FACES.items()}
+
+    got = jax.jit(mapped)(x, rois, batched)
+    once = jax.jit(both)
+    first, second = once(x[0], rois), once(x[1], moved)
+    assert len(traces) == 1
+    for rule in FACES:
+        want_shared = np.stack([oracle.max_roi_pool(v, rois, 1.0, (2, 3), rule=rule)
+                                for v in x])
+        want = np.stack([oracle.max_roi_pool(v, r, 1.0, (2, 3), rule=rule)
+                         for v, r in zip(x, batched, strict=True)])
+        assert_same(got[rule][0], want_shared, f"{rule}: vmap, shared ROIs")
+        assert_same(got[rule][1], want, f"{rule}: vmap, batched ROIs")
+        assert_same(first[rule], want_shared[0], f"{rule}: jit")
+        assert_same(second[rule], oracle.max_roi_pool(x[1], moved, 1.0, (2, 3), rule=rule),
+                    f"{rule}: jit, second call")
+
+
+@functools.cache
+def _sharded_case():
+    """The data of the sharded cases and their oracles (values and gradient per rule),
+    computed once for the twelve layouts."""
+    rng = np.random.default_rng(10)
+    x = rng.integers(-5, 6, (2, 8, 6, 7)).astype(np.float32)
+    x[0, 1, 2, 3] = np.nan
+    rois = np.concatenate([np.zeros((8, 1)), rng.uniform(-2, 9, (8, 4))], 1).astype(np.float32)
+    rois[::2, 0] = 1
+    cot = np.ones((8, 8, 3, 2), np.float32)
+    want = {rule: (oracle.max_roi_pool(x, rois, 1.0, (3, 2), rule=rule),
+                   oracle.gradient(x, rois, 1.0, (3, 2), cot, rule=rule)) for rule in FACES}
+    return x, rois, cot, want
+
+
+def _values(v, r):
+    return {rule: f(v, r, pooled=(3, 2)) for rule, f in FACES.items()}
+
+
+def _grads(v, r, c):
+    return {rule: _grad(f, v, r, c, pooled=(3, 2)) for rule, f in FACES.items()}
 
 
 @pytest.mark.parametrize("axis_type", [AxisType.Explicit, AxisType.Auto], ids=str)
@@ -106,22 +168,17 @@ def test_jit_vmap_and_no_retrace():
                                             (P("a"), P()), (P(), P("b")), (P(None, "a"), P("b"))],
                          ids=str)
 def test_sharded_exact(axis_type, x_spec, r_spec):
+    """The values (one jitted program of both faces) and the gradients (another): the eager
+    call would compile the values' program again."""
     mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(axis_type,) * 2)
-    rng = np.random.default_rng(10)
-    x = rng.integers(-5, 6, (2, 8, 6, 7)).astype(np.float32)
-    x[0, 1, 2, 3] = np.nan
-    rois = np.concatenate([np.zeros((8, 1)), rng.uniform(-2, 9, (8, 4))], 1).astype(np.float32)
-    rois[::2, 0] = 1
+    x, rois, cot, want = _sharded_case()
     xs = jax.device_put(x, NamedSharding(mesh, x_spec))
     rs = jax.device_put(rois, NamedSharding(mesh, r_spec))
-    for f, rule in ((_onnx, "onnx"), (_ov, "fold")):
-        want = oracle.max_roi_pool(x, rois, 1.0, (3, 2), rule=rule)
-        assert_same(f(xs, rs, pooled=(3, 2)), want)
-        assert_same(jax.jit(lambda v, r, f=f: f(v, r, pooled=(3, 2)))(xs, rs), want)
-        cot = np.ones((8, 8, 3, 2), np.float32)
-        assert_same(jax.jit(lambda v, r, f=f, c=cot: _grad(f, v, r, c, pooled=(3, 2)))(xs, rs),
-                    oracle.gradient(x, rois, 1.0, (3, 2), cot,
-                                    rule="onnx" if f is _onnx else "fold"))
+    values = jax.jit(_values)(xs, rs)
+    grads = jax.jit(_grads)(xs, rs, cot)
+    for rule in FACES:
+        assert_same(values[rule], want[rule][0], f"{rule} values")
+        assert_same(grads[rule], want[rule][1], f"{rule} gradient")
 
 
 @pytest.mark.parametrize("axis_type", [AxisType.Explicit, AxisType.Auto], ids=str)
@@ -136,7 +193,8 @@ def test_batch_sharded_keeps_negative_zeros(axis_type):
     rois = np.concatenate([rng.integers(0, 8, (8, 1)), rng.uniform(-2, 9, (8, 4))],
                           1).astype(np.float32)
     xs = jax.device_put(x, NamedSharding(mesh, P(("a", "b"))))
-    for f, rule in ((_onnx, "onnx"), (_ov, "fold")):
+    got = jax.jit(_values)(xs, rois)
+    for rule in FACES:
         want = oracle.max_roi_pool(x, rois, 1.0, (3, 2), rule=rule)
         assert np.signbit(want).any()
-        assert_same(jax.jit(lambda v, r, f=f: f(v, r, pooled=(3, 2)))(xs, rois), want)
+        assert_same(got[rule], want, rule)
