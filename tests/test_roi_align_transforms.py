@@ -4,6 +4,8 @@ vmap, grad (X and rois), no retrace, and sharded inputs on 8 CPU devices."""
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.test_util
 import numpy as np
@@ -54,22 +56,44 @@ def _guard_case(face):
     return call, expected
 
 
+@functools.cache
+def _guarded(face):
+    """The guarded call's bits and the oracle's, once per face (both guards' tests compare
+    the same call with the same oracle; the guarded program would be compiled again after the
+    first test clears the caches)."""
+    call, expected = _guard_case(face)
+    return call, _bits(call()), _bits(expected)
+
+
 @pytest.mark.parametrize("face", ["onnx", "openvino"])
 @pytest.mark.parametrize("guard", ["division", "fma"])
 def test_each_guard_is_needed(face, guard, monkeypatch):
     """With the guard, bit-exact with the oracle; without it, XLA's rewrite changes bits."""
-    call, expected = _guard_case(face)
-    np.testing.assert_array_equal(_bits(call()), _bits(expected))
+    call, guarded, expected = _guarded(face)
+    np.testing.assert_array_equal(guarded, expected)
     jax.clear_caches()
     monkeypatch.setitem(samples.GUARDS, guard, False)
     try:
         unguarded = _bits(call())
     finally:
         jax.clear_caches()
-    assert (unguarded != _bits(expected)).sum() > 0, f"{guard} guard made no difference"
+    assert (unguarded != expected).sum() > 0, f"{guard} guard made no difference"
 
 
 # ----------------------------------------------------------- sampling_ratio=0 under jit
+
+@functools.cache
+def _adaptive(face, mode):
+    """The jitted call of `face` and `mode`, built once for the three ROI scales (one program:
+    the ROIs are traced)."""
+    if face == "onnx":
+        return jax.jit(lambda x, r, b: onnx.roi_align(
+            x, r, b, mode=mode, output_height=2, output_width=3, sampling_ratio=0,
+            spatial_scale=0.5))
+    return jax.jit(lambda x, r, b: ov.roi_align(
+        x, r, b, pooled_h=2, pooled_w=3, sampling_ratio=0, spatial_scale=0.5, mode=mode,
+        aligned_mode="half_pixel"))
+
 
 @pytest.mark.parametrize("face", ["onnx", "openvino"])
 @pytest.mark.parametrize("big", [3.0, 14.0, 400.0])
@@ -81,18 +105,13 @@ def test_adaptive_grid_under_jit_with_traced_rois(face, big):
     batch = rng.integers(0, 2, 40)
     for mode in ("avg", "max"):
         if face == "onnx":
-            f = jax.jit(lambda x, r, b, mode=mode: onnx.roi_align(
-                x, r, b, mode=mode, output_height=2, output_width=3, sampling_ratio=0,
-                spatial_scale=0.5))
             expected = oracle.roi_align(x, rois, batch, mode=mode, pooled=(2, 3),
                                         spatial_scale=0.5)
         else:
-            f = jax.jit(lambda x, r, b, mode=mode: ov.roi_align(
-                x, r, b, pooled_h=2, pooled_w=3, sampling_ratio=0, spatial_scale=0.5,
-                mode=mode, aligned_mode="half_pixel"))
             expected = oracle.roi_align(x, rois, batch, face="openvino", mode=mode,
                                         pooled=(2, 3), spatial_scale=0.5, how="half_pixel")
-        np.testing.assert_array_equal(_bits(f(x, rois, batch)), _bits(expected))
+        np.testing.assert_array_equal(_bits(_adaptive(face, mode)(x, rois, batch)),
+                                      _bits(expected), err_msg=f"{face} {mode} big={big}")
 
 
 def test_windowed_branch_keeps_the_fold_order_of_skipped_zeros():
