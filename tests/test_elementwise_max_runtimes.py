@@ -20,6 +20,7 @@ import max_cases as mc
 import numpy as np
 import pytest
 from helpers import assert_same, is_float, x64_for
+from strt_batch import jit_each
 
 from jaxmax import onnx as jonnx
 from jaxmax import openvino as ov_max
@@ -38,31 +39,49 @@ ORT_MISSING = {np.dtype(np.int16), np.dtype(np.uint16), mc.BF16}
 EVALUATE_MISSING = {np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.float64)}
 
 
-def max_model(dtype, shapes, opset):
+def max_model(dtype, shape_lists, opset):
+    """One Max node per list of input shapes in `shape_lists` (a batch of cases in one model,
+    one session): node j reads ``x{i}_{j}`` and writes ``y{j}``."""
     elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
-    inputs = [helper.make_tensor_value_info(f"x{i}", elem, list(s)) for i, s in enumerate(shapes)]
-    node = helper.make_node("Max", [f"x{i}" for i in range(len(shapes))], ["y"])
-    output = helper.make_tensor_value_info("y", elem, None)
-    graph = helper.make_graph([node], "max", inputs, [output])
+    inputs = [helper.make_tensor_value_info(f"x{i}_{j}", elem, list(s))
+              for j, shapes in enumerate(shape_lists) for i, s in enumerate(shapes)]
+    nodes = [helper.make_node("Max", [f"x{i}_{j}" for i in range(len(shapes))], [f"y{j}"])
+             for j, shapes in enumerate(shape_lists)]
+    outputs = [helper.make_tensor_value_info(f"y{j}", elem, None) for j in range(len(nodes))]
+    graph = helper.make_graph(nodes, "max", inputs, outputs)
     opsets = [helper.make_opsetid("", opset)]
     return helper.make_model(graph, opset_imports=opsets,
                              ir_version=helper.find_min_ir_version_for(opsets, ignore_unknown=True))
 
 
-def run_ort(xs, opset):
+def _feeds(batch):
+    return {f"x{i}_{j}": x for j, xs in enumerate(batch) for i, x in enumerate(xs)}
+
+
+def run_ort_batch(batch, opset):
+    """onnxruntime's Max of each input list of `batch`, by one session."""
     options = ort.SessionOptions()
     options.log_severity_level = 3
-    model = max_model(xs[0].dtype, [x.shape for x in xs], opset)
+    model = max_model(batch[0][0].dtype, [[x.shape for x in xs] for xs in batch], opset)
     session = ort.InferenceSession(model.SerializeToString(), options,
                                    providers=["CPUExecutionProvider"])
-    return session.run(None, {f"x{i}": x for i, x in enumerate(xs)})[0]
+    return session.run(None, _feeds(batch))
+
+
+def run_reference_batch(batch, opset):
+    """onnx.reference's Max of each input list of `batch`, by one evaluator."""
+    model = max_model(batch[0][0].dtype, [[x.shape for x in xs] for xs in batch], opset)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return ReferenceEvaluator(model).run(None, _feeds(batch))
+
+
+def run_ort(xs, opset):
+    return run_ort_batch([xs], opset)[0]
 
 
 def run_reference(xs, opset):
-    model = max_model(xs[0].dtype, [x.shape for x in xs], opset)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return ReferenceEvaluator(model).run(None, {f"x{i}": x for i, x in enumerate(xs)})[0]
+    return run_reference_batch([xs], opset)[0]
 
 
 def zero_tie_mask(xs):
@@ -99,20 +118,26 @@ def _shape_sets(opset):
 @pytest.mark.parametrize("opset,dtype", [(v, d) for v, ds in ONNX_DTYPES.items() for d in ds],
                          ids=str)
 def test_onnx_max_against_runtimes(opset, dtype):
+    # every case of the test in one jitted program (one compile, tests/strt_batch.py), one
+    # onnx.reference model and one onnxruntime session (one Max node per case)
     rng = np.random.default_rng(7 * opset + mc.ALL.index(dtype))
     use_ort = dtype not in ORT_MISSING and not (opset < 8 and dtype == np.float64)
     with x64_for(dtype):
-        for round_ in range(2):
-            for shapes in _shape_sets(opset):
-                xs = [mc.values(rng, dtype, s) for s in shapes]
-                got = np.asarray(jonnx.max(*xs, opset=opset))
-                ties = zero_tie_mask(xs) if is_float(dtype) else None
-                context = f"opset {opset} {dtype} {shapes} round {round_}"
-                # onnx.reference: the second argument on a +-0 tie (docs/semantics.md §7.3)
-                assert_matches(got, run_reference(xs, opset), "reference " + context, ties)
-                if use_ort:
-                    # onnxruntime: the zero of a +-0 tie varies with length (docs/semantics.md §7.3)
-                    assert_matches(got, run_ort(xs, opset), "onnxruntime " + context, ties)
+        cases = [(round_, shapes, [mc.values(rng, dtype, s) for s in shapes])
+                 for round_ in range(2) for shapes in _shape_sets(opset)]
+        batch = [xs for _, _, xs in cases]
+        got = jit_each([(lambda *xs: jonnx.max(*xs, opset=opset), xs) for xs in batch])
+        reference = run_reference_batch(batch, opset)
+        runtime = run_ort_batch(batch, opset) if use_ort else [None] * len(cases)
+        for (round_, shapes, xs), y, want_ref, want_ort in zip(cases, got, reference, runtime,
+                                                               strict=True):
+            ties = zero_tie_mask(xs) if is_float(dtype) else None
+            context = f"opset {opset} {dtype} {shapes} round {round_}"
+            # onnx.reference: the second argument on a +-0 tie (docs/semantics.md §7.3)
+            assert_matches(y, want_ref, "reference " + context, ties)
+            if use_ort:
+                # onnxruntime: the zero of a +-0 tie varies with length (docs/semantics.md §7.3)
+                assert_matches(y, want_ort, "onnxruntime " + context, ties)
 
 
 def test_onnx_max_zero_ties_are_ieee_where_the_runtimes_split():
@@ -147,15 +172,17 @@ def ov_evaluate(a, b, rule):
 @pytest.mark.parametrize("dtype", OV_DTYPES, ids=str)
 @pytest.mark.parametrize("rule", ["numpy", "none", "pdpd"])
 def test_ov_maximum_against_evaluate(dtype, rule):
+    # every case of the test in one jitted program (one compile, tests/strt_batch.py)
     rng = np.random.default_rng(31 * mc.ALL.index(dtype) + len(rule))
     pairs = {"numpy": mc.BROADCAST_PAIRS, "pdpd": mc.PDPD_PAIRS,
              "none": [(s, s) for s, _ in mc.BROADCAST_PAIRS]}[rule]
     with x64_for(dtype):
-        for round_ in range(2):
-            for sa, sb in pairs:
-                a, b = mc.values(rng, dtype, sa), mc.values(rng, dtype, sb)
-                got = ov_max.maximum(a, b, auto_broadcast=rule)
-                assert_matches(got, ov_evaluate(a, b, rule), f"{rule} {sa} {sb} {round_}")
+        cases = [(round_, sa, sb, mc.values(rng, dtype, sa), mc.values(rng, dtype, sb))
+                 for round_ in range(2) for sa, sb in pairs]
+        got = jit_each([(lambda a, b: ov_max.maximum(a, b, auto_broadcast=rule), (a, b))
+                        for *_, a, b in cases])
+        for (round_, sa, sb, a, b), y in zip(cases, got, strict=True):
+            assert_matches(y, ov_evaluate(a, b, rule), f"{rule} {dtype} {sa} {sb} {round_}")
 
 
 @pytest.mark.parametrize("dtype", [d for d in OV_DTYPES if is_float(d)], ids=str)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from jax.sharding import AxisType, NamedSharding, PartitionSpec
 from jax.test_util import check_grads
+from strt_batch import jit_each
 
 from jaxmax import onnx as jonnx
 from jaxmax import openvino as ov
@@ -138,20 +139,29 @@ AXIS_TYPES = [AxisType.Explicit, AxisType.Auto]
 @pytest.mark.parametrize("face", FACES)
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, mc.BF16, np.int32], ids=str)
 def test_sharded_equals_unsharded(axis_type, face, dtype):
+    # each unsharded result computed once (it was computed again for the jit contexts); the
+    # eager sharded path by "both" per spec; the broadcast-row contexts (eager and jitted
+    # before, the same lowering) and "jit both" of both specs in one jitted program
+    # (tests/strt_batch.py), each call keeping its arguments' shardings
     fn = FACES[face]
     mesh = jax.make_mesh((8,), ("x",), axis_types=(axis_type,))
     rng = np.random.default_rng(6)
     make = payload_nans if dtype == np.float32 else (lambda r, s: mc.values(r, dtype, s))
     a, b, row = make(rng, (16, 24)), make(rng, (16, 24)), make(rng, (24,))
-    for spec in (PartitionSpec("x", None), PartitionSpec(None, "x")):
+    want_both, want_row, want_row_first = fn(a, b), fn(a, row), fn(row, b)
+    specs = (PartitionSpec("x", None), PartitionSpec(None, "x"))
+    sharded = []
+    for spec in specs:
         sharding = NamedSharding(mesh, spec)
-        sa, sb = jax.device_put(a, sharding), jax.device_put(b, sharding)
+        sharded.append((jax.device_put(a, sharding), jax.device_put(b, sharding)))
+    jitted = iter(jit_each([call for sa, sb in sharded for call in (
+        (fn, (sa, sb)), (fn, (sa, row)), (fn, (row, sb)))]))
+    for spec, (sa, sb) in zip(specs, sharded, strict=True):
         for context, got, want in (
-                ("both", fn(sa, sb), fn(a, b)),
-                ("jit both", jax.jit(fn)(sa, sb), fn(a, b)),
-                ("row", fn(sa, row), fn(a, row)),
-                ("row first", fn(row, sb), fn(row, b)),
-                ("jit row", jax.jit(fn)(sa, row), fn(a, row))):
+                ("both", fn(sa, sb), want_both),
+                ("jit both", next(jitted), want_both),
+                ("jit row", next(jitted), want_row),
+                ("jit row first", next(jitted), want_row_first)):
             assert_bits(got, want, f"{face} {axis_type} {spec} {context}")
 
 

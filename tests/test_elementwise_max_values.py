@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from helpers import assert_same, is_float, x64_for
 from max_oracle import onnx_max, select_max
+from strt_batch import jit_each
 
 from jaxmax import onnx as jonnx
 from jaxmax import openvino as ov
@@ -43,15 +44,20 @@ SPECIAL_DTYPES = mc.FLOATS + [mc.BF16]
 
 @pytest.mark.parametrize("dtype", SPECIAL_DTYPES, ids=str)
 def test_every_special_pair(dtype):
+    # every length and face jitted in one program (one compile, tests/strt_batch.py); the eager
+    # path (the same lowering after concrete validation) at the longest length
     a, b = mc.every_zero_and_nan_position(dtype)
+    lengths = (1, 2, 3, 4, 7, 8, 16, 17, 81)  # vector widths and tails
+    faces = (("onnx", jonnx.max, onnx_max), ("ov", ov.maximum, select_max))
     with x64_for(dtype):
-        for length in (1, 2, 3, 4, 7, 8, 16, 17, 81):  # vector widths and tails
-            x, y = a[:length], b[:length]
-            for face, fn, oracle in (("onnx", jonnx.max, onnx_max),
-                                     ("ov", ov.maximum, select_max)):
-                want = oracle(x, y)
-                assert_exact(fn(x, y), want, f"{face} eager {dtype} n={length}")
-                assert_exact(jax.jit(fn)(x, y), want, f"{face} jit {dtype} n={length}")
+        cases = [(face, fn, oracle, n) for n in lengths for face, fn, oracle in faces]
+        jitted = jit_each([(fn, (a[:n], b[:n])) for _, fn, _, n in cases])
+        for (face, fn, oracle, n), got in zip(cases, jitted, strict=True):
+            x, y = a[:n], b[:n]
+            want = oracle(x, y)
+            assert_exact(got, want, f"{face} jit {dtype} n={n}")
+            if n == lengths[-1]:
+                assert_exact(fn(x, y), want, f"{face} eager {dtype} n={n}")
         # (81,) against each value as a broadcast (1,) and as a scalar, in both orders
         for s in (b[i:i + 1] for i in range(len(b))):
             assert_exact(jonnx.max(a, s), onnx_max(a, s), f"onnx bcast {dtype}")
@@ -88,24 +94,31 @@ def _onnx_shape_sets(version):
 @pytest.mark.parametrize("opset,dtype", [(v, d) for v, ds in ONNX_DTYPES.items() for d in ds
                                          if v in (1, 8, 13)], ids=str)
 def test_onnx_max_against_oracle(opset, dtype):
+    # every shape set jitted in one program (one compile, tests/strt_batch.py); the eager path
+    # is test_every_special_pair's and the bad-input tests'
     rng = np.random.default_rng(opset * 1000 + mc.ALL.index(dtype))
     with x64_for(dtype):
-        for shapes in _onnx_shape_sets(opset):
-            xs = [mc.values(rng, dtype, s) for s in shapes]
-            assert_exact(jonnx.max(*xs, opset=opset), onnx_max(*xs), f"{opset} {shapes}")
+        cases = [(shapes, [mc.values(rng, dtype, s) for s in shapes])
+                 for shapes in _onnx_shape_sets(opset)]
+        got = jit_each([(lambda *xs: jonnx.max(*xs, opset=opset), xs) for _, xs in cases])
+        for (shapes, xs), y in zip(cases, got, strict=True):
+            assert_exact(y, onnx_max(*xs), f"{opset} {dtype} {shapes}")
 
 
 @pytest.mark.parametrize("dtype", mc.ALL, ids=str)
 @pytest.mark.parametrize("rule", ["numpy", "none", "pdpd"])
 def test_ov_maximum_against_oracle(dtype, rule):
+    # every shape pair jitted in one program (one compile, tests/strt_batch.py)
     rng = np.random.default_rng(mc.ALL.index(dtype) + 100 * len(rule))
     pairs = {"numpy": mc.BROADCAST_PAIRS, "pdpd": mc.PDPD_PAIRS,
              "none": [(s, s) for s, _ in mc.BROADCAST_PAIRS]}[rule]
     with x64_for(dtype):
-        for sa, sb in pairs:
-            a, b = mc.values(rng, dtype, sa), mc.values(rng, dtype, sb)
-            got = ov.maximum(a, b, auto_broadcast=rule.upper())
-            assert_exact(got, select_max(a, b), f"{rule} {sa} {sb}")
+        cases = [(sa, sb, mc.values(rng, dtype, sa), mc.values(rng, dtype, sb))
+                 for sa, sb in pairs]
+        got = jit_each([(lambda a, b: ov.maximum(a, b, auto_broadcast=rule.upper()), (a, b))
+                        for _, _, a, b in cases])
+        for (sa, sb, a, b), y in zip(cases, got, strict=True):
+            assert_exact(y, select_max(a, b), f"{rule} {dtype} {sa} {sb}")
 
 
 def test_integers_are_exact_at_the_extremes():

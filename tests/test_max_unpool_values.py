@@ -15,6 +15,7 @@ import pytest
 from adaptive_unpool_oracle import inferred_shape
 from adaptive_unpool_oracle import max_unpool as oracle
 from helpers import x64_for
+from strt_batch import jit_each
 
 from jaxmax import onnx
 
@@ -51,10 +52,24 @@ def random_geometry(rng):
     return batch + x_spatial, kernel, strides, pads
 
 
+def _unpool_batch(cases):
+    """`onnx.max_unpool` of each (x, indices, kernel, strides, pads[, output_shape]) of `cases`,
+    all in one jitted program (one compile, tests/strt_batch.py): X and I traced as the eager
+    call's inner jit gets them, so the run-time choice between the dense and the scatter form is
+    the same; the eager call's concrete range check is not run (every index drawn here is in
+    range; the check is tests/test_max_unpool_errors.py's subject, and the other tests here stay
+    eager)."""
+    def call(x, i, k, s, p, shape=None):
+        return onnx.max_unpool(x, i, shape, kernel_shape=k, strides=s, pads=p)
+
+    return jit_each([(lambda x, i, rest=case[2:]: call(x, i, *rest), case[:2]) for case in cases])
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_random_duplicates_against_oracle(seed):
     """Random indices anywhere in the output (duplicates, the last writer wins)."""
     rng = np.random.default_rng(seed)
+    cases = []
     for trial in range(25):
         x_shape, kernel, strides, pads = random_geometry(rng)
         out_shape = inferred_shape(x_shape, kernel, strides, pads)
@@ -64,8 +79,11 @@ def test_random_duplicates_against_oracle(seed):
         if size == 0:
             continue
         indices = rng.integers(0, max(1, size // 2 if trial % 2 else size), size=x_shape)
-        y = onnx.max_unpool(x, indices, kernel_shape=kernel, strides=strides, pads=pads)
-        assert_exact(y, oracle(x, indices, out_shape), f"{x_shape} k{kernel} s{strides} p{pads}")
+        cases.append((x, indices, kernel, strides, pads))
+    for (x, indices, kernel, strides, pads), y in zip(cases, _unpool_batch(cases), strict=True):
+        out_shape = inferred_shape(x.shape, kernel, strides, pads)
+        assert_exact(y, oracle(x, indices, out_shape),
+                     f"{x.dtype} {x.shape} k{kernel} s{strides} p{pads}")
 
 
 @pytest.mark.parametrize("seed", range(2))
@@ -73,6 +91,7 @@ def test_own_window_indices_against_oracle(seed):
     """Indices inside their own windows (the dense form), kernel <= stride, with output
     shapes given and not."""
     rng = np.random.default_rng(100 + seed)
+    cases = []
     for _ in range(25):
         x_shape, kernel, strides, pads = random_geometry(rng)
         strides = tuple(max(k, s) for k, s in zip(kernel, strides, strict=True))
@@ -90,8 +109,10 @@ def test_own_window_indices_against_oracle(seed):
                 choices = [q for q in range(lo, lo + kernel[d]) if 0 <= q < out_shape[2 + d]]
                 coords.append(int(rng.choice(choices)) if choices else 0)
             flat[pos] = np.ravel_multi_index((pos[0], pos[1], *coords), out_shape)
-        y = onnx.max_unpool(x, flat, kernel_shape=kernel, strides=strides, pads=pads)
-        assert_exact(y, oracle(x, flat, out_shape), f"{x_shape} k{kernel} s{strides} p{pads}")
+        cases.append((x, flat, kernel, strides, pads))
+    for (x, flat, kernel, strides, pads), y in zip(cases, _unpool_batch(cases), strict=True):
+        out_shape = inferred_shape(x.shape, kernel, strides, pads)
+        assert_exact(y, oracle(x, flat, out_shape), f"{x.shape} k{kernel} s{strides} p{pads}")
 
 
 def test_duplicates_last_writer():
@@ -205,8 +226,11 @@ def _torch_pool(x, kernel, strides, pads):
 
 @pytest.mark.parametrize("seed", range(2))
 def test_against_onnxruntime_and_torch_with_maxpool_indices(seed):
+    # every jaxmax call of the test in one jitted program (`_unpool_batch` with the output
+    # shape bound as a static argument; tests/strt_batch.py)
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(200 + seed)
+    trials, calls = [], []
     for trial in range(10):
         n_spatial = trial % 3 + 1
         kernel = tuple(int(v) for v in rng.integers(1, 4, size=n_spatial))
@@ -222,8 +246,23 @@ def test_against_onnxruntime_and_torch_with_maxpool_indices(seed):
         inferred = inferred_shape(values.shape, kernel, strides, pads + pads)
         if np.prod(out_shape) < np.prod(inferred) or min(inferred[2:]) <= 0:
             continue  # (onnxruntime rejects a non-positive inferred extent even then)
-        got = onnx.max_unpool(values, flat, out_shape, kernel_shape=kernel, strides=strides,
-                              pads=pads + pads)
+        calls.append((values, flat, kernel, strides, pads + pads, out_shape))
+        # the inferred shape (no output_shape) agrees with onnxruntime too
+        flat_inferred = None
+        if np.prod(inferred) and flat.max() < np.prod(inferred):
+            candidate = np.ravel_multi_index(np.unravel_index(flat, out_shape), inferred,
+                                             mode="clip")
+            if np.array_equal(np.unravel_index(flat, out_shape),
+                              np.unravel_index(candidate, inferred)):
+                flat_inferred = candidate
+                calls.append((values, flat_inferred, kernel, strides, pads + pads, None))
+        trials.append((kernel, strides, pads, spatial, values, plane_idx, flat, out_shape,
+                       flat_inferred))
+    results = iter(_unpool_batch(calls))
+    for kernel, strides, pads, spatial, values, plane_idx, flat, out_shape, flat_inferred in (
+            trials):
+        n_spatial = len(kernel)
+        got = next(results)
         ctx = f"k{kernel} s{strides} p{pads} {spatial}"
         assert_exact(got, oracle(values, flat, out_shape), ctx)
         assert_exact(got, _ort_unpool(values, flat, kernel, strides, pads + pads, out_shape, 22),
@@ -234,17 +273,11 @@ def test_against_onnxruntime_and_torch_with_maxpool_indices(seed):
                         list(strides), list(pads), output_size=list(spatial))
         if max(kernel) <= min(strides):  # disjoint windows: no duplicate, torch deterministic
             assert_exact(got, ref.numpy(), ctx + " torch")
-        # the inferred shape (no output_shape) agrees with onnxruntime too
-        if np.prod(inferred) and flat.max() < np.prod(inferred):
-            flat_inferred = np.ravel_multi_index(np.unravel_index(flat, out_shape), inferred,
-                                                 mode="clip")
-            ok = np.array_equal(np.unravel_index(flat, out_shape),
-                                np.unravel_index(flat_inferred, inferred))
-            if ok:
-                got2 = onnx.max_unpool(values, flat_inferred, kernel_shape=kernel,
-                                       strides=strides, pads=pads + pads)
-                assert_exact(got2, _ort_unpool(values, flat_inferred, kernel, strides,
-                                               pads + pads, None, 22), ctx + " inferred")
+        if flat_inferred is not None:
+            got2 = next(results)
+            assert_exact(got2, _ort_unpool(values, flat_inferred, kernel, strides,
+                                           pads + pads, None, 22), ctx + " inferred")
+    assert next(results, None) is None
 
 
 def test_duplicates_against_onnxruntime():

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from helpers import assert_same, is_float
 from reduce_oracle import onnx_reduce_max
+from strt_batch import jit_each
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnx.backend.test")
@@ -104,27 +105,67 @@ def feeds_for(x, axes_feed):
     return feeds
 
 
-def run_reference(case, x):
-    model, axes_feed = build_model(case, x.dtype.name, x.shape)
-    return ReferenceEvaluator(model).run(None, feeds_for(x, axes_feed))[0]
+def batch_model(cases, xs):
+    """One model holding each case's ReduceMax node (all of one opset), its inputs and output
+    renamed ``data{j}``, ``axes{j}``, ``reduced{j}``: a batch of cases, one session. Returns the
+    model and its feeds."""
+    graph, feeds = None, {}
+    for j, (case, x) in enumerate(zip(cases, xs, strict=True)):
+        model, axes_feed = build_model(case, x.dtype.name, x.shape)
+        one = model.graph
+        for value in list(one.input) + list(one.output):
+            value.name = f"{value.name}{j}"
+        node = one.node[0]
+        node.input[:] = [f"{name}{j}" for name in node.input]
+        node.output[:] = [f"reduced{j}"]
+        feeds.update({f"{k}{j}": v for k, v in feeds_for(x, axes_feed).items()})
+        if graph is None:
+            graph, first = one, model
+        else:
+            graph.input.extend(one.input)
+            graph.output.extend(one.output)
+            graph.node.extend(one.node)
+    return first, feeds
 
 
-def run_onnxruntime(case, x):
-    model, axes_feed = build_model(case, x.dtype.name, x.shape)
+def run_reference_batch(cases, xs):
+    """onnx.reference's result for each (case, x), by one evaluator."""
+    model, feeds = batch_model(cases, xs)
+    return ReferenceEvaluator(model).run(None, feeds)
+
+
+def run_onnxruntime_batch(cases, xs):
+    """onnxruntime's result for each (case, x), by one session."""
+    model, feeds = batch_model(cases, xs)
     ort = pytest.importorskip("onnxruntime")
     options = ort.SessionOptions()
     options.log_severity_level = 3  # opsets < 7 print a "not guaranteed" warning otherwise
     session = ort.InferenceSession(model.SerializeToString(), options,
                                    providers=["CPUExecutionProvider"])
-    return session.run(None, feeds_for(x, axes_feed))[0]
+    return session.run(None, feeds)
+
+
+def run_reference(case, x):
+    return run_reference_batch([case], [x])[0]
+
+
+def run_onnxruntime(case, x):
+    return run_onnxruntime_batch([case], [x])[0]
+
+
+def jaxmax_batch(cases, xs):
+    """`call_jaxmax` of each (case, x), every case in one jitted program (one compile,
+    tests/strt_batch.py): each call's axes and attributes are static, as in a jit of it alone."""
+    return jit_each([(lambda x, case=case: call_jaxmax(x, case), (x,))
+                     for case, x in zip(cases, xs, strict=True)])
 
 
 # --------------------------------------------------------------------------------------------
 # Random cases
 # --------------------------------------------------------------------------------------------
 
-# A fixed pool of shapes (size-0 dims included) keeps the number of distinct compilations small:
-# cases that share shape, dtype, axes and keepdims reuse the jitted executable.
+# A fixed pool of shapes (size-0 dims included); the cases of a test are compiled as one
+# program (`jaxmax_batch`).
 SHAPES = [(), (5,), (0,), (3, 4), (1, 6), (4, 0), (2, 3, 4), (3, 1, 2), (2, 0, 3),
           (2, 3, 1, 2), (1, 2, 2, 3)]
 CASES_PER_OPSET = 13
@@ -178,14 +219,15 @@ def describe(case):
 
 @pytest.mark.parametrize("opset", list(range(1, 21)) + [21, LATEST_OPSET])
 def test_random_cases_against_onnx_reference(opset):
+    # one jitted program and one onnx.reference model for the test's cases (eager calls: in
+    # test_reference_agrees_on_handwritten_corners and test_onnxruntime_corners)
     data_rng = np.random.default_rng(2000 + opset)
     cases = cases_for_opset(opset)
     with jax.enable_x64(True), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # onnx.reference on NaN / empty input
-        for case in cases:
-            x = make_data(data_rng, case["shape"], case["dtype"])
-            got = call_jaxmax(x, case)
-            expected = run_reference(case, x)
+        xs = [make_data(data_rng, case["shape"], case["dtype"]) for case in cases]
+        for case, x, got, expected in zip(cases, xs, jaxmax_batch(cases, xs),
+                                          run_reference_batch(cases, xs), strict=True):
             # onnx.reference's zero on a -0/+0 tie follows NumPy's reduction order
             # (docs/semantics.md §4): values only
             assert_same(got, expected, "onnx.reference: " + describe(case), zero_signs=False)
@@ -274,8 +316,9 @@ def test_random_cases_against_onnxruntime():
     """
     checked, excluded = 0, set()
     with jax.enable_x64(True):
-        for opset in range(1, 21):
+        for opset in range(1, 21):  # one jitted program and one session per opset
             data_rng = np.random.default_rng(3000 + opset)
+            batch = []
             for case in cases_for_opset(opset)[:7]:
                 if not ort_supports(case):
                     continue
@@ -284,8 +327,13 @@ def test_random_cases_against_onnxruntime():
                 if deviation is not None:
                     excluded.add(deviation)
                     continue
-                assert_same(call_jaxmax(x, case), run_onnxruntime(case, x),
-                            "onnxruntime: " + describe(case))
+                batch.append((case, x))
+            if not batch:
+                continue
+            cases, xs = [c for c, _ in batch], [x for _, x in batch]
+            for case, got, expected in zip(cases, jaxmax_batch(cases, xs),
+                                           run_onnxruntime_batch(cases, xs), strict=True):
+                assert_same(got, expected, "onnxruntime: " + describe(case))
                 checked += 1
     assert checked >= 60, (checked, excluded)
 
