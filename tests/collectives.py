@@ -102,9 +102,10 @@ def window_halo(case_name: str, inputs, specs) -> int:
     return total
 
 
-def measure(case, layout: str, devices=None) -> Row:
+def measure(case, layout: str, devices=None, compiler_options=None) -> Row:
     """The collectives of `case` jitted on its `layout` over `devices` (the first 4 by default),
-    values and indices only (no gradient)."""
+    values and indices only (no gradient), compiled with XLA's `compiler_options` (its defaults
+    when None)."""
     import jax
     from jax.sharding import AxisType, NamedSharding, PartitionSpec
 
@@ -120,7 +121,7 @@ def measure(case, layout: str, devices=None) -> Row:
     mesh = meshes["ab" if names & {"a", "b"} else "d"]
     args = [jax.device_put(x, NamedSharding(mesh, PartitionSpec() if s is None else s))
             for x, s in zip(inputs, specs, strict=True)]
-    text = jax.jit(case.fn).lower(*args).compile().as_text()
+    text = jax.jit(case.fn).lower(*args).compile(compiler_options).as_text()
     out = jax.eval_shape(case.fn, *args)
     return Row(case.name, layout, n, tuple(moved(text)), sum(x.nbytes for x in inputs),
                nbytes(out), window_halo(case.name, inputs, specs))

@@ -10,14 +10,24 @@ across shards) per device, and no all-gather of a sharded input whole. What the 
 no lowering fixes yet is listed in `OVER`, strictly expected to fail with its reason: a change
 that fixes one must move it out of the list, and a change that makes another operator gather
 its input fails here. docs/multi-host.md holds the table.
+
+The programs are compiled with jaxmax's fast-compile options (LLVM -O0 and the elemental IR
+emitter, jaxmax/_src/lowering/compile_options.py): the collectives are placed by XLA's SPMD
+partitioner and collective passes, before any code is generated, and those options cut each
+compile about fourfold. `test_the_fast_options_move_what_the_default_compile_moves` holds that
+claim on a sample of cases that between them move data with every kind of collective.
 """
 
 from __future__ import annotations
 
+import functools
+
 import collectives
 import jax
 import pytest
-from multiprocess_cases import CASES
+from multiprocess_cases import CASES, by_name
+
+from jaxmax._src.lowering import compile_options
 
 ARG_MAX = ("ArgMax along a sharded axis on Explicit axes all-reduces the blocks' best 32-bit "
            "keys (the output's 4 KiB of int32 indices alone) and then their indices, narrowed "
@@ -58,12 +68,51 @@ def _params():
             yield pytest.param(case, layout, marks=marks, id=f"{case.name} [{layout}]")
 
 
+@functools.cache
+def _measured(name: str, layout: str) -> collectives.Row:
+    """Case `name` on `layout` over 4 devices, compiled with the fast options (once a process:
+    the sample tests below read the same rows)."""
+    return collectives.measure(by_name(name), layout, jax.devices()[:4],
+                               compile_options.fast_compile())
+
+
 @pytest.mark.parametrize("case,layout", list(_params()))
 def test_collectives_move_outputs_not_inputs(case, layout):
-    row = collectives.measure(case, layout, jax.devices()[:4])
+    row = _measured(case.name, layout)
     problems = collectives.violations(row, case)
     assert not problems, f"{row.case} [{row.layout}]: " + "; ".join(problems) + \
         "\n" + "\n".join(c.shape + " " + c.kind for c in row.collectives)
+
+
+# (case, layout): between them every kind of collective (collective-permute for halos,
+# all-reduce, all-to-all, reduce-scatter, all-gather)
+SAMPLE = [
+    ("openvino.max_pool MaxPool-1 k3 s1 p1 (stride 1)", "H"),
+    ("openvino.max_pool MaxPool-14 k3 s2 ceil_torch", "H and W"),
+    ("openvino.adaptive_max_pool AdaptiveMaxPool-8 (5, 3)", "H and W"),
+    ("onnx.reduce_max ReduceMax-20 axes [1, 2]", "channels (reduced)"),
+    ("onnx.arg_max ArgMax-13 axis 1", "channels (reduced)"),
+    ("onnx.top_k TopK-24 K 3 axis 1", "channels (reduced)"),
+    ("openvino.segment_max SegmentMax-16 ZERO num_segments 12", "rows (segment axis), ids sharded"),
+    ("openvino.scatter_nd_update ScatterNDUpdate-15 max k 2", "indices and updates"),
+    ("onnx.scatter_elements ScatterElements-18 max axis 0", "scatter axis, all three"),
+    ("onnx.max_unpool MaxUnpool-22 k2 s2", "H"),
+]
+
+
+@pytest.mark.parametrize("name,layout", SAMPLE, ids=[f"{n} [{lay}]" for n, lay in SAMPLE])
+def test_the_fast_options_move_what_the_default_compile_moves(name, layout):
+    """The same collectives, of the same shapes, with XLA's default options as with the fast
+    ones the test above compiles with."""
+    fast = _measured(name, layout)
+    default = collectives.measure(by_name(name), layout, jax.devices()[:4])
+    assert default.collectives, f"{name} [{layout}] moves nothing: not a sample"
+    assert fast.collectives == default.collectives, f"{name} [{layout}]"
+
+
+def test_the_sample_holds_every_kind():
+    kinds = {c.kind for name, layout in SAMPLE for c in _measured(name, layout).collectives}
+    assert kinds == set(collectives.KINDS), kinds
 
 
 def test_the_parser_reads_every_form():

@@ -11,6 +11,8 @@ compiled program is read too: one all-reduce, of the output's bytes at most.
 
 from __future__ import annotations
 
+import functools
+
 import collectives
 import jax
 import ml_dtypes
@@ -77,11 +79,12 @@ def test_sharded_reduction_is_the_oracles_bit_for_bit(face, layout, dtype):
     x = _data(len(layout), DTYPES[dtype], clean=len(axes) == 4)
     want = oracle(x, axes)
     xs = jax.device_put(x, NamedSharding(explicit_mesh(spec), spec))
-    f = jax.jit(lambda v: call(v, axes))
-    got = np.asarray(f(xs))
+    # one compile: the program that is run is the program that is read
+    compiled = jax.jit(lambda v: call(v, axes)).lower(xs).compile()
+    got = np.asarray(compiled(xs))
     np.testing.assert_array_equal(_bits(got), _bits(want), err_msg=f"{face} {layout} {dtype}")
     assert np.asarray(want == 0).any()  # zero maxima are checked
-    moved = collectives.moved(f.lower(xs).compile().as_text())
+    moved = collectives.moved(compiled.as_text())
     count = int(np.prod([SHAPE[a] for a in axes]))
     if FACES[face][2] and count > 2 ** (ml_dtypes.finfo(x.dtype).nmant + 1) // 2:
         # NaN skipped: the zero codes hold 2 ** nmant elements a slice (128 for bfloat16);
@@ -92,16 +95,35 @@ def test_sharded_reduction_is_the_oracles_bit_for_bit(face, layout, dtype):
     assert moved[0].nbytes <= want.nbytes
 
 
+@functools.cache
+def _gradients(layout: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The data and each face's gradient for `layout`, both faces in one jitted program (one
+    compile a layout instead of one a face and layout)."""
+    axes, spec = LAYOUTS[layout]
+    x = _data(len(layout) + 1, np.float32)
+    ct = _cotangent(axes)
+    xs = jax.device_put(x, NamedSharding(explicit_mesh(spec), spec))
+
+    def both(v):
+        return {face: jax.grad(lambda w, c=call: (c(w, axes) * ct).sum())(v)
+                for face, (call, _, _) in FACES.items()}
+
+    grads = jax.jit(both)(xs)
+    return x, {face: np.asarray(g) for face, g in grads.items()}
+
+
+def _cotangent(axes) -> np.ndarray:
+    out_shape = tuple(n for a, n in enumerate(SHAPE) if a not in axes)
+    return ((np.arange(int(np.prod(out_shape))) % 5) - 1.5).astype(np.float32).reshape(out_shape)
+
+
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 @pytest.mark.parametrize("face", list(FACES))
 def test_sharded_reduction_gradient_is_shared_by_the_tied_maxima(face, layout):
-    call, _, skip_nan = FACES[face]
-    axes, spec = LAYOUTS[layout]
-    x = _data(len(layout) + 1, np.float32)
-    out_shape = tuple(n for a, n in enumerate(SHAPE) if a not in axes)
-    ct = ((np.arange(int(np.prod(out_shape))) % 5) - 1.5).astype(np.float32).reshape(out_shape)
-    xs = jax.device_put(x, NamedSharding(explicit_mesh(spec), spec))
-    got = jax.jit(jax.grad(lambda v: (call(v, axes) * ct).sum()))(xs)
+    _, _, skip_nan = FACES[face]
+    axes, _ = LAYOUTS[layout]
+    x, grads = _gradients(layout)
     with np.errstate(divide="ignore"):  # a NaN slice's share, which it never assigns
-        want = share_grad(x, axes, ct, skip_nan)
-    np.testing.assert_array_equal(np.asarray(got), want.astype(np.float32))
+        want = share_grad(x, axes, _cotangent(axes), skip_nan)
+    np.testing.assert_array_equal(grads[face], want.astype(np.float32),
+                                  err_msg=f"{face} {layout}")

@@ -9,21 +9,28 @@ reshard such a mixed tuple (jaxmax/_src/explicit_axes.py, ``open_results``). Flo
 by the NaN select after the reduction; a user's replicated constraint on an ``Auto`` mesh hit
 it too.
 
-An abort kills the process, so each case runs in a fresh interpreter on four CPU devices (an
-abort is then a failed test that names the sharding it was compiling) and writes its results to
-a file, compared here with the NumPy loops of tests/pool_oracle.py and
+An abort kills the process, so the cases run in a child interpreter on four CPU devices, one
+after another (the fixture `outcomes`; a fresh child takes over after a case that kills one, and
+that case's test fails naming the sharding it was compiling), each writing its results to a
+file, compared here with the NumPy loops of tests/pool_oracle.py and
 tests/adaptive_unpool_oracle.py: int8 and uint8, the ONNX and OpenVINO faces, sharded along each
 spatial axis (D too for the 3-D pools) on ``Explicit`` and ``Auto`` meshes.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import select
+import subprocess
+import sys
+import tempfile
 import textwrap
 
 import numpy as np
 import pytest
 from adaptive_unpool_oracle import adaptive_max_pool
-from helpers import assert_same, run_python
+from helpers import assert_same
 from pool_oracle import max_pool_1
 from pool_oracle import onnx as onnx_oracle
 from pool_oracle import openvino as openvino_oracle
@@ -84,6 +91,12 @@ CASES = {
         lambda x: (np.max(x, axis=(2, 3)),)),
 }
 
+# One child runs every job (a test's case) in turn, each as the per-case child did before:
+# "job NAME" before it, "compiling ..." before each compile, "done NAME" once its results file
+# is written. When a child dies (an abort in XLA) or stops progressing, the job it was running
+# gets the failure (its own test fails, naming the sharding being compiled) and a fresh child
+# runs the jobs after it. One interpreter start (JAX and jaxmax imports) for all the cases
+# instead of one a case.
 _CHILD = """
     import numpy as np
     import jax
@@ -93,23 +106,30 @@ _CHILD = """
 
     from jaxmax import onnx, openvino as ov
 
-    data = np.load({data!r})
-    axes = {axes!r}
-    out = {{}}
-    for axis_type in {axis_types!r}:
-        mesh = jax.make_mesh(({devices},), ("d",), devices=jax.devices()[:{devices}],
-                             axis_types=(getattr(AxisType, axis_type),))
-        for dtype in data.files:
-            x = data[dtype]
-            for axis in axes:
-                spec = [None] * x.ndim
-                spec[axis] = "d"
-                print("compiling", dtype, "sharded along axis", axis, axis_type, flush=True)
-                got = jax.jit(lambda v: {call})(jax.device_put(x, NamedSharding(mesh, P(*spec))))
-                for i, g in enumerate(got if isinstance(got, tuple) else (got,)):
-                    out[f"{{axis_type}} {{dtype}} {{axis}} {{i}}"] = np.asarray(g)
-    np.savez({result!r}, **out)
+
+    def run(name, call, data, result, axes, devices, axis_types):
+        print("job", name, flush=True)
+        data = np.load(data)
+        out = {{}}
+        for axis_type in axis_types:
+            mesh = jax.make_mesh((devices,), ("d",), devices=jax.devices()[:devices],
+                                 axis_types=(getattr(AxisType, axis_type),))
+            for dtype in data.files:
+                x = data[dtype]
+                for axis in axes:
+                    spec = [None] * x.ndim
+                    spec[axis] = "d"
+                    print("compiling", dtype, "sharded along axis", axis, axis_type, flush=True)
+                    got = jax.jit(call(mesh))(jax.device_put(x, NamedSharding(mesh, P(*spec))))
+                    for i, g in enumerate(got if isinstance(got, tuple) else (got,)):
+                        out[f"{{axis_type}} {{dtype}} {{axis}} {{i}}"] = np.asarray(g)
+        np.savez(result, **out)
+        print("done", name, flush=True)
+
 """
+_JOB = "run({name!r}, lambda mesh: lambda v: {call}, {data!r}, {result!r}, {axes!r}, " \
+    "{devices}, {axis_types!r})\n"
+_TIMEOUT = 300  # seconds without a line from the child (run_python's per-child timeout)
 
 
 def _data(shape, dtype) -> np.ndarray:
@@ -125,22 +145,96 @@ def _data(shape, dtype) -> np.ndarray:
 AXIS_TYPES = ("Explicit", "Auto")
 
 
-def _run(call: str, shape, axes, tmp_path, devices: int = DEVICES,
-         axis_types=AXIS_TYPES) -> dict:
-    """`call` (on `v`, its mesh `mesh`) on every dtype of `DTYPES`, sharded along each of `axes`
-    over `devices` CPU devices on meshes of each of `axis_types`, in a fresh interpreter: its
-    outputs by ``"{axis type} {dtype} {axis} {output}"``; a failed test where the child
-    fails."""
-    data, result = tmp_path / "data.npz", tmp_path / "result.npz"
-    np.savez(data, **{np.dtype(t).name: _data(shape, t) for t in DTYPES})
-    code = _CHILD.format(devices=devices, data=str(data), axes=tuple(axes), call=call,
-                         result=str(result), axis_types=tuple(axis_types))
-    done = run_python(textwrap.dedent(code))
-    last = done.stdout.strip().splitlines()[-1:] or ["before compiling"]
-    assert done.returncode == 0, (
-        f"the child failed ({done.returncode}), {last[0]}:\n{done.stderr[-3000:]}")
-    with np.load(result) as got:
-        return {k: got[k] for k in got.files}
+@dataclasses.dataclass(frozen=True)
+class Job:
+    call: str  # on `v` (and its mesh `mesh`), run in the child
+    shape: tuple
+    axes: tuple  # each sharded in turn over the mesh's one axis
+    devices: int = DEVICES
+    axis_types: tuple = AXIS_TYPES
+
+
+JOBS = {case: Job(call, shape, tuple(range(2, len(shape))))
+        for case, (shape, call, _) in CASES.items()}
+JOBS["the report"] = Job("onnx.max_pool(v, kernel_shape=(2, 2), strides=(2, 2))",
+                         (2, 4, 24, 18), (3,), devices=2)
+JOBS["a replicated constraint"] = Job(
+    "jax.lax.with_sharding_constraint(onnx.max_pool(v, kernel_shape=(2, 2), strides=(2, 2),"
+    " return_indices=True), NamedSharding(mesh, P()))", (2, 4, 20, 20), (2, 3),
+    axis_types=("Auto",))
+
+
+def _child(code: str) -> tuple[int | None, list[str], str]:
+    """`code` in a fresh interpreter (as helpers.run_python sets it up): its exit code (None when
+    it printed nothing for `_TIMEOUT` seconds and was killed), stdout lines and stderr."""
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "0"}
+    env.pop("XLA_FLAGS", None)
+    lines: list[str] = []
+    with tempfile.TemporaryFile("w+") as err:
+        child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                                 stderr=err, text=True, env=env)
+        assert child.stdout is not None
+        while True:
+            ready, _, _ = select.select([child.stdout], [], [], _TIMEOUT)
+            if not ready:
+                child.kill()
+                child.wait()
+                status = None
+                break
+            line = child.stdout.readline()
+            if not line:
+                status = child.wait()
+                break
+            lines.append(line.rstrip("\n"))
+        child.stdout.close()
+        err.seek(0)
+        return status, lines, err.read()
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory) -> dict:
+    """Every job of `JOBS` run in as few children as its failures allow: per job, its outputs
+    by ``"{axis type} {dtype} {axis} {output}"``, or the message of its child's failure."""
+    tmp = tmp_path_factory.mktemp("8bit")
+    files = {}
+    for i, (name, job) in enumerate(JOBS.items()):
+        data, result = tmp / f"data{i}.npz", tmp / f"result{i}.npz"
+        np.savez(data, **{np.dtype(t).name: _data(job.shape, t) for t in DTYPES})
+        files[name] = (str(data), str(result))
+    out: dict = {}
+    remaining = list(JOBS)
+    while remaining:
+        code = textwrap.dedent(_CHILD.format(devices=max(JOBS[n].devices for n in remaining)))
+        code += "".join(_JOB.format(name=n, call=JOBS[n].call, data=files[n][0],
+                                    result=files[n][1], axes=JOBS[n].axes,
+                                    devices=JOBS[n].devices, axis_types=JOBS[n].axis_types)
+                        for n in remaining)
+        returncode, lines, stderr = _child(code)
+        done = {line[len("done "):] for line in lines if line.startswith("done ")}
+        for name in list(remaining):
+            if name not in done:
+                break
+            with np.load(files[name][1]) as got:
+                out[name] = {k: got[k] for k in got.files}
+            remaining.remove(name)
+        if not remaining:
+            break
+        # the first job without results failed: the lines since it started say where
+        name = remaining.pop(0)
+        started = [i for i, line in enumerate(lines) if line == f"job {name}"]
+        own = lines[started[0] + 1:] if started else []
+        last = own[-1:] or ["before compiling"]
+        state = f"printed nothing for {_TIMEOUT} s" if returncode is None else \
+            f"failed ({returncode})"
+        out[name] = f"the child {state}, {last[0]}:\n{stderr[-3000:]}"
+    return out
+
+
+def _run(outcomes: dict, name: str) -> dict:
+    """Job `name`'s outputs; a failed test where its child failed."""
+    got = outcomes[name]
+    assert not isinstance(got, str), got
+    return got
 
 
 def _check(got: dict, oracle, shape, axes, context: str, axis_types=AXIS_TYPES) -> None:
@@ -161,28 +255,25 @@ def _check(got: dict, oracle, shape, axes, context: str, axis_types=AXIS_TYPES) 
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_an_8bit_pool_sharded_along_a_pooled_axis(case, tmp_path):
-    shape, call, oracle = CASES[case]
-    axes = tuple(range(2, len(shape)))
-    _check(_run(call, shape, axes, tmp_path), oracle, shape, axes, case)
+def test_an_8bit_pool_sharded_along_a_pooled_axis(case, outcomes):
+    shape, _, oracle = CASES[case]
+    axes = JOBS[case].axes
+    _check(_run(outcomes, case), oracle, shape, axes, case)
 
 
-def test_the_reported_case(tmp_path):
+def test_the_reported_case(outcomes):
     """The report: ONNX MaxPool k2 s2 on int8 (2, 4, 24, 18) sharded along W over two devices
     (an output of 9 along W)."""
-    shape, axes = (2, 4, 24, 18), (3,)
-    got = _run("onnx.max_pool(v, kernel_shape=(2, 2), strides=(2, 2))", shape, axes, tmp_path,
-               devices=2)
-    _check(got, lambda x: onnx_oracle(x, [2, 2], [2, 2], [0, 0, 0, 0])[:1], shape, axes,
+    job = JOBS["the report"]
+    _check(_run(outcomes, "the report"),
+           lambda x: onnx_oracle(x, [2, 2], [2, 2], [0, 0, 0, 0])[:1], job.shape, job.axes,
            "the report")
 
 
-def test_a_replicated_constraint_on_an_auto_mesh(tmp_path):
+def test_a_replicated_constraint_on_an_auto_mesh(outcomes):
     """A user's replicated sharding constraint on the pool's outputs, on an ``Auto`` mesh: the
     same mixed tuple without any ``Explicit`` axis."""
-    shape, axes = (2, 4, 20, 20), (2, 3)
-    call = ("jax.lax.with_sharding_constraint(onnx.max_pool(v, kernel_shape=(2, 2),"
-            " strides=(2, 2), return_indices=True), NamedSharding(mesh, P()))")
-    got = _run(call, shape, axes, tmp_path, axis_types=("Auto",))
-    _check(got, lambda x: onnx_oracle(x, [2, 2], [2, 2], [0, 0, 0, 0]), shape, axes,
-           "a replicated constraint", axis_types=("Auto",))
+    job = JOBS["a replicated constraint"]
+    _check(_run(outcomes, "a replicated constraint"),
+           lambda x: onnx_oracle(x, [2, 2], [2, 2], [0, 0, 0, 0]), job.shape, job.axes,
+           "a replicated constraint", axis_types=job.axis_types)

@@ -6,10 +6,16 @@ axes (what ``jax.make_mesh`` builds by default) and once with ``Auto`` axes; eac
 compared exactly with a NumPy oracle (tests/*_oracle.py, independent of jaxmax) and with the
 unsharded jaxmax result. On ``Explicit`` axes the output's sharding is part of its type, and
 it must be the one the README documents (kept axes keep their sharding).
+
+Cases that differ only in their data (with and without NaN, ONNX ReduceMax with and without
+NaN) share one jitted function (`_jit`, and the cached call factories below), so each program is
+traced and compiled once and run on each data set; the loop oracles of the large leading-axis
+fold are computed once per data set and axes.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -78,12 +84,29 @@ def check_sharded(fn, args, expected, out_spec=None):
     assert_same(fn(*plain), expected)
     explicit = any(isinstance(a, jax.Array) and isinstance(a.sharding, NamedSharding)
                    and AxisType.Explicit in a.sharding.mesh.axis_types for a in sharded)
-    for run in (fn, jax.jit(fn)):
+    for run in (fn, _jit(fn)):
         out = run(*sharded)
         assert_same(out, expected)
         if explicit and out_spec is not None:
             assert _padded(out.sharding.spec, out.ndim) == _padded(out_spec, out.ndim), \
                 (out.sharding.spec, out_spec)
+
+
+@functools.cache
+def _jit(fn):
+    """``jax.jit(fn)``, one a function: the calls below that share `fn` and differ only in their
+    data run one compiled program."""
+    return jax.jit(fn)
+
+
+@functools.cache
+def _ov_reduce_max(axes, keep):
+    return lambda d: ov.reduce_max(d, axes, keep_dims=keep)
+
+
+@functools.cache
+def _onnx_reduce_max(axes, keep):
+    return lambda d: onnx.reduce_max(d, axes, keepdims=int(keep))
 
 
 def _reduced_spec(spec, ndim, axes, keep):
@@ -136,7 +159,7 @@ def test_ov_reduce_max_sharded(mesh, spec, axes, keep, with_nan, axis_type):
     """NaN never wins (OpenVINO rule), also when the slice is split over devices."""
     x = reduction_data(1, with_nan=with_nan)
     xs = shard(x, _mesh(mesh, axis_type), spec)
-    check_sharded(lambda d: ov.reduce_max(d, axes, keep_dims=keep), ((xs,), (x,)),
+    check_sharded(_ov_reduce_max(axes, keep), ((xs,), (x,)),
                   openvino_reduce_max(x, axes, keep), _reduced_spec(spec, 3, axes, keep))
 
 
@@ -145,14 +168,30 @@ def test_ov_reduce_max_sharded(mesh, spec, axes, keep, with_nan, axis_type):
                                        (P(None, None, "x"), (0, 1))])
 def test_ov_reduce_max_leading_axis_fold_sharded(spec, axes, with_nan, axis_type):
     """The CPU fold of leading axes (a kept block of 65536 elements) on sharded data."""
+    x = _fold_data(with_nan)
+    xs = shard(x, mesh_1d(axis_type), spec)
+    ov_want, onnx_want = _fold_oracles(axes, with_nan)
+    check_sharded(_ov_reduce_max(axes, False), ((xs,), (x,)), ov_want,
+                  _reduced_spec(spec, 3, axes, False))
+    check_sharded(_onnx_reduce_max(axes, False), ((xs,), (x,)), onnx_want,
+                  _reduced_spec(spec, 3, axes, False))
+
+
+@functools.cache
+def _fold_data(with_nan):
     x = special_data(11, (16, 64, 1024))
     if not with_nan:
         x[np.isnan(x)] = 0.5
-    xs = shard(x, mesh_1d(axis_type), spec)
-    check_sharded(lambda d: ov.reduce_max(d, axes), ((xs,), (x,)), openvino_reduce_max(x, axes),
-                  _reduced_spec(spec, 3, axes, False))
-    check_sharded(lambda d: onnx.reduce_max(d, axes, keepdims=0), ((xs,), (x,)),
-                  onnx_reduce_max(x, axes, False), _reduced_spec(spec, 3, axes, False))
+    x.flags.writeable = False  # shared by the tests
+    return x
+
+
+@functools.cache
+def _fold_oracles(axes, with_nan):
+    """The loop oracles' answers on `_fold_data(with_nan)` (a million elements each): OpenVINO's
+    and ONNX's."""
+    x = _fold_data(with_nan)
+    return openvino_reduce_max(x, axes), onnx_reduce_max(x, axes, False)
 
 
 @pytest.mark.parametrize("mesh,spec,axes,keep", REDUCTION_LAYOUTS[::2] + REDUCTION_LAYOUTS[3:4])
@@ -171,7 +210,7 @@ ONNX_LAYOUTS = REDUCTION_LAYOUTS[:3] + REDUCTION_LAYOUTS[4:5]
 def test_onnx_reduce_max_sharded(mesh, spec, axes, keep, axis_type):
     x = reduction_data(3, with_nan=False)  # -inf stays -inf (ONNX)
     xs = shard(x, _mesh(mesh, axis_type), spec)
-    check_sharded(lambda d: onnx.reduce_max(d, axes, keepdims=int(keep)), ((xs,), (x,)),
+    check_sharded(_onnx_reduce_max(axes, keep), ((xs,), (x,)),
                   onnx_reduce_max(x, axes, keep), _reduced_spec(spec, 3, axes, keep))
 
 
@@ -182,7 +221,7 @@ def test_onnx_reduce_max_sharded_with_nan(mesh, spec, axes, keep, axis_type):
     x[4:, 1, :2] = NAN  # only on the devices holding rows 4..7
     x[0, 5, 3] = NAN  # a single NaN on one device
     xs = shard(x, _mesh(mesh, axis_type), spec)
-    check_sharded(lambda d: onnx.reduce_max(d, axes, keepdims=int(keep)), ((xs,), (x,)),
+    check_sharded(_onnx_reduce_max(axes, keep), ((xs,), (x,)),
                   onnx_reduce_max(x, axes, keep), _reduced_spec(spec, 3, axes, keep))
 
 
@@ -293,6 +332,10 @@ def test_ov_segment_max_sharded_3d_features(axis_type):
     check_sharded(fn, ((ds, IDS), (data, IDS)), expected, P(None, "a", "b"))
 
 
+def _segment_max_zero_10(d, i):
+    return ov.segment_max(d, i, 10, fill_mode="ZERO")
+
+
 @pytest.mark.parametrize("with_nan", [False, True])
 def test_ov_segment_max_sharded_rows(with_nan, axis_type):
     """The segmented axis itself split over devices (segments straddle devices); the output's
@@ -302,10 +345,7 @@ def test_ov_segment_max_sharded_rows(with_nan, axis_type):
         data[np.isnan(data)] = 0.25
     expected = segment_max(data, IDS, 10, "ZERO")
     mesh = mesh_1d(axis_type)
-
-    def fn(d, i):
-        return ov.segment_max(d, i, 10, fill_mode="ZERO")
-
+    fn = _segment_max_zero_10
     check_sharded(fn, ((shard(data, mesh, P("x")), shard(IDS, mesh, P("x"))), (data, IDS)),
                   expected, P(None, None))
     # rows and features both split, ids replicated
