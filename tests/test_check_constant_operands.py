@@ -30,6 +30,7 @@ import openvino.opset12 as ov12  # noqa: E402
 import openvino.opset15 as ov15  # noqa: E402
 import openvino.opset16 as ov16  # noqa: E402
 from onnx import helper, numpy_helper  # noqa: E402
+from stcheck_compiles import shared_compiles  # noqa: E402,F401 (the fixture)
 from test_check_deviations import check, corrupt, explained, fails  # noqa: E402
 from test_check_scatter import (  # noqa: E402
     CPU_SCATTER_DATA,
@@ -41,6 +42,8 @@ from test_check_scatter import (  # noqa: E402
     SCATTER_IDS,
     SCATTER_UPD,
 )
+
+pytestmark = pytest.mark.usefixtures("shared_compiles")
 
 ONNX_TYPE = {np.dtype(np.float32): onnx.TensorProto.FLOAT,
              np.dtype(np.int64): onnx.TensorProto.INT64}

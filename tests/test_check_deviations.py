@@ -26,10 +26,13 @@ import openvino.opset8 as ov8  # noqa: E402
 import openvino.opset11 as ov11  # noqa: E402
 import openvino.opset16 as ov16  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
+from stcheck_compiles import shared_compiles  # noqa: E402,F401 (the fixture)
 
 from jaxmax._src.check import cli, fields  # noqa: E402
 from jaxmax._src.onnx import node as onnx_node  # noqa: E402
 from jaxmax._src.openvino import node as ov_node  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("shared_compiles")
 
 F32, I64 = TensorProto.FLOAT, TensorProto.INT64
 

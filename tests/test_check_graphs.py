@@ -36,8 +36,11 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 openvino = pytest.importorskip("openvino")
 
+from stcheck_compiles import shared_compiles  # noqa: E402,F401 (the fixture)
 from test_converted_check import check  # noqa: E402
 from test_converted_check import rows as node_rows  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("shared_compiles")
 
 NODES, FEATURES, HIDDEN = 9, 4, 8
 # 0 -> 1 twice (a duplicate edge), nodes 6, 7 and 8 receive no edge (isolated: 7, 8); two graphs

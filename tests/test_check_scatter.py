@@ -20,6 +20,7 @@ import openvino.opset1 as ov1  # noqa: E402 (after the importorskips)
 import openvino.opset12 as ov12  # noqa: E402
 import openvino.opset15 as ov15  # noqa: E402
 from onnx import helper  # noqa: E402
+from stcheck_compiles import shared_compiles  # noqa: E402,F401 (the fixture)
 from test_check_deviations import (  # noqa: E402
     F32,
     I64,
@@ -34,6 +35,8 @@ from test_check_deviations import (  # noqa: E402
 )
 
 from jaxmax._src.check import deviations, fields  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("shared_compiles")
 
 # --- onnxruntime: ScatterElements / ScatterND max (the scatter helper's block) ------------------
 

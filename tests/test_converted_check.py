@@ -21,10 +21,13 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("openvino")
 
 import torch_cnn  # noqa: E402 (after the importorskips)
+from stcheck_compiles import shared_compiles  # noqa: E402,F401 (the fixture)
 
 from jaxmax._src.check import cli  # noqa: E402
 from jaxmax._src.onnx import node as onnx_node  # noqa: E402
 from jaxmax._src.openvino import node as ov_node  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("shared_compiles")
 
 SHAPE = torch_cnn.SHAPE
 # max-family nodes: ONNX has five MaxPool nodes (torch's indices trick adds a 1x1 one, the

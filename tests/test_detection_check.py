@@ -16,9 +16,12 @@ pytest.importorskip("onnxruntime")
 openvino = pytest.importorskip("openvino")
 
 from onnx import TensorProto, helper  # noqa: E402 (after the importorskips)
+from stcheck_compiles import shared_compiles  # noqa: E402,F401 (the fixture)
 from test_check_cli import check  # noqa: E402 (the CLI called in-process)
 
 from jaxmax._src.check import roi_contract  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("shared_compiles")
 
 
 def _head(path, features=(1, 16, 20, 20), rois=40):

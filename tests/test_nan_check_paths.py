@@ -20,10 +20,13 @@ import pytest
 import reduce_oracle
 import segment_oracle
 from helpers import assert_same
+from stcheck_compiles import shared_compiles  # noqa: E402,F401 (the fixture)
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
 from jaxmax._src.lowering import rules
+
+pytestmark = pytest.mark.usefixtures("shared_compiles")
 
 F32_LOWEST = np.float32(np.finfo(np.float32).min)
 _ov_max = reduce_oracle.openvino_reduce_max_wide

@@ -23,9 +23,13 @@ torch = pytest.importorskip("torch")
 openvino = pytest.importorskip("openvino")
 onnx = pytest.importorskip("onnx")
 
+from stcheck_compiles import shared_compiles  # noqa: E402,F401 (the fixture)
+
 from jaxmax import onnx as jonnx  # noqa: E402
 from jaxmax import openvino as ov  # noqa: E402
 from jaxmax._src.check import cli  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("shared_compiles")
 
 
 class MaxAggregation(torch.nn.Module):
