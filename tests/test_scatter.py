@@ -43,29 +43,59 @@ def oracle(face, data, indices, updates, kw):
 IDS = [c[0] for c in VALUE_CASES]
 
 
+def _reversed_case(case):
+    """The second batch member of the vmap test: the case with updates reversed along the first
+    axis, and its oracle value."""
+    _, face, kw, data, indices, updates, _ = case
+    updates2 = updates[::-1].copy()
+    return updates2, oracle(face, data, indices, updates2, kw)
+
+
+@pytest.fixture(scope="module")
+def value_results():
+    """Every value case eagerly-checked (concrete indices, closed over), jitted with traced
+    indices and under vmap, all in one jitted program: one call alone was one compile, and
+    the compiles were these tests' run time. Each call has parameters of its own. Returns
+    {name: (concrete, traced, vmapped)}."""
+    def run(args):
+        out = {}
+        for (name, face, kw, _, indices, _, _), (data, traced, updates, batch) in zip(
+                VALUE_CASES, args, strict=True):
+            out[name] = (call(face, data, indices, updates, **dict(kw)),
+                         call(face, data, traced, updates, **dict(kw)),
+                         jax.vmap(lambda d, i, u, face=face, kw=kw: call(face, d, i, u,
+                                                                          **dict(kw)))(*batch))
+        return out
+
+    args = []
+    for case in VALUE_CASES:
+        _, _, _, data, indices, updates, _ = case
+        updates2, _ = _reversed_case(case)
+        batch = (np.stack([data, data]), np.stack([indices, indices]).astype(np.int32),
+                 np.stack([updates, updates2]))
+        args.append((data, indices.astype(np.int32), updates, batch))
+    return jax.jit(run)(args)
+
+
 @pytest.mark.parametrize("case", VALUE_CASES, ids=IDS)
-def test_value_case_eager_and_oracle(case):
+def test_value_case_eager_and_oracle(case, value_results):
     name, face, kw, data, indices, updates, expected = case
     assert_bits(oracle(face, data, indices, updates, kw), expected, f"{name} oracle")
-    assert_bits(call(face, data, indices, updates, **dict(kw)), expected, name)
+    assert_bits(value_results[name][0], expected, name)
 
 
 @pytest.mark.parametrize("case", VALUE_CASES, ids=IDS)
-def test_value_case_jit_traced(case):
+def test_value_case_jit_traced(case, value_results):
     name, face, kw, data, indices, updates, expected = case
-    fn = jax.jit(lambda d, i, u: call(face, d, i, u, **dict(kw)))
-    assert_bits(fn(data, indices.astype(np.int32), updates), expected, name)
+    assert_bits(value_results[name][1], expected, name)
 
 
 @pytest.mark.parametrize("case", VALUE_CASES, ids=IDS)
-def test_value_case_vmap(case):
+def test_value_case_vmap(case, value_results):
     name, face, kw, data, indices, updates, expected = case
     # the second batch member is the case with updates reversed along the first axis
-    updates2 = updates[::-1].copy()
-    expected2 = oracle(face, data, indices, updates2, kw)
-    batch = (np.stack([data, data]), np.stack([indices, indices]).astype(np.int32),
-             np.stack([updates, updates2]))
-    out = jax.vmap(lambda d, i, u: call(face, d, i, u, **dict(kw)))(*batch)
+    _, expected2 = _reversed_case(case)
+    out = value_results[name][2]
     assert_bits(out[0], expected, name)
     assert_bits(out[1], expected2, name + " reversed")
 
@@ -106,13 +136,9 @@ def test_traced_uint32_index_beyond_int32_is_dropped_not_wrapped():
     assert_bits(fn(np.array([2**32 - 1, 2], np.uint32)), np.array([0, 0, 3, 0], np.float32))
 
 
-def grads(face, data, indices, updates, jit=False, **kw):
-    def loss(d, u, i):
-        return call(face, d, i, u, **kw).sum()
-    fn = jax.grad(loss, argnums=(0, 1))
-    if jit:
-        fn = jax.jit(fn)
-    return fn(np.asarray(data, np.float32), np.asarray(updates, np.float32), indices)
+def grads(face, data, indices, updates, **kw):
+    return jax.grad(lambda d, u: call(face, d, indices, u, **kw).sum(),
+                    argnums=(0, 1))(data, updates)
 
 
 GRAD_CASES = [
@@ -131,15 +157,33 @@ GRAD_CASES = [
 ]
 
 
+@pytest.fixture(scope="module")
+def gradient_results():
+    """Every gradient case with concrete indices (closed over, as an eager call has them) and
+    with traced ones, in one jitted program (one case alone was one compile each way; each
+    call has parameters of its own): {(name, traced): (d data, d updates)}."""
+    def run(args):
+        out = {}
+        for (name, face, kw, _, indices, *_), (data, traced, updates) in zip(
+                GRAD_CASES, args, strict=True):
+            out[name, False] = grads(face, data, indices.astype(np.int32), updates, **kw)
+            out[name, True] = grads(face, data, traced, updates, **kw)
+        return out
+
+    return jax.jit(run)([(np.asarray(data, np.float32), indices.astype(np.int32),
+                          np.asarray(updates, np.float32))
+                         for _, _, _, data, indices, updates, *_ in GRAD_CASES])
+
+
 @pytest.mark.parametrize("case", GRAD_CASES, ids=[c[0] for c in GRAD_CASES])
 @pytest.mark.parametrize("jit", [False, True])
-def test_gradient_cases(case, jit):
+def test_gradient_cases(case, jit, gradient_results):
     name, face, kw, data, indices, updates, g_data, g_upd = case
-    gd, gu = grads(face, data, indices.astype(np.int32), updates, jit=jit, **kw)
+    gd, gu = gradient_results[name, jit]
     np.testing.assert_allclose(np.asarray(gd), np.array(g_data, np.float32), rtol=1e-6,
-                               err_msg=name)
+                               err_msg=f"{name} jit={jit}")
     np.testing.assert_allclose(np.asarray(gu), np.array(g_upd, np.float32), rtol=1e-6,
-                               err_msg=name)
+                               err_msg=f"{name} jit={jit}")
 
 
 @pytest.mark.parametrize("face", ["se", "seu"])

@@ -54,15 +54,18 @@ def test_the_combiner_scatter_binds_on_this_jax():
 
 
 def _every_face_matches_the_oracle(dtype, seed, count):
+    # every case and face, with concrete and with traced indices, in one jitted program
+    cases = []
     for axis, data, indices, updates in _cases(dtype, seed, count):
         for face, kw in (("se", {}), ("seu", {}), ("seu", {"use_init_val": False})):
-            matches_oracle(face, data, indices, updates, dict(kw, axis=axis),
-                           f"{indices.tolist()} {updates.tolist()} {data.tolist()}")
+            cases.append((face, data, indices, updates, dict(kw, axis=axis),
+                          f"{indices.tolist()} {updates.tolist()} {data.tolist()}"))
         nd_idx = indices.reshape(-1, 1) % data.shape[0]
         nd_upd = np.random.default_rng(axis).choice(_pool(dtype),
                                                     (nd_idx.shape[0],) + data.shape[1:])
         for face in ("snd", "sndu"):
-            matches_oracle(face, data, nd_idx, nd_upd, {}, f"{nd_idx.tolist()}")
+            cases.append((face, data, nd_idx, nd_upd, {}, f"{nd_idx.tolist()}"))
+    matches_oracle(cases)
 
 
 @pytest.mark.parametrize("dtype", FLOAT_WIDE, ids=lambda d: np.dtype(d).name)

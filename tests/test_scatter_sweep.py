@@ -5,10 +5,10 @@ of the core (row form, per-element form, run-time detection) on row-layout indic
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import jax
-import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
@@ -86,18 +86,27 @@ class _null:
         return False
 
 
-def run_face(face, data, indices, updates, kw, jit):
-    if jit:
-        return jax.jit(lambda d, i, u: call(face, d, i, u, **dict(kw)))(data, indices, updates)
-    return call(face, data, indices, updates, **dict(kw))
+def matches_oracle(cases):
+    """Each case ``(face, data, indices, updates, kw, label)``: the face with concrete indices
+    (closed over, so checked for range and laid out at trace time, as an eager call is) and
+    with traced ones (the run-time row check) equals the sequential-fold oracle bit for bit.
 
+    Every case and both index kinds are one jitted program: the compiles, one per call when each
+    ran alone (eagerly, a call is the jitted lowering with its layout static), were the test's
+    run time. Each call keeps its own parameters, so that no two calls share an operand."""
+    expected = [oracle(face, data, indices, updates, kw)
+                for face, data, indices, updates, kw, _ in cases]
 
-def matches_oracle(face, data, indices, updates, kw, label):
-    """The face, eager and jitted, equals the sequential-fold oracle bit for bit."""
-    expected = oracle(face, data, indices, updates, kw)
-    for jit in (False, True):
-        got = run_face(face, data, indices, updates, kw, jit)
-        assert_bits(got, expected, f"{face} {kw} jit={jit} {label}")
+    def run(args):
+        return [(call(face, data, indices, updates, **dict(kw)),
+                  call(face, data, traced, updates, **dict(kw)))
+                for (face, _, indices, _, kw, _), (data, traced, updates)
+                in zip(cases, args, strict=True)]
+
+    got = jax.jit(run)([(data, indices, updates) for _, data, indices, updates, _, _ in cases])
+    for (face, _, _, _, kw, label), want, pair in zip(cases, expected, got, strict=True):
+        for kind, out in zip(("concrete", "traced"), pair, strict=True):
+            assert_bits(out, want, f"{face} {kw} {kind} indices {label}")
 
 
 # every rank and axis on one dtype of each kind (float, signed, unsigned, bool); the half
@@ -119,6 +128,7 @@ def sweep_rng(test_seed: int, dtype, rank: int):
 @sweep
 def test_elements_faces_match_the_oracle(dtype, rank):
     rng = sweep_rng(1000, dtype, rank)
+    cases = []
     with x64(dtype):
         for trial in range(2):
             for axis in range(rank):
@@ -127,41 +137,55 @@ def test_elements_faces_match_the_oracle(dtype, rank):
                 updates = values(rng, indices.shape, dtype)
                 for face, kw in (("se", {}), ("seu", {}), ("seu", {"use_init_val": False})):
                     kw = dict(kw, axis=axis - rank if axis % 2 else axis)
-                    matches_oracle(face, data, indices, updates, kw,
-                                   f"{data_shape} {indices.tolist()} {updates.tolist()} "
-                                   f"{data.tolist()}")
+                    cases.append((face, data, indices, updates, kw,
+                                  f"{data_shape} {indices.tolist()} {updates.tolist()} "
+                                  f"{data.tolist()}"))
+        matches_oracle(cases)
 
 
 @sweep
 def test_nd_faces_match_the_oracle(dtype, rank):
     rng = sweep_rng(2000, dtype, rank)
+    cases = []
     with x64(dtype):
         for _ in range(3):
             data_shape, indices, upd_shape = nd_case(rng, rank)
             data = values(rng, data_shape, dtype)
             updates = values(rng, upd_shape, dtype)
             for face in ("snd", "sndu"):
-                matches_oracle(face, data, indices, updates, {}, f"{indices.tolist()}")
+                cases.append((face, data, indices, updates, {}, f"{indices.tolist()}"))
+        matches_oracle(cases)
+
+
+def concrete_matches_oracle(cases):
+    """Each case ``(face, data, indices, updates, kw, label)`` with its indices concrete (closed
+    over) equals the oracle bit for bit; every case in one jitted program."""
+    def run(args):
+        return [call(face, data, indices, updates, **dict(kw))
+                for (face, _, indices, _, kw, _), (data, updates) in zip(cases, args, strict=True)]
+
+    got = jax.jit(run)([(data, updates) for _, data, _, updates, _, _ in cases])
+    for (face, data, indices, updates, kw, label), out in zip(cases, got, strict=True):
+        assert_bits(out, oracle(face, data, indices, updates, kw), f"{face} {kw} {label}")
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64],
                          ids=lambda d: np.dtype(d).name)
 def test_subnormals_against_normal_numbers(dtype):
     rng = np.random.default_rng(7)
+    cases = []
     with x64(dtype):
         for trial in range(6):
             data_shape, indices = elements_case(rng, 2, trial % 2, row_layout=trial < 3)
             data = values(rng, data_shape, dtype, subnormal=True)
             updates = values(rng, indices.shape, dtype, subnormal=True)
             for face in ("se", "seu"):
-                kw = {"axis": trial % 2}
-                assert_bits(call(face, data, indices, updates, **dict(kw)),
-                            oracle(face, data, indices, updates, kw), f"{face} {trial}")
+                cases.append((face, data, indices, updates, {"axis": trial % 2}, str(trial)))
             nd_idx = indices.reshape(-1, 1) % data_shape[0]
             nd_upd = values(rng, (nd_idx.shape[0], data_shape[1]), dtype, subnormal=True)
             for face in ("snd", "sndu"):
-                assert_bits(call(face, data, nd_idx, nd_upd),
-                            oracle(face, data, nd_idx, nd_upd, {}), f"{face} {trial}")
+                cases.append((face, data, nd_idx, nd_upd, {}, str(trial)))
+        concrete_matches_oracle(cases)
 
 
 @pytest.mark.parametrize("rule", ["maximum", "acc_gt", "acc_lt"])
@@ -174,19 +198,32 @@ def test_row_and_element_forms_match_the_oracle(rule, use_init):
     rng = np.random.default_rng(11)
     step = "ieee" if rule == "maximum" else rule
     dtypes = itertools.cycle((np.float32, np.float16, np.int32, np.bool_))
+    cases = []
     for rank in (1, 2, 3):
         for axis in range(rank):
             for dtype in (next(dtypes), next(dtypes)):
                 data_shape, indices = elements_case(rng, rank, axis, row_layout=True)
-                data = jnp.asarray(values(rng, data_shape, dtype))
-                updates = jnp.asarray(values(rng, indices.shape, dtype))
-                idx = jnp.asarray(indices, jnp.int32)
-                want = scatter_oracle.scatter_elements(data, indices, updates, axis, step,
-                                                       use_init_val=use_init)
-                for layout in ("rows", "elements", "detect"):
-                    got = lowering.scatter_along_axis(data, idx, updates, axis, rule, use_init,
-                                                      layout)
-                    assert_bits(got, want, f"{layout} {rule} {rank} {axis} {dtype}")
+                data = values(rng, data_shape, dtype)
+                updates = values(rng, indices.shape, dtype)
+                cases.append((rank, axis, dtype, data, indices, updates))
+
+    # every case and layout in one jitted program (the lowering is jitted with its layout
+    # static: each call alone was one compile)
+    def run(args):
+        return [[lowering.scatter_along_axis(data, idx, updates, axis, rule, use_init, layout)
+                 for layout in LAYOUTS]
+                for (_, axis, *_), (data, idx, updates) in zip(cases, args, strict=True)]
+
+    got = jax.jit(run)([(data, indices.astype(np.int32), updates)
+                        for *_, data, indices, updates in cases])
+    for (rank, axis, dtype, data, indices, updates), outs in zip(cases, got, strict=True):
+        want = scatter_oracle.scatter_elements(data, indices, updates, axis, step,
+                                               use_init_val=use_init)
+        for layout, out in zip(LAYOUTS, outs, strict=True):
+            assert_bits(out, want, f"{layout} {rule} {rank} {axis} {dtype}")
+
+
+LAYOUTS = ("rows", "elements", "detect")
 
 
 def test_oracle_steps_are_the_face_folds():
@@ -225,4 +262,13 @@ def test_odd_values_found_in_a_large_output(face, odd):
         indices = np.broadcast_to(ids[:, None], updates.shape).astype(np.int32)
     else:
         indices = ids[:, None].astype(np.int32)
-    matches_oracle(face, data, indices, updates, {}, f"{odd} in updates")
+    # eagerly (the jitted lowering, compiled once per face: every odd value has these shapes
+    # and row indices) and under one jit per face, so each program compiles once for the five
+    expected = oracle(face, data, indices, updates, {})
+    assert_bits(call(face, data, indices, updates), expected, f"{face} eager {odd} in updates")
+    assert_bits(_traced(face)(data, indices, updates), expected, f"{face} jit {odd} in updates")
+
+
+@functools.cache
+def _traced(face):
+    return jax.jit(lambda data, indices, updates: call(face, data, indices, updates))
