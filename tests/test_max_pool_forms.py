@@ -25,24 +25,43 @@ from jaxmax import onnx
 from jaxmax import openvino as ov
 from jaxmax._src.lowering.pooling import compact as pool_compact
 
+#: The (FORCE, PAIRS) that the programs in JAX's caches were traced under, None before any.
+_TRACED_UNDER: list = [None]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _clear_caches_around_the_module():
+    """The forms are chosen while tracing: the programs compiled under a forced form leave with
+    the module (the next module finds empty caches)."""
+    _TRACED_UNDER[0] = None
+    jax.clear_caches()
+    yield
+    jax.clear_caches()
+
+
+def _force(monkeypatch, force, pairs):
+    """The form forced for the test (`pool_compact.FORCE`, `pool_compact.PAIRS`), JAX's caches
+    cleared when it differs from the one the cached programs were traced under (pytest runs the
+    tests of one form together: once per form, not once per test)."""
+    monkeypatch.setattr(pool_compact, "FORCE", force)
+    monkeypatch.setattr(pool_compact, "PAIRS", pairs)
+    if _TRACED_UNDER[0] != (force, pairs):
+        jax.clear_caches()
+        _TRACED_UNDER[0] = (force, pairs)
+
 
 @pytest.fixture(params=[True, False], ids=["compact", "unrolled"])
 def form(request, monkeypatch):
-    monkeypatch.setattr(pool_compact, "FORCE", request.param)
-    jax.clear_caches()  # the form is chosen while tracing
-    yield request.param
-    jax.clear_caches()
+    _force(monkeypatch, request.param, None)
+    return request.param
 
 
 @pytest.fixture(params=["pairs", "triples", "unrolled"])
 def pool_form(request, monkeypatch):
     """MaxPool's forms: the compact form's two reductions (`pool_compact.winners`: pairs on
     small inputs with small windows, as these are; triples otherwise), and the unrolled taps."""
-    monkeypatch.setattr(pool_compact, "FORCE", request.param != "unrolled")
-    monkeypatch.setattr(pool_compact, "PAIRS", request.param == "pairs")
-    jax.clear_caches()  # the form is chosen while tracing
-    yield request.param
-    jax.clear_caches()
+    _force(monkeypatch, request.param != "unrolled", request.param == "pairs")
+    return request.param
 
 
 def _data(shape, dtype, seed):
@@ -128,9 +147,11 @@ def test_openvino_max_pool_1_gradient_both_forms(pool_form, geometry, opset):
                           rounding_type=rounding, opset=opset)
         return out[0] if opset == 8 else out
 
-    out, vjp = jax.vjp(pooled, jnp.asarray(x))
+    # one jitted program for the forward pass and its transpose (jax.vjp outside jit compiles
+    # the forward pass, then each piece of the transpose, separately: the same arithmetic)
+    out = jax.eval_shape(pooled, jax.ShapeDtypeStruct(x.shape, x.dtype))
     ct = np.arange(1, out.size + 1, dtype=np.float32).reshape(out.shape)
-    (grad,) = vjp(jnp.asarray(ct))
+    (grad,) = jax.jit(lambda v, c: jax.vjp(pooled, v)[1](c))(x, ct)
     want = max_pool_1_grad(x, ct, k, s, pb, pe, rounding)
     assert_same(np.asarray(grad, np.float64), want, f"gradient, form={pool_form}")
 
@@ -152,7 +173,7 @@ def _lowered(f, platforms) -> str:
     return jax.jit(f).trace(spec).lower(lowering_platforms=platforms).as_text()
 
 
-def test_each_platform_gets_its_program():
+def test_each_platform_gets_its_program(monkeypatch):
     # a small input: the compact form (one variadic reduce_window, pairs of value and index)
     # on CPU; MaxPool-1's values elsewhere XLA's windowed max (`stablehlo.maximum`) under the
     # NaN check; MaxPool-8 reads values and indices from the one compact reduction everywhere
@@ -162,7 +183,7 @@ def test_each_platform_gets_its_program():
     def variadic(text):  # pairs or triples (pool_compact.winners)
         return re.search(r':[23] = "stablehlo.reduce_window"', text) is not None
 
-    jax.clear_caches()
+    _force(monkeypatch, None, None)
     values = _lowered(lambda v: ov.max_pool(v, opset=1, **attrs), ("cpu",))
     assert variadic(values) and "stablehlo.maximum" not in values
     values = _lowered(lambda v: ov.max_pool(v, opset=1, **attrs), ("cuda",))
@@ -180,9 +201,7 @@ def test_compact_forms_order_subnormals_by_their_bits(compact, monkeypatch):
     # reductions compare keys made of the bits, so the winner is the oracle's (the ONNX value
     # keeps its bits; OpenVINO's max(lowest(T), winner) may be flushed, §9.3, so only its index
     # is compared)
-    monkeypatch.setattr(pool_compact, "FORCE", True)
-    monkeypatch.setattr(pool_compact, "PAIRS", compact == "pairs")
-    jax.clear_caches()
+    _force(monkeypatch, True, compact == "pairs")
     tiny = float(np.finfo(np.float32).smallest_subnormal)
     pool = np.array([0.0, -0.0, tiny, 2 * tiny, -tiny, -1.0], np.float32)
     x = pool[np.random.default_rng(5).integers(0, len(pool), (1, 2, 9, 8))]
@@ -195,4 +214,3 @@ def test_compact_forms_order_subnormals_by_their_bits(compact, monkeypatch):
                        opset=8, index_element_type="i32")
     _, want_j = openvino_oracle(x, (3, 3), (2, 2), [(1, 1), (1, 1)], [1, 1], "floor")
     assert_same(j, want_j.astype(np.int32), compact)
-    jax.clear_caches()

@@ -131,9 +131,31 @@ def _oracle_pullback(x, window, strides, padding):
     return lambda ct: jnp.where(keep, pullback(ct)[0], 0)
 
 
+@functools.cache
+def _oracle_vjp_jitted(window, strides, padding):
+    """`_oracle_pullback` applied to a cotangent as one jitted program of (x, ct), for every
+    data kind and dtype of a case: outside jit, jax.vjp compiles the pad, the reduce_window and
+    each piece of the transpose as programs of their own (the same operations, one compile per
+    shape and dtype instead of several)."""
+
+    @jax.jit
+    def run(x, ct):
+        low = _lowest(x.dtype)
+        keep = x >= low
+        clamped = jnp.where(keep, x, low)
+
+        def pool(v):  # as in _oracle_pullback
+            padded = lax.pad(v, low, [(lo, hi, 0) for lo, hi in padding])
+            return lax.reduce_window(padded, -np.inf, lax.max, window, strides, "VALID")
+
+        _, pullback = jax.vjp(pool, clamped)
+        return jnp.where(keep, pullback(ct)[0], 0)
+
+    return run
+
+
 def _oracle_vjp(x, ct, window, strides, padding):
-    pullback = _oracle_pullback(x, window, strides, padding)
-    return np.asarray(pullback(jnp.asarray(ct))).astype(x.dtype)
+    return np.asarray(_oracle_vjp_jitted(window, strides, padding)(x, ct)).astype(x.dtype)
 
 
 def _as64(a):
