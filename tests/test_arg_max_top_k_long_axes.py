@@ -129,9 +129,10 @@ def test_axis_before_the_last_and_jit():
     """The chunks are taken along an axis before the last, in place; jit equals eager."""
     x = draw(np.random.default_rng(32), (3, 1024, 6), np.dtype(np.float32))
     _chunked(x.shape, 1, 4)
-    for (face, descending, by_index), jitted in zip(FACES, every_face(x, 4, 1), strict=True):
+    for face, descending, by_index in FACES:
         eager = run(x, 4, 1, face, descending, by_index)
         check(eager, x, 4, 1, face, descending, by_index, "axis 1")
+        jitted = jax.jit(lambda v, f=face, d=descending, b=by_index: run(v, 4, 1, f, d, b))(x)
         for a, e in zip(jitted, eager, strict=True):
             assert_bits(a, e, f"jit {face} {descending} {by_index}")
 
@@ -169,10 +170,9 @@ def test_check_grads():
     ranks = np.random.default_rng(36).permutation(2 * 2048 * 4).reshape(2, 2048, 4)
     x = (ranks * 0.002).astype(np.float32)
     _chunked(x.shape, 1, 3)
-    # jitted: each derivative one program, not the transposed selection op by op
-    check_grads(jax.jit(lambda v: ov.top_k(v, 3, axis=1, mode="max", sort="value")[0]), (-x,),
-                order=1, modes=("fwd", "rev"), atol=1e-2, rtol=1e-2)
-    check_grads(jax.jit(lambda v: onnx.top_k(v, 3, axis=1, largest=0)[0]), (x,), order=1,
+    check_grads(lambda v: ov.top_k(v, 3, axis=1, mode="max", sort="value")[0], (-x,), order=1,
+                modes=("fwd", "rev"), atol=1e-2, rtol=1e-2)
+    check_grads(lambda v: onnx.top_k(v, 3, axis=1, largest=0)[0], (x,), order=1,
                 modes=("fwd", "rev"), atol=1e-2, rtol=1e-2)
 
 
@@ -226,13 +226,11 @@ def test_sharded_equals_unsharded(axis_type, spec):
     _chunked(x.shape, 1, 5)
     xs = jax.device_put(x, NamedSharding(mesh, spec))
     padded = tuple(spec) + (None,) * (3 - len(spec))
-    jitted = every_face(xs, 5, 1)  # the six faces' jitted calls in one program
-    for (face, descending, by_index), got_jit in zip(FACES, jitted, strict=True):
+    for face, descending, by_index in FACES:
         want_v, want_i = top_k(x, 5, 1, face=face, descending=descending, by_index=by_index)
-        for how, got in (("eager", run(xs, 5, 1, face, descending, by_index)),
-                         ("jit", got_jit)):
-            values, indices = got
-            context = f"{spec} {axis_type} {face} {descending} {by_index} {how}"
+        for fn in (run, jax.jit(run, static_argnums=(1, 2, 3, 4, 5))):
+            values, indices = fn(xs, 5, 1, face, descending, by_index)
+            context = f"{spec} {axis_type} {face} {descending} {by_index}"
             assert_bits(values, want_v, context)
             assert_bits(indices, want_i.astype(np.int32), context)
             if axis_type == AxisType.Explicit:
