@@ -93,6 +93,26 @@ def configs(seed: int, count: int, dtypes: list[str]):
         yield rng, shape, dtype, axis
 
 
+def jitted(calls):
+    """``[fn(x) for fn, x in calls]``, computed by one jitted program per 64-bit mode (x64 on
+    for the calls whose input is 64-bit, as `x64_for` does for an eager call) instead of one
+    compile per call: each call is traced as an eager call traces it (the adapters' static
+    arguments, the lowerings' jitted cores inlined), so the forms chosen are the same. The
+    results come back as NumPy arrays."""
+    out = [None] * len(calls)
+    for wide in (False, True):
+        chosen = [i for i, (_, x) in enumerate(calls) if (np.dtype(x.dtype).itemsize >= 8) == wide]
+        if not chosen:
+            continue
+        with x64_for(np.int64 if wide else np.int32):
+            got = jax.jit(lambda xs, chosen=chosen: [calls[i][0](x) for i, x in zip(
+                chosen, xs, strict=True)])([calls[i][1] for i in chosen])
+            got = jax.device_get(got)
+        for i, g in zip(chosen, got, strict=True):
+            out[i] = g
+    return out
+
+
 @pytest.fixture(autouse=True)
 def _quiet_index_warning():
     with warnings.catch_warnings():
@@ -119,14 +139,17 @@ def arg_max_forms(request, monkeypatch):
 @pytest.mark.parametrize("opset", [1, 11, 12, 13])
 def test_onnx_arg_max_oracle(opset):
     version = max(v for v in ARG_MAX_DTYPES if v <= opset)
+    cases, calls = [], []
     for rng, shape, dtype, axis in configs(opset, 30, ARG_MAX_DTYPES[version]):
         x = draw(rng, shape, dtype)
         keepdims = int(rng.integers(2))
         last = int(rng.integers(2)) if version >= 12 else 0
-        context = f"opset {opset} {dtype} {shape} axis {axis} keepdims {keepdims} last {last}"
-        with x64_for(dtype):
-            got = onnx.arg_max(x, axis=axis, keepdims=keepdims, select_last_index=last,
-                               opset=opset)
+        cases.append((x, axis, keepdims, last))
+        calls.append((lambda v, a=axis, kd=keepdims, la=last: onnx.arg_max(
+            v, axis=a, keepdims=kd, select_last_index=la, opset=opset), x))
+    for (x, axis, keepdims, last), got in zip(cases, jitted(calls), strict=True):
+        context = f"opset {opset} {x.dtype} {x.shape} axis {axis} keepdims {keepdims} last {last}"
+        with x64_for(x.dtype):
             want = onnx_arg_max(x, axis, bool(keepdims), bool(last)).astype(index_dtype(np.int64))
             assert_bits(got, want, context)
 
@@ -149,13 +172,14 @@ def test_onnx_arg_max_long_and_folded_axes(arg_max_forms):
     """Both lowerings: a long last axis (reductions) and short non-last axes (fold), and a long
     non-last axis (reductions)."""
     rng = np.random.default_rng(7)
-    for shape, axis in [((3, 700), 1), ((2, 21, 6, 5), 1), ((80, 3, 2), 0), ((64, 4), 0),
-                        ((65, 4), 0), ((2, 300, 3), 1)]:
-        x = draw(rng, shape, np.dtype(np.float32))
-        for last in (0, 1):
-            got = onnx.arg_max(x, axis=axis, select_last_index=last)
-            assert_bits(got, onnx_arg_max(x, axis, True, bool(last)).astype(np.int32),
-                        f"{shape} {axis} {last}")
+    cases = [(draw(rng, shape, np.dtype(np.float32)), axis, last) for shape, axis in [
+        ((3, 700), 1), ((2, 21, 6, 5), 1), ((80, 3, 2), 0), ((64, 4), 0), ((65, 4), 0),
+        ((2, 300, 3), 1)] for last in (0, 1)]
+    got = jitted([(lambda v, a=axis, la=last: onnx.arg_max(v, axis=a, select_last_index=la), x)
+                  for x, axis, last in cases])
+    for (x, axis, last), g in zip(cases, got, strict=True):
+        assert_bits(g, onnx_arg_max(x, axis, True, bool(last)).astype(np.int32),
+                    f"{x.shape} {axis} {last}")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16, np.int32])
@@ -168,6 +192,7 @@ def test_onnx_arg_max_blocked_fold(dtype, arg_max_forms):
     rng = np.random.default_rng(21)
     dtype = np.dtype(dtype)
     big = np.array(100, dtype)
+    cases = []
     for n, width in ((256, 32), (67, 16), (74, 16), (1009, 16)):
         assert lowering.block(n) == width and n > lowering.FOLD_LIMIT
         x = draw(rng, (4, n, 5), dtype)
@@ -178,10 +203,12 @@ def test_onnx_arg_max_blocked_fold(dtype, arg_max_forms):
         x[0, whole - 1], x[0, n - 1] = big, big  # first: the block's; last: the tail's
         x[1, n - 1] = big                          # the maximum in the tail only
         x[2, 0], x[2, whole - 1] = big, big        # ties in two blocks
-        for last in (0, 1):
-            got = onnx.arg_max(x, axis=1, keepdims=0, select_last_index=last)
-            want = onnx_arg_max(x, 1, False, bool(last)).astype(np.int32)
-            assert_bits(got, want, f"{dtype} n {n} last {last}")
+        cases += [(x, n, last) for last in (0, 1)]
+    got = jitted([(lambda v, la=last: onnx.arg_max(v, axis=1, keepdims=0, select_last_index=la),
+                   x) for x, _, last in cases])
+    for (x, n, last), g in zip(cases, got, strict=True):
+        want = onnx_arg_max(x, 1, False, bool(last)).astype(np.int32)
+        assert_bits(g, want, f"{dtype} n {n} last {last}")
 
 
 def _primitives(jaxpr):
@@ -234,6 +261,7 @@ def test_onnx_arg_max_empty_other_axes():
 @pytest.mark.parametrize("opset", [1, 10, 11, 24])
 def test_onnx_top_k_oracle(opset):
     version = max(v for v in TOP_K_DTYPES if v <= opset)
+    cases, calls = [], []
     for rng, shape, dtype, axis in configs(100 + opset, 30, TOP_K_DTYPES[version]):
         x = draw(rng, shape, dtype)
         n = shape[axis]
@@ -241,10 +269,12 @@ def test_onnx_top_k_oracle(opset):
         largest = int(rng.integers(2)) if version >= 11 else 1
         sort = int(rng.integers(2)) if version >= 11 else 1
         K = np.array([k], np.int64) if version >= 10 and rng.random() < 0.5 else k
-        context = f"opset {opset} {dtype} {shape} axis {axis} k {k} largest {largest}"
-        with x64_for(dtype):
-            values, indices = onnx.top_k(x, K, axis=axis, largest=largest, sorted=sort,
-                                         opset=opset)
+        cases.append((x, axis, k, largest))
+        calls.append((lambda v, K=K, a=axis, la=largest, so=sort: onnx.top_k(
+            v, K, axis=a, largest=la, sorted=so, opset=opset), x))
+    for (x, axis, k, largest), (values, indices) in zip(cases, jitted(calls), strict=True):
+        context = f"opset {opset} {x.dtype} {x.shape} axis {axis} k {k} largest {largest}"
+        with x64_for(x.dtype):
             want_v, want_i = top_k(x, k, axis, face="onnx", descending=bool(largest))
             assert_bits(values, want_v, context)
             assert_bits(indices, want_i.astype(index_dtype(np.int64)), context)
@@ -268,6 +298,7 @@ def test_onnx_top_k_corner_rows():
 
 @pytest.mark.parametrize("opset", [1, 3, 11])
 def test_openvino_top_k_oracle(opset):
+    cases, calls = [], []
     for rng, shape, dtype, axis in configs(200 + opset, 34, OV_DTYPES):
         x = draw(rng, shape, dtype)
         n = shape[axis]
@@ -276,10 +307,13 @@ def test_openvino_top_k_oracle(opset):
         sort = ["value", "index", "none", "Index"][rng.integers(4)]
         itype = ["i32", "i64"][rng.integers(2)]
         stable = bool(rng.integers(2)) if opset >= 11 and sort.lower() != "none" else False
-        context = f"opset {opset} {dtype} {shape} axis {axis} k {k} {mode} {sort} {itype}"
-        with x64_for(dtype):
-            values, indices = ov.top_k(x, k, axis=axis, mode=mode, sort=sort,
-                                       index_element_type=itype, stable=stable, opset=opset)
+        cases.append((x, axis, k, mode, sort, itype))
+        calls.append((lambda v, k=k, a=axis, m=mode, so=sort, it=itype, st=stable: ov.top_k(
+            v, k, axis=a, mode=m, sort=so, index_element_type=it, stable=st, opset=opset), x))
+    for (x, axis, k, mode, sort, itype), (values, indices) in zip(cases, jitted(calls),
+                                                                strict=True):
+        context = f"opset {opset} {x.dtype} {x.shape} axis {axis} k {k} {mode} {sort} {itype}"
+        with x64_for(x.dtype):
             want_v, want_i = top_k(x, k, axis, face="openvino",
                                    descending=mode.lower() == "max",
                                    by_index=sort.lower() == "index")
@@ -338,16 +372,20 @@ def test_top_k_float32_plain_path_and_its_exits(small_bytes, monkeypatch):
     positive[:, 9] = nans[0]
     positive[5, 30] = nans[3]
     rows["+NaN"] = positive
-    for name, x in rows.items():
-        for k in (1, 3, 12):
-            v, i = onnx.top_k(x, k)
-            want_v, want_i = top_k(x, k, -1, face="onnx", descending=True)
-            assert_bits(v, want_v, f"onnx {name} {k}")
-            assert_bits(i, want_i.astype(np.int32), f"onnx {name} {k}")
-            v, i = ov.top_k(x, k, axis=1, mode="max", sort="value")
-            want_v, want_i = top_k(x, k, -1, face="openvino", descending=True)
-            assert_bits(v, want_v, f"ov {name} {k}")
-            assert_bits(i, want_i.astype(np.int32), f"ov {name} {k}")
+    cases = [(name, k) for name in rows for k in (1, 3, 12)]
+    got = iter(jitted([call for name, k in cases for call in (
+        (lambda v, k=k: onnx.top_k(v, k), rows[name]),
+        (lambda v, k=k: ov.top_k(v, k, axis=1, mode="max", sort="value"), rows[name]))]))
+    for name, k in cases:
+        x = rows[name]
+        v, i = next(got)
+        want_v, want_i = top_k(x, k, -1, face="onnx", descending=True)
+        assert_bits(v, want_v, f"onnx {name} {k}")
+        assert_bits(i, want_i.astype(np.int32), f"onnx {name} {k}")
+        v, i = next(got)
+        want_v, want_i = top_k(x, k, -1, face="openvino", descending=True)
+        assert_bits(v, want_v, f"ov {name} {k}")
+        assert_bits(i, want_i.astype(np.int32), f"ov {name} {k}")
     monkeypatch.undo()
     jax.clear_caches()
 
@@ -374,12 +412,14 @@ def test_arg_max_float32_folds_on_special_rows(arg_max_forms):
     with_nan = rows["ties"].copy()
     with_nan[3, 50] = np.nan
     rows["one NaN"] = with_nan
-    for name, x in rows.items():
-        for axis, data in ((1, x), (0, x.T.copy()), (-1, x[:, :9])):
-            for last in (0, 1):
-                got = onnx.arg_max(data, axis=axis, keepdims=0, select_last_index=last)
-                want = onnx_arg_max(data, axis, False, bool(last)).astype(np.int32)
-                assert_bits(got, want, f"{name} axis {axis} last {last}")
+    cases = [(name, axis, data, last) for name, x in rows.items()
+             for axis, data in ((1, x), (0, x.T.copy()), (-1, x[:, :9])) for last in (0, 1)]
+    got = jitted([(lambda v, a=axis, la=last: onnx.arg_max(v, axis=a, keepdims=0,
+                                                           select_last_index=la), data)
+                  for _, axis, data, last in cases])
+    for (name, axis, data, last), g in zip(cases, got, strict=True):
+        want = onnx_arg_max(data, axis, False, bool(last)).astype(np.int32)
+        assert_bits(g, want, f"{name} axis {axis} last {last}")
 
 
 def test_arg_max_float32_overlapping_runs(arg_max_forms):
@@ -424,13 +464,15 @@ def test_arg_max_last_axis_folds_of_every_dtype(dtype, arg_max_forms):
     64): special values everywhere, heavy ties; first and last index."""
     rng = np.random.default_rng(23)
     dt = dtype_of(dtype)
-    for n in (3, 15, 16, 17, 300, 1001):
-        x = draw(rng, (6, n), dt)
+    cases = [(draw(rng, (6, n), dt), last) for n in (3, 15, 16, 17, 300, 1001)
+             for last in (0, 1)]
+    got = jitted([(lambda v, la=last: onnx.arg_max(v, axis=-1, keepdims=0,
+                                                    select_last_index=la), x)
+                  for x, last in cases])
+    for (x, last), g in zip(cases, got, strict=True):
         with x64_for(dt):
-            for last in (0, 1):
-                got = onnx.arg_max(x, axis=-1, keepdims=0, select_last_index=last)
-                want = onnx_arg_max(x, 1, False, bool(last)).astype(index_dtype(np.int64))
-                assert_bits(got, want, f"{dtype} n {n} last {last}")
+            want = onnx_arg_max(x, 1, False, bool(last)).astype(index_dtype(np.int64))
+            assert_bits(g, want, f"{dtype} n {x.shape[1]} last {last}")
 
 
 def test_arg_max_float32_lane_fold_and_its_exits(arg_max_forms):
@@ -538,10 +580,12 @@ def test_arg_max_float32_zero_maxima(length, arg_max_forms):
     x[5, 30], x[5, 140] = np.nan, -np.nan
     x[6, :] = 0.0
     x[7, 9], x[7, 11] = np.inf, -np.inf  # a NaN sum without a NaN
-    for last in (0, 1):
-        for rows in (x[[0, 1, 4, 6]], x[[0, 1, 4, 5, 6]], x[[0, 2]], x[[1, 3]], x[[5, 7]],
-                     x[[5, 6]]):
-            got = jax.jit(lambda v, last=last: onnx.arg_max(v, axis=-1, keepdims=0,
-                                                            select_last_index=last))(rows)
-            assert_bits(got, onnx_arg_max(rows, 1, False, bool(last)).astype(np.int32),
-                        f"{length} last {last}")
+    cases = [(rows, last) for last in (0, 1)
+             for rows in (x[[0, 1, 4, 6]], x[[0, 1, 4, 5, 6]], x[[0, 2]], x[[1, 3]], x[[5, 7]],
+                          x[[5, 6]])]
+    got = jitted([(lambda v, la=last: onnx.arg_max(v, axis=-1, keepdims=0,
+                                                    select_last_index=la), rows)
+                  for rows, last in cases])
+    for (rows, last), g in zip(cases, got, strict=True):
+        assert_bits(g, onnx_arg_max(rows, 1, False, bool(last)).astype(np.int32),
+                    f"{length} last {last} rows {rows.shape}")

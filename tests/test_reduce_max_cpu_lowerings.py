@@ -10,6 +10,7 @@ remainder, reduced and kept leading axes) and the fold. Expectations are NumPy c
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import jax
@@ -61,26 +62,60 @@ def test_these_inputs_take_the_fold():
     assert not reduce_cpu.folds_rows(SHAPE, (1,))
 
 
+SHAPES = [(7,), (5, 6), (3, 4, 5), (2, 3, 4, 5), (9, 1, 7)]
+
+
+def _every_axes(rank):
+    return [axes for r in range(1, rank + 1) for axes in itertools.combinations(range(rank), r)]
+
+
+def _both_rules(xs, axes_of):
+    """ReduceMax with both rules over every axes set of each input, in one program: one compile
+    instead of one per (input, axes, rule); the reductions are the same static calls as eager
+    ones, inlined, and the patched `rules.cross_device_possible` picks the lowering either way."""
+    return [[(ov.reduce_max(x, axes), onnx.reduce_max(x, axes, keepdims=0))
+             for axes in axes_of(x.ndim)] for x in xs]
+
+
+@functools.cache
+def _branch_data(dtype):
+    """The inputs and both oracles' results for every (shape, axes): the same for every
+    lowering, so computed once."""
+    rng = np.random.default_rng(11)
+    xs = [special_floats(rng, shape, dtype, p_nan=0.1, p_ninf=0.1, p_inf=0.05)
+          for shape in SHAPES]
+    want = [[(openvino_reduce_max_wide(x, axes), onnx_reduce_max_wide(x, axes))
+             for axes in _every_axes(x.ndim)] for x in xs]
+    return xs, want
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16])
 def test_every_branch_gives_both_rules_exactly(lowering, dtype):
-    rng = np.random.default_rng(11)
-    for shape in [(7,), (5, 6), (3, 4, 5), (2, 3, 4, 5), (9, 1, 7)]:
-        x = special_floats(rng, shape, dtype, p_nan=0.1, p_ninf=0.1, p_inf=0.05)
-        for r in range(1, len(shape) + 1):
-            for axes in itertools.combinations(range(len(shape)), r):
-                assert_same(ov.reduce_max(x, axes), openvino_reduce_max_wide(x, axes))
-                assert_same(onnx.reduce_max(x, axes, keepdims=0), onnx_reduce_max_wide(x, axes))
+    xs, want = _branch_data(dtype)
+    got = jax.jit(lambda xs: _both_rules(xs, _every_axes))(xs)
+    for x, got_x, want_x in zip(xs, got, want, strict=True):
+        for axes, (ov_got, onnx_got), (ov_want, onnx_want) in zip(
+                _every_axes(x.ndim), got_x, want_x, strict=True):
+            context = f"{lowering} {np.dtype(dtype).name} shape {x.shape} axes {axes}"
+            assert_same(ov_got, ov_want, f"{context} openvino")
+            assert_same(onnx_got, onnx_want, f"{context} onnx")
 
 
 def test_float64_and_integers(lowering):
     rng = np.random.default_rng(12)
     ints = rng.integers(-100, 100, (6, 5, 4)).astype(np.int8)
+    every = [(0,), (1,), (0, 2), (1, 2), (0, 1, 2)]
     with jax.enable_x64(True):
         x = special_floats(rng, (6, 5, 4), np.float64, p_nan=0.1, p_ninf=0.1, p_inf=0.05)
-        for axes in [(0,), (1,), (0, 2), (1, 2), (0, 1, 2)]:
-            assert_same(ov.reduce_max(x, axes), openvino_reduce_max_wide(x, axes))
-            assert_same(onnx.reduce_max(x, axes, keepdims=0), onnx_reduce_max_wide(x, axes))
-            assert_same(ov.reduce_max(ints, axes), np.max(ints, axis=axes))
+        # one program for the 15 reductions (see _both_rules)
+        floats, integers = jax.jit(lambda v, i: (
+            _both_rules([v], lambda _: every)[0],
+            [ov.reduce_max(i, axes) for axes in every]))(x, ints)
+        for axes, (ov_got, onnx_got), int_got in zip(every, floats, integers, strict=True):
+            context = f"{lowering} axes {axes}"
+            assert_same(ov_got, openvino_reduce_max_wide(x, axes), f"{context} float64 openvino")
+            assert_same(onnx_got, onnx_reduce_max_wide(x, axes), f"{context} float64 onnx")
+            assert_same(int_got, np.max(ints, axis=axes), f"{context} int8")
 
 
 @pytest.mark.parametrize("flavour", ["openvino", "onnx"])
@@ -98,18 +133,21 @@ def test_gradient_and_jvp_follow_the_tie_rule(devices, flavour, shape, axes, mon
     if flavour == "onnx":  # a slice holding a NaN gives NaN and passes no gradient
         share = np.where(np.isnan(x).any(axis=axes, keepdims=True), 0.0, share)
     ct = rng.standard_normal(np.max(x, axis=axes).shape).astype(np.float32)
-    (grad,) = jax.vjp(f, x)[1](ct)
-    np.testing.assert_allclose(grad, share * np.expand_dims(ct, axes), rtol=1e-6)
     t = rng.standard_normal(shape).astype(np.float32)
-    _, tangent = jax.jvp(f, (x,), (t,))
+    # one program for both (eager, the transposed reduction ran primitive by primitive)
+    (grad,), (_, tangent) = jax.jit(lambda v, c, u: (
+        jax.vjp(f, v)[1](c), jax.jvp(f, (v,), (u,))))(x, ct, t)
+    np.testing.assert_allclose(grad, share * np.expand_dims(ct, axes), rtol=1e-6)
     np.testing.assert_allclose(tangent, (share * t).sum(axis=axes), rtol=1e-5, atol=1e-6)
 
 
 def test_check_grads_in_float64(devices):
     with jax.enable_x64(True):
         x = np.random.default_rng(2).permutation(np.prod(SHAPE)).reshape(SHAPE) / 1000.0
-        check_grads(lambda v: ov.reduce_max(v, 0), (x,), order=1, modes=("fwd", "rev"))
-        check_grads(lambda v: onnx.reduce_max(v, [1, 2]), (x,), order=1, modes=("fwd", "rev"))
+        # jitted: each derivative one program, not the transposed reduction op by op
+        check_grads(jax.jit(lambda v: ov.reduce_max(v, 0)), (x,), order=1, modes=("fwd", "rev"))
+        check_grads(jax.jit(lambda v: onnx.reduce_max(v, [1, 2])), (x,), order=1,
+                    modes=("fwd", "rev"))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16, np.float16, np.int8])

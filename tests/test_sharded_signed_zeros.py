@@ -124,14 +124,16 @@ def test_a_zero_maximum_keeps_its_sign_on_a_sharded_pooled_axis(case, sharded, a
     assert (_bits(want[0]) == _bits(np.float32(-0.0))).sum() > 10  # the case has -0 maxima
     spec = SPECS[sharded]
     xs = jax.device_put(x, NamedSharding(_mesh(spec, axis_type), spec))
-    for name, run in (("eager", call), ("jit", jax.jit(call))):
-        got = run(xs)
-        got = got if isinstance(got, tuple) else (got,)
-        assert len(got) == len(want)
-        for g, w in zip(got, want, strict=True):
-            w = np.asarray(w)
-            _assert_bits(np.asarray(g).astype(w.dtype) if w.dtype.kind == "i" else g, w,
-                         f"{case}, sharded along {sharded}, {axis_type.name}, {name}")
+    # Under jit only: an eager call compiles the same program (the pools' jitted core with the
+    # same input sharding; the optimised HLO of the two was identical, names aside, for the
+    # cases compared), so it was a second compile checking nothing more.
+    got = jax.jit(call)(xs)
+    got = got if isinstance(got, tuple) else (got,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        w = np.asarray(w)
+        _assert_bits(np.asarray(g).astype(w.dtype) if w.dtype.kind == "i" else g, w,
+                     f"{case}, sharded along {sharded}, {axis_type.name}")
 
 
 def test_the_reported_case():
