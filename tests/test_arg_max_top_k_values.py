@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from arg_max_oracle import onnx_arg_max, top_k
 from helpers import is_float, x64_for
+from jit_batch import jit_each
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
@@ -96,18 +97,16 @@ def configs(seed: int, count: int, dtypes: list[str]):
 def jitted(calls):
     """``[fn(x) for fn, x in calls]``, computed by one jitted program per 64-bit mode (x64 on
     for the calls whose input is 64-bit, as `x64_for` does for an eager call) instead of one
-    compile per call: each call is traced as an eager call traces it (the adapters' static
-    arguments, the lowerings' jitted cores inlined), so the forms chosen are the same. The
-    results come back as NumPy arrays."""
+    compile per call (tests/jit_batch.py): each call is traced as an eager call traces it (the
+    adapters' static arguments, the lowerings' jitted cores inlined), so the forms chosen are
+    the same. The results come back as NumPy arrays."""
     out = [None] * len(calls)
     for wide in (False, True):
         chosen = [i for i, (_, x) in enumerate(calls) if (np.dtype(x.dtype).itemsize >= 8) == wide]
         if not chosen:
             continue
         with x64_for(np.int64 if wide else np.int32):
-            got = jax.jit(lambda xs, chosen=chosen: [calls[i][0](x) for i, x in zip(
-                chosen, xs, strict=True)])([calls[i][1] for i in chosen])
-            got = jax.device_get(got)
+            got = jit_each([(calls[i][0], (calls[i][1],)) for i in chosen])
         for i, g in zip(chosen, got, strict=True):
             out[i] = g
     return out

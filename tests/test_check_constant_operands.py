@@ -29,8 +29,8 @@ import openvino.opset11 as ov11  # noqa: E402
 import openvino.opset12 as ov12  # noqa: E402
 import openvino.opset15 as ov15  # noqa: E402
 import openvino.opset16 as ov16  # noqa: E402
+from compile_cache import shared_compiles  # noqa: E402,F401 (the fixture)
 from onnx import helper, numpy_helper  # noqa: E402
-from stcheck_compiles import shared_compiles  # noqa: E402,F401 (the fixture)
 from test_check_deviations import check, corrupt, explained, fails  # noqa: E402
 from test_check_scatter import (  # noqa: E402
     CPU_SCATTER_DATA,

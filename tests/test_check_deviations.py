@@ -25,8 +25,8 @@ import openvino.opset1 as ov1  # noqa: E402 (after the importorskips)
 import openvino.opset8 as ov8  # noqa: E402
 import openvino.opset11 as ov11  # noqa: E402
 import openvino.opset16 as ov16  # noqa: E402
+from compile_cache import shared_compiles  # noqa: E402,F401 (the fixture)
 from onnx import TensorProto, helper  # noqa: E402
-from stcheck_compiles import shared_compiles  # noqa: E402,F401 (the fixture)
 
 from jaxmax._src.check import cli, fields  # noqa: E402
 from jaxmax._src.onnx import node as onnx_node  # noqa: E402

@@ -36,7 +36,7 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 openvino = pytest.importorskip("openvino")
 
-from stcheck_compiles import shared_compiles  # noqa: E402,F401 (the fixture)
+from compile_cache import shared_compiles  # noqa: E402,F401 (the fixture)
 from test_converted_check import check  # noqa: E402
 from test_converted_check import rows as node_rows  # noqa: E402
 

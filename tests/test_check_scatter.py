@@ -19,8 +19,8 @@ openvino = pytest.importorskip("openvino")
 import openvino.opset1 as ov1  # noqa: E402 (after the importorskips)
 import openvino.opset12 as ov12  # noqa: E402
 import openvino.opset15 as ov15  # noqa: E402
+from compile_cache import shared_compiles  # noqa: E402,F401 (the fixture)
 from onnx import helper  # noqa: E402
-from stcheck_compiles import shared_compiles  # noqa: E402,F401 (the fixture)
 from test_check_deviations import (  # noqa: E402
     F32,
     I64,

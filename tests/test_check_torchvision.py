@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("onnxruntime")
 ov_runtime = pytest.importorskip("openvino")
 
-from stcheck_compiles import shared_compiles  # noqa: E402,F401 (the fixture)
+from compile_cache import shared_compiles  # noqa: E402,F401 (the fixture)
 
 from jaxmax._src.check import cli  # noqa: E402
 

@@ -21,7 +21,7 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("openvino")
 
 import torch_cnn  # noqa: E402 (after the importorskips)
-from stcheck_compiles import shared_compiles  # noqa: E402,F401 (the fixture)
+from compile_cache import shared_compiles  # noqa: E402,F401 (the fixture)
 
 from jaxmax._src.check import cli  # noqa: E402
 from jaxmax._src.onnx import node as onnx_node  # noqa: E402

@@ -15,8 +15,8 @@ onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 openvino = pytest.importorskip("openvino")
 
+from compile_cache import shared_compiles  # noqa: E402,F401 (the fixture)
 from onnx import TensorProto, helper  # noqa: E402 (after the importorskips)
-from stcheck_compiles import shared_compiles  # noqa: E402,F401 (the fixture)
 from test_check_cli import check  # noqa: E402 (the CLI called in-process)
 
 from jaxmax._src.check import roi_contract  # noqa: E402

@@ -20,7 +20,7 @@ import max_cases as mc
 import numpy as np
 import pytest
 from helpers import assert_same, is_float, x64_for
-from strt_batch import jit_each
+from jit_batch import jit_each
 
 from jaxmax import onnx as jonnx
 from jaxmax import openvino as ov_max
@@ -118,7 +118,7 @@ def _shape_sets(opset):
 @pytest.mark.parametrize("opset,dtype", [(v, d) for v, ds in ONNX_DTYPES.items() for d in ds],
                          ids=str)
 def test_onnx_max_against_runtimes(opset, dtype):
-    # every case of the test in one jitted program (one compile, tests/strt_batch.py), one
+    # every case of the test in one jitted program (one compile, tests/jit_batch.py), one
     # onnx.reference model and one onnxruntime session (one Max node per case)
     rng = np.random.default_rng(7 * opset + mc.ALL.index(dtype))
     use_ort = dtype not in ORT_MISSING and not (opset < 8 and dtype == np.float64)
@@ -172,7 +172,7 @@ def ov_evaluate(a, b, rule):
 @pytest.mark.parametrize("dtype", OV_DTYPES, ids=str)
 @pytest.mark.parametrize("rule", ["numpy", "none", "pdpd"])
 def test_ov_maximum_against_evaluate(dtype, rule):
-    # every case of the test in one jitted program (one compile, tests/strt_batch.py)
+    # every case of the test in one jitted program (one compile, tests/jit_batch.py)
     rng = np.random.default_rng(31 * mc.ALL.index(dtype) + len(rule))
     pairs = {"numpy": mc.BROADCAST_PAIRS, "pdpd": mc.PDPD_PAIRS,
              "none": [(s, s) for s, _ in mc.BROADCAST_PAIRS]}[rule]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from jax.sharding import AxisType, NamedSharding, PartitionSpec
 from jax.test_util import check_grads
-from strt_batch import jit_each
+from jit_batch import jit_each
 
 from jaxmax import onnx as jonnx
 from jaxmax import openvino as ov
@@ -142,7 +142,7 @@ def test_sharded_equals_unsharded(axis_type, face, dtype):
     # each unsharded result computed once (it was computed again for the jit contexts); the
     # eager sharded path by "both" per spec; the broadcast-row contexts (eager and jitted
     # before, the same lowering) and "jit both" of both specs in one jitted program
-    # (tests/strt_batch.py), each call keeping its arguments' shardings
+    # (tests/jit_batch.py), each call keeping its arguments' shardings
     fn = FACES[face]
     mesh = jax.make_mesh((8,), ("x",), axis_types=(axis_type,))
     rng = np.random.default_rng(6)

@@ -14,8 +14,8 @@ import max_cases as mc
 import numpy as np
 import pytest
 from helpers import assert_same, is_float, x64_for
+from jit_batch import jit_each
 from max_oracle import onnx_max, select_max
-from strt_batch import jit_each
 
 from jaxmax import onnx as jonnx
 from jaxmax import openvino as ov
@@ -44,7 +44,7 @@ SPECIAL_DTYPES = mc.FLOATS + [mc.BF16]
 
 @pytest.mark.parametrize("dtype", SPECIAL_DTYPES, ids=str)
 def test_every_special_pair(dtype):
-    # every length and face jitted in one program (one compile, tests/strt_batch.py); the eager
+    # every length and face jitted in one program (one compile, tests/jit_batch.py); the eager
     # path (the same lowering after concrete validation) at the longest length
     a, b = mc.every_zero_and_nan_position(dtype)
     lengths = (1, 2, 3, 4, 7, 8, 16, 17, 81)  # vector widths and tails
@@ -94,7 +94,7 @@ def _onnx_shape_sets(version):
 @pytest.mark.parametrize("opset,dtype", [(v, d) for v, ds in ONNX_DTYPES.items() for d in ds
                                          if v in (1, 8, 13)], ids=str)
 def test_onnx_max_against_oracle(opset, dtype):
-    # every shape set jitted in one program (one compile, tests/strt_batch.py); the eager path
+    # every shape set jitted in one program (one compile, tests/jit_batch.py); the eager path
     # is test_every_special_pair's and the bad-input tests'
     rng = np.random.default_rng(opset * 1000 + mc.ALL.index(dtype))
     with x64_for(dtype):
@@ -108,7 +108,7 @@ def test_onnx_max_against_oracle(opset, dtype):
 @pytest.mark.parametrize("dtype", mc.ALL, ids=str)
 @pytest.mark.parametrize("rule", ["numpy", "none", "pdpd"])
 def test_ov_maximum_against_oracle(dtype, rule):
-    # every shape pair jitted in one program (one compile, tests/strt_batch.py)
+    # every shape pair jitted in one program (one compile, tests/jit_batch.py)
     rng = np.random.default_rng(mc.ALL.index(dtype) + 100 * len(rule))
     pairs = {"numpy": mc.BROADCAST_PAIRS, "pdpd": mc.PDPD_PAIRS,
              "none": [(s, s) for s, _ in mc.BROADCAST_PAIRS]}[rule]

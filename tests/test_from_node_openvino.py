@@ -20,7 +20,7 @@ import openvino.opset8 as ops8  # noqa: E402
 import openvino.opset11 as ops11  # noqa: E402
 import openvino.opset14 as ops14  # noqa: E402
 import openvino.opset16 as ops16  # noqa: E402
-from stcheck_compiles import shared_compiles  # noqa: E402,F401 (the fixture)
+from compile_cache import shared_compiles  # noqa: E402,F401 (the fixture)
 
 from jaxmax import openvino as ov  # noqa: E402
 

@@ -15,7 +15,7 @@ import pytest
 from adaptive_unpool_oracle import inferred_shape
 from adaptive_unpool_oracle import max_unpool as oracle
 from helpers import x64_for
-from strt_batch import jit_each
+from jit_batch import jit_each
 
 from jaxmax import onnx
 
@@ -54,7 +54,7 @@ def random_geometry(rng):
 
 def _unpool_batch(cases):
     """`onnx.max_unpool` of each (x, indices, kernel, strides, pads[, output_shape]) of `cases`,
-    all in one jitted program (one compile, tests/strt_batch.py): X and I traced as the eager
+    all in one jitted program (one compile, tests/jit_batch.py): X and I traced as the eager
     call's inner jit gets them, so the run-time choice between the dense and the scatter form is
     the same; the eager call's concrete range check is not run (every index drawn here is in
     range; the check is tests/test_max_unpool_errors.py's subject, and the other tests here stay
@@ -227,7 +227,7 @@ def _torch_pool(x, kernel, strides, pads):
 @pytest.mark.parametrize("seed", range(2))
 def test_against_onnxruntime_and_torch_with_maxpool_indices(seed):
     # every jaxmax call of the test in one jitted program (`_unpool_batch` with the output
-    # shape bound as a static argument; tests/strt_batch.py)
+    # shape bound as a static argument; tests/jit_batch.py)
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(200 + seed)
     trials, calls = [], []

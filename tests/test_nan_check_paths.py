@@ -19,8 +19,8 @@ import pool_oracle
 import pytest
 import reduce_oracle
 import segment_oracle
+from compile_cache import shared_compiles  # noqa: E402,F401 (the fixture)
 from helpers import assert_same
-from stcheck_compiles import shared_compiles  # noqa: E402,F401 (the fixture)
 
 from jaxmax import onnx
 from jaxmax import openvino as ov

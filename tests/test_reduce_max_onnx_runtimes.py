@@ -16,8 +16,8 @@ import jax
 import numpy as np
 import pytest
 from helpers import assert_same, is_float
+from jit_batch import jit_each
 from reduce_oracle import onnx_reduce_max
-from strt_batch import jit_each
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnx.backend.test")
@@ -155,7 +155,7 @@ def run_onnxruntime(case, x):
 
 def jaxmax_batch(cases, xs):
     """`call_jaxmax` of each (case, x), every case in one jitted program (one compile,
-    tests/strt_batch.py): each call's axes and attributes are static, as in a jit of it alone."""
+    tests/jit_batch.py): each call's axes and attributes are static, as in a jit of it alone."""
     return jit_each([(lambda x, case=case: call_jaxmax(x, case), (x,))
                      for case, x in zip(cases, xs, strict=True)])
 

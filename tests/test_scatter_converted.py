@@ -23,7 +23,7 @@ torch = pytest.importorskip("torch")
 openvino = pytest.importorskip("openvino")
 onnx = pytest.importorskip("onnx")
 
-from stcheck_compiles import shared_compiles  # noqa: E402,F401 (the fixture)
+from compile_cache import shared_compiles  # noqa: E402,F401 (the fixture)
 
 from jaxmax import onnx as jonnx  # noqa: E402
 from jaxmax import openvino as ov  # noqa: E402
