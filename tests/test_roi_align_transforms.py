@@ -169,11 +169,12 @@ def test_vmap_over_a_leading_axis(batched_rois):
 
 @pytest.mark.parametrize("sr, block", [(2, None), (0, None), (0, 1)])
 @pytest.mark.parametrize("mode", ["avg", "max"])
-def test_grad_matches_finite_differences(mode, sr, block, monkeypatch):
+def test_grad_matches_finite_differences(mode, sr, block, monkeypatch, request):
     """sr = 0 also with blocks of one ROI: the loop over sorted blocks, and its unsorting."""
     if block is not None:
         monkeypatch.setattr(align, "BLOCK", block)
         jax.clear_caches()
+        request.addfinalizer(jax.clear_caches)  # no later test reuses a BLOCK=1 program
     x, rng = _data(8, (1, 2, 8, 8))
     rois = np.array([[1.3, 0.7, 5.2, 6.1], [2.1, 2.2, 7.4, 4.9]], np.float32)
     batch = np.array([0, 0])
