@@ -127,8 +127,7 @@ def reduced(spec: Spec, axes: tuple[int, ...], keepdims: bool) -> Spec:
 def divisible(mesh, spec: Spec, shape: tuple[int, ...]) -> Spec:
     """`spec` for an output of `shape`, each axis replicated unless it divides evenly over its
     axes of `mesh`."""
-    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))
-    return tuple(e if n % math.prod(sizes[a] for a in entry_names(e)) == 0 else None
+    return tuple(e if n % devices_along(mesh, entry_names(e)) == 0 else None
                  for e, n in zip(spec, shape, strict=True))
 
 

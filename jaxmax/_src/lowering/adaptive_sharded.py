@@ -62,9 +62,8 @@ def adaptive_max_pool(x: jax.Array, output_shape: tuple[int, ...], index_dtype: 
     mesh = jax.typeof(x).sharding.mesh
     out_shape = tuple(x.shape[:2]) + output_shape
     out_spec = explicit_axes.divisible(mesh, spec, out_shape)
-    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))
     body = _Body(tuple(x.shape), spec, out_spec, output_shape, np.dtype(index_dtype), windows,
-                 sizes)
+                 mesh)
 
     @jax.custom_jvp
     def pool(x):
@@ -95,9 +94,9 @@ class _Body:
     """One device's part (inside ``shard_map``)."""
 
     def __init__(self, shape, spec, out_spec, output_shape, index_dtype, windows: Windows,
-                 sizes: dict[str, int]):
+                 mesh):
         self.shape, self.spec, self.out_spec = shape, spec, out_spec
-        self.index_dtype, self.sizes = index_dtype, sizes
+        self.index_dtype, self.mesh = index_dtype, mesh
         self.windows = [windows(n, o) for n, o in zip(shape[2:], output_shape, strict=True)]
 
     def __call__(self, block: jax.Array):
@@ -117,7 +116,7 @@ class _Body:
         for a in range(2, out.ndim):
             names = explicit_axes.entry_names(self.out_spec[a])
             if names:
-                n = out.shape[a] // math.prod(self.sizes[name] for name in names)
+                n = out.shape[a] // explicit_axes.devices_along(self.mesh, names)
                 out = lax.dynamic_slice_in_dim(out, lax.axis_index(names) * n, n, a)
         return out
 
