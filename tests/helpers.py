@@ -122,12 +122,18 @@ def unique_values(rng, shape, scale=0.1):
     return ((rng.permutation(n) - n / 2) * scale).reshape(shape)
 
 
-def run_python(code: str, env_x64: bool = False) -> subprocess.CompletedProcess:
-    """`code` in a fresh interpreter (one CPU device; 64-bit mode if asked)."""
+def child_env(env_x64: bool = False) -> dict[str, str]:
+    """The environment of a fresh interpreter for a test: CPU only, no inherited XLA flags (so
+    one CPU device unless its code asks for more), 64-bit mode if asked."""
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "1" if env_x64 else "0"}
     env.pop("XLA_FLAGS", None)
+    return env
+
+
+def run_python(code: str, env_x64: bool = False) -> subprocess.CompletedProcess:
+    """`code` in a fresh interpreter (one CPU device; 64-bit mode if asked)."""
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=300, env=env)
+                          text=True, timeout=300, env=child_env(env_x64))
 
 
 def explicit_mesh(spec, count: int = 4):

@@ -86,26 +86,28 @@ class _null:
         return False
 
 
-def matches_oracle(cases):
+def matches_oracle(cases, traced: bool = True):
     """Each case ``(face, data, indices, updates, kw, label)``: the face with concrete indices
-    (closed over, so checked for range and laid out at trace time, as an eager call is) and
-    with traced ones (the run-time row check) equals the sequential-fold oracle bit for bit.
+    (closed over, so checked for range and laid out at trace time, as an eager call is) and,
+    when `traced`, with traced ones (the run-time row check) equals the sequential-fold oracle
+    bit for bit.
 
-    Every case and both index kinds are one jitted program: the compiles, one per call when each
-    ran alone (eagerly, a call is the jitted lowering with its layout static), were the test's
-    run time. Each call keeps its own parameters, so that no two calls share an operand."""
+    Every case and index kind is one jitted program: the compiles, one per call when each ran
+    alone (eagerly, a call is the jitted lowering with its layout static), were the test's run
+    time. Each call keeps its own parameters, so that no two calls share an operand."""
+    kinds = ("concrete", "traced") if traced else ("concrete",)
     expected = [oracle(face, data, indices, updates, kw)
                 for face, data, indices, updates, kw, _ in cases]
 
     def run(args):
-        return [(call(face, data, indices, updates, **dict(kw)),
-                  call(face, data, traced, updates, **dict(kw)))
-                for (face, _, indices, _, kw, _), (data, traced, updates)
+        return [tuple(call(face, data, indices if kind == "concrete" else passed, updates,
+                           **dict(kw)) for kind in kinds)
+                for (face, _, indices, _, kw, _), (data, passed, updates)
                 in zip(cases, args, strict=True)]
 
     got = jax.jit(run)([(data, indices, updates) for _, data, indices, updates, _, _ in cases])
-    for (face, _, _, _, kw, label), want, pair in zip(cases, expected, got, strict=True):
-        for kind, out in zip(("concrete", "traced"), pair, strict=True):
+    for (face, _, _, _, kw, label), want, outs in zip(cases, expected, got, strict=True):
+        for kind, out in zip(kinds, outs, strict=True):
             assert_bits(out, want, f"{face} {kw} {kind} indices {label}")
 
 
@@ -157,18 +159,6 @@ def test_nd_faces_match_the_oracle(dtype, rank):
         matches_oracle(cases)
 
 
-def concrete_matches_oracle(cases):
-    """Each case ``(face, data, indices, updates, kw, label)`` with its indices concrete (closed
-    over) equals the oracle bit for bit; every case in one jitted program."""
-    def run(args):
-        return [call(face, data, indices, updates, **dict(kw))
-                for (face, _, indices, _, kw, _), (data, updates) in zip(cases, args, strict=True)]
-
-    got = jax.jit(run)([(data, updates) for _, data, _, updates, _, _ in cases])
-    for (face, data, indices, updates, kw, label), out in zip(cases, got, strict=True):
-        assert_bits(out, oracle(face, data, indices, updates, kw), f"{face} {kw} {label}")
-
-
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64],
                          ids=lambda d: np.dtype(d).name)
 def test_subnormals_against_normal_numbers(dtype):
@@ -185,7 +175,10 @@ def test_subnormals_against_normal_numbers(dtype):
             nd_upd = values(rng, (nd_idx.shape[0], data_shape[1]), dtype, subnormal=True)
             for face in ("snd", "sndu"):
                 cases.append((face, data, nd_idx, nd_upd, {}, str(trial)))
-        concrete_matches_oracle(cases)
+        matches_oracle(cases, traced=False)
+
+
+LAYOUTS = ("rows", "elements", "detect")
 
 
 @pytest.mark.parametrize("rule", ["maximum", "acc_gt", "acc_lt"])
@@ -222,8 +215,6 @@ def test_row_and_element_forms_match_the_oracle(rule, use_init):
         for layout, out in zip(LAYOUTS, outs, strict=True):
             assert_bits(out, want, f"{layout} {rule} {rank} {axis} {dtype}")
 
-
-LAYOUTS = ("rows", "elements", "detect")
 
 
 def test_oracle_steps_are_the_face_folds():

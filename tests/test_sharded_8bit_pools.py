@@ -20,7 +20,6 @@ spatial axis (D too for the 3-D pools) on ``Explicit`` and ``Auto`` meshes.
 from __future__ import annotations
 
 import dataclasses
-import os
 import select
 import subprocess
 import sys
@@ -30,7 +29,7 @@ import textwrap
 import numpy as np
 import pytest
 from adaptive_unpool_oracle import adaptive_max_pool
-from helpers import assert_same
+from helpers import assert_same, child_env
 from pool_oracle import max_pool_1
 from pool_oracle import onnx as onnx_oracle
 from pool_oracle import openvino as openvino_oracle
@@ -165,14 +164,12 @@ JOBS["a replicated constraint"] = Job(
 
 
 def _child(code: str) -> tuple[int | None, list[str], str]:
-    """`code` in a fresh interpreter (as helpers.run_python sets it up): its exit code (None when
-    it printed nothing for `_TIMEOUT` seconds and was killed), stdout lines and stderr."""
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "0"}
-    env.pop("XLA_FLAGS", None)
+    """`code` in a fresh interpreter (helpers.child_env): its exit code (None when it printed
+    nothing for `_TIMEOUT` seconds and was killed), stdout lines and stderr."""
     lines: list[str] = []
     with tempfile.TemporaryFile("w+") as err:
         child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                                 stderr=err, text=True, env=env)
+                                 stderr=err, text=True, env=child_env())
         assert child.stdout is not None
         while True:
             ready, _, _ = select.select([child.stdout], [], [], _TIMEOUT)
