@@ -120,10 +120,11 @@ def _geometry(x, rois, pooled, spatial_scale):
     h0, w0 = (jnp.where(read, v, zero).reshape(-1) for v in (h0, w0))
     h1, w1 = (jnp.where(read, v, one).reshape(-1) for v in (h1, w1))
     image = jnp.broadcast_to(b.image[:, None, None], shape).reshape(-1)
-    spans = jnp.max(jnp.concatenate([b.h_end - b.h_start, b.w_end - b.w_start], 1), axis=0)
-    spans = (jnp.maximum(jnp.max(spans[:ph]), np.int32(1)),
-             jnp.maximum(jnp.max(spans[ph:]), np.int32(1)))
-    return (image, h0, h1, w0, w1, read.reshape(-1)), spans
+    def widest(lo, hi):  # (R,): the columns by hand, so that one reduction remains
+        return functools.reduce(jnp.maximum, (hi[:, i] - lo[:, i] for i in range(lo.shape[1])))
+
+    spans = jnp.max(jnp.stack([widest(b.h_start, b.h_end), widest(b.w_start, b.w_end)]), 1)
+    return (image, h0, h1, w0, w1, read.reshape(-1)), jnp.maximum(spans, np.int32(1))
 
 
 def _rows(image, h, w, level, x_shape):
@@ -165,27 +166,33 @@ def _unblock(v, rois_count, pooled, channels):
     return v.reshape((rois_count, count * BLOCK) + pooled)[:, :channels]
 
 
-def _by_levels(spans, x_shape, pooled, planes, combine, answer, blocks):
-    """``answer(xb, table, stride)`` of every channel block `xb` of `blocks`, its table of
+def _by_levels(spans, x, pooled, planes, combine, answer):
+    """``answer(xb, table, stride)`` of every block `xb` of `BLOCK` channels of `x` (N, H, W,
+    BLOCK; channels past C are zeros), its table of
     ``planes(xb)`` (combined by `combine`) filled with the fewest levels that hold every bin:
     the counts are traced (`range_max.fill`), so one program serves every call (a bin of an
     ROI inside the map has at most ``ceil(H/PH) + 1`` rows: the anchor's 50/7 needs 16 levels
     of 36; an ROI beyond the map takes more). One table, allocated once, is carried through
     the blocks (``lax.scan``). `spans`: the largest bin height and width."""
-    height, width = x_shape[2], x_shape[3]
+    height, width = x.shape[2], x.shape[3]
     full = (range_max.levels(height), range_max.levels(width))
     few = range_max.levels(min(height, -(-height // pooled[0]) + 1))
-    counts = tuple(range_max.floor_log2(span) + np.int32(1) for span in spans)
-    shapes = jax.eval_shape(planes, jax.ShapeDtypeStruct(blocks.shape[1:], blocks.dtype))
+    levels = range_max.floor_log2(spans) + np.int32(1)
+    counts = (levels[0], levels[1])
+    n = x.shape[0]
+    block_shape = (n, height, width, BLOCK)
+    shapes = jax.eval_shape(planes, jax.ShapeDtypeStruct(block_shape, x.dtype))
     table = jax.tree.map(lambda t: jnp.zeros((full[0] * full[1],) + t.shape, t.dtype), shapes)
-    cb = blocks.shape[-1]
+    blocks = -(-x.shape[1] // BLOCK)
+    x = jnp.pad(x, ((0, 0), (0, blocks * BLOCK - x.shape[1]), (0, 0), (0, 0)))
 
-    def step(table, xb):
+    def step(table, k):  # block k sliced and moved to (N, H, W, BLOCK) here: no copy of x
+        xb = lax.dynamic_slice_in_dim(x, k * np.int32(BLOCK), BLOCK, 1).transpose(0, 2, 3, 1)
         table = range_max.fill(table, planes(xb), combine, 1, 2, full[0], few, counts)
-        flat = jax.tree.map(lambda t: t.reshape(-1, cb), table)
+        flat = jax.tree.map(lambda t: t.reshape(-1, BLOCK), table)
         return table, answer(xb, flat, full[0])
 
-    return lax.scan(step, table, blocks)[1]
+    return lax.scan(step, table, lax.iota(np.int32, blocks))[1]
 
 
 # ---- values ----------------------------------------------------------------------------------
@@ -352,7 +359,7 @@ def _values(x, rois, pooled, spatial_scale, rule):
     def masked(xb, flat, stride):  # in the loop: no kernel of its own to recompute the bins
         return jnp.where(read[:, None], answer(xb, flat, stride), zero)
 
-    v = _by_levels(spans, x_shape, pooled, planes, combine, masked, _blocks(x))
+    v = _by_levels(spans, x, pooled, planes, combine, masked)
     return _unblock(v, r, pooled, c)
 
 

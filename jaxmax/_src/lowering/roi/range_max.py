@@ -66,11 +66,9 @@ def fill(table, planes, combine: Combine, height_axis: int, width_axis: int, str
     `stride`: leaves of ``A * B`` levels, level ``(i, j)`` at ``j * A + i``) with levels
     ``i < counts[0]``, ``j < counts[1]`` (traced int32 scalars, at most ``A`` and ``B``) made
     those of `planes`; the others keep what they held (a caller carries one table through
-    its blocks, allocated and zeroed once). The rows of level ``j`` are doubled from level
-    ``j - 1`` in one slab of the first `few` height levels (a static count, enough for most
-    calls), and the rest (``few <= i < counts[0]``) in a second slab only when
-    ``counts[0] > few``. The levels equal `build`'s: the same combinations of the same
-    elements."""
+    its blocks, allocated and zeroed once). Width level ``j`` is doubled from level ``j - 1``
+    in slabs of `few` height levels (a static count, enough for most calls: one slab). The
+    levels equal `build`'s: the same combinations of the same elements."""
     a, b = counts
 
     def rows_step(i, state):
@@ -82,21 +80,22 @@ def fill(table, planes, combine: Combine, height_axis: int, width_axis: int, str
 
     table = lax.fori_loop(np.int32(0), a, rows_step, (table, planes))[0]
 
-    def columns(first: int, size: int):
-        def step(j, table):
-            src = jax.tree.map(lambda t: lax.dynamic_slice_in_dim(
-                t, (j - 1) * np.int32(stride) + np.int32(first), size, 0), table)
-            shift = np.int32(1) << (j - 1)
-            new = combine(src, jax.tree.map(lambda v: _moved(v, width_axis + 1, shift), src))
-            return jax.tree.map(lambda t, v: lax.dynamic_update_slice_in_dim(
-                t, v, j * np.int32(stride) + np.int32(first), 0), table, new)
-        return step
+    # the doublings along the width: one slab of `few` height levels per step, ``ceil(a /
+    # few)`` slabs per width level (the last one overlapping the one before, recomputing some
+    # levels from the same complete level j - 1: equal values)
+    slabs = (a + np.int32(few - 1)) // np.int32(few)
 
-    table = lax.fori_loop(np.int32(1), b, columns(0, few), table)
-    if few < stride:
-        table = lax.fori_loop(np.int32(1), jnp.where(a > few, b, np.int32(1)),
-                              columns(few, stride - few), table)
-    return table
+    def columns(k, table):
+        j = k // slabs + np.int32(1)
+        first = jnp.minimum((k % slabs) * np.int32(few), np.int32(stride - few))
+        src = jax.tree.map(lambda t: lax.dynamic_slice_in_dim(
+            t, (j - 1) * np.int32(stride) + first, few, 0), table)
+        shift = np.int32(1) << (j - 1)
+        new = combine(src, jax.tree.map(lambda v: _moved(v, width_axis + 1, shift), src))
+        return jax.tree.map(lambda t, v: lax.dynamic_update_slice_in_dim(
+            t, v, j * np.int32(stride) + first, 0), table, new)
+
+    return lax.fori_loop(np.int32(0), (b - np.int32(1)) * slabs, columns, table)
 
 
 def floor_log2(n: jax.Array) -> jax.Array:
