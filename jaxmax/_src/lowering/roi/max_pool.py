@@ -294,6 +294,7 @@ def _fold_max(xb, flat, geometry, x_shape, stride):
     count = jnp.sum(has_nan, dtype=np.int32)
     slots = lax.iota(np.int32, chunk)
     low = kt(np.iinfo(kt).min)
+    rectangles = jnp.stack([image, h0, h1, w0, w1])  # one gather per chunk reads all five
 
     def fix(t, state):  # chunk t: the NaN pairs of rank [t*chunk, (t+1)*chunk)
         out, rank = state
@@ -302,16 +303,18 @@ def _fold_max(xb, flat, geometry, x_shape, stride):
                                                         mode="drop")
         live = slots < count - t * np.int32(chunk)
         q, lane = entry // np.int32(cb), entry % np.int32(cb)
-        img, top, bottom, left, right = (v[q] for v in (image, h0, h1, w0, w1))
+        img, top, bottom, left, right = rectangles[:, q]
         p = jnp.where(live, (best.reshape(-1)[entry] - kt(nan_base)).astype(np.int32),
                       top * np.int32(width) + left)
         h, w = p // np.int32(width), p % np.int32(width)
         row_rest, below = w + 1 < right, h + 1 < bottom
-        k_row = _lookup(flat, img, h, h + 1, jnp.where(row_rest, w + 1, left),
-                        jnp.where(row_rest, right, left + 1), x_shape, lax.max, stride, lane)
-        k_below = _lookup(flat, img, jnp.where(below, h + 1, top),
-                          jnp.where(below, bottom, top + 1), left, right, x_shape, lax.max,
-                          stride, lane)
+        # the rest of the row and the rows below, in one lookup
+        k_row, k_below = _lookup(
+            flat, jnp.stack([img, img]), jnp.stack([h, jnp.where(below, h + 1, top)]),
+            jnp.stack([h + 1, jnp.where(below, bottom, top + 1)]),
+            jnp.stack([jnp.where(row_rest, w + 1, left), left]),
+            jnp.stack([jnp.where(row_rest, right, left + 1), right]), x_shape, lax.max, stride,
+            jnp.stack([lane, lane]))
         after = jnp.maximum(jnp.where(row_rest, k_row, low), jnp.where(below, k_below, low))
         where = ((img * np.int32(height) + h) * np.int32(width) + w) * np.int32(cb) + lane
         trailing = jnp.take(xb.reshape(-1), where, mode="clip")
