@@ -68,6 +68,15 @@ def exact_divide(numerator: jax.Array, denominator) -> jax.Array:
     return numerator / lax.optimization_barrier(divisor)
 
 
+def computed_once(v: jax.Array) -> jax.Array:
+    """`v`, computed by one kernel. XLA:CPU copies a cheap elementwise producer into the kernel
+    of each consumer (the bins' float arithmetic was compiled into nine kernels), never a
+    reduction: `v` is the maximum of two copies of itself, behind
+    ``lax.optimization_barrier`` so that the simplifier cannot remove it. Exact for integers
+    and for finite floats of either sign of zero."""
+    return jnp.max(lax.optimization_barrier(jnp.stack([v, v])), axis=0)
+
+
 def _edges(start, end, place: np.ndarray, pooled: np.ndarray, size: np.ndarray):
     """Bin edges, (R, K) int32 starts and ends: column ``k`` is bin ``place[k]`` of
     ``pooled[k]`` along an axis of ``size[k]`` pixels, the ROI from `start` to `end` ((R, K)
@@ -108,4 +117,9 @@ def bins(rois: jax.Array, batch_valid: jax.Array, spatial_scale: float,
                     constants(height, width))
     first = jnp.where(ok, rois[:, 0], jnp.zeros_like(rois[:, 0]))
     image = jnp.trunc(first.astype(corners.dtype)).astype(np.int32)
-    return Bins(image, lo[:, :ph], hi[:, :ph], lo[:, ph:], hi[:, ph:], ok)
+    k = ph + pw
+    packed = computed_once(jnp.concatenate([lo, hi, image[:, None],
+                                            ok[:, None].astype(np.int32)], 1))
+    lo, hi = packed[:, :k], packed[:, k:2 * k]
+    return Bins(packed[:, 2 * k], lo[:, :ph], hi[:, :ph], lo[:, ph:], hi[:, ph:],
+                packed[:, 2 * k + 1] != 0)
