@@ -1,8 +1,11 @@
 """MaxRoiPool (ONNX) and ROIPooling-1 method max (OpenVINO): values and gradient of every bin.
 
 The bins come from :mod:`.bins`; each is a rectangle of one image, answered by the 2-D sparse
-table of :mod:`.range_max` built per block of `BLOCK` channels under ``lax.map`` (four lookups
-per bin, ``jnp.take(..., mode="clip")``: indices are valid by construction).
+table of :mod:`.range_max` built per block of `BLOCK` channels (four lookups per bin,
+``jnp.take(..., mode="clip")``: indices are valid by construction). The values fill one table,
+carried through the blocks by ``lax.scan``, with as many levels as the largest bin needs
+(traced counts: one program, compiled once, for every size of bin); the gradient builds the
+full table per block under ``lax.map``.
 
 * ``rule="onnx"``: NaN if the bin holds a NaN, else its maximum (``+0`` over ``-0``). The table
   combines integer keys (IEEE total order, every NaN mapped to the top key) by ``max``, so the

@@ -8,7 +8,8 @@ associative, commutative and idempotent (a max, or a lexicographic max of (key, 
 which is why the lowerings combine integer keys, never XLA's float ``max``.
 
 Tables are built per block of channels (the caller maps over blocks): one table for every
-channel of the anchor (1, 256, 50, 50) is 92 MB, whose first touch alone cost 80 ms.
+channel of the anchor (1, 256, 50, 50) is 92 MB, whose first touch alone cost 80 ms. `build`
+makes a table with static level counts; `fill` refills a carried table with traced counts.
 """
 
 from __future__ import annotations
