@@ -244,28 +244,13 @@ def _packed(per: dict):
     return {True: group(True), False: group(False)}, unpack
 
 
-#: A small eager call (inputs of at most `SMALL_BYTES`) compiles with the XLA:CPU options of
-#: `compile_options.fast_compile()` (the elemental IR emitter, LLVM's -O0, where the installed
-#: XLA knows them): about a quarter of the compile time, the same bits (benchmarks/RESULTS.md,
-#: roi_align).
-SMALL_BYTES = 1 << 16
-
-
-def _small_eager(*args: jax.Array) -> bool:
-    """Concrete arguments of at most `SMALL_BYTES` in all, on CPU devices only."""
-    if any(isinstance(a, jax.core.Tracer) for a in args):
-        return False
-    if sum(a.size * a.dtype.itemsize for a in args) > SMALL_BYTES:
-        return False
-    return all(d.platform == "cpu" for a in args for d in a.devices())
-
-
 def roi_align(x: jax.Array, boxes: jax.Array, batch: jax.Array, **static) -> jax.Array:
     """:func:`align` with ``Explicit`` mesh axes made ``Auto`` inside it: the output keeps the
     sharding of the ROI axis (from `boxes`) and of the channel axis (from `x`) where they
-    divide evenly, the rest replicated. A small eager call compiles with
-    `compile_options.fast_compile()`. Where the images may lie on several devices, max reads
-    the samples' corners through their bits (`_take_rows`)."""
+    divide evenly, the rest replicated. A small eager call (`compile_options.small_eager`)
+    compiles with `compile_options.fast_compile()`: about a quarter of the compile time, the
+    same bits (benchmarks/RESULTS.md, roi_align). Where the images may lie on several devices,
+    max reads the samples' corners through their bits (`_take_rows`)."""
     static = dict(static, bits_rows=static["mode"] == "max" and rules.cross_device_possible(x))
 
     def out_spec(mesh):
@@ -276,7 +261,7 @@ def roi_align(x: jax.Array, boxes: jax.Array, batch: jax.Array, **static) -> jax
         x, batch, (boxes,), lambda x, b, r: align(x, r, b, **static), absent=0)
     if sharded is not None:
         return sharded
-    jitted = _align_small() if _small_eager(x, boxes, batch) else align
+    jitted = _align_small() if compile_options.small_eager(x, boxes, batch) else align
     return explicit_axes.run(functools.partial(jitted, **static), (x, boxes, batch), out_spec)
 
 

@@ -14,6 +14,8 @@ through.
 
 from __future__ import annotations
 
+import functools
+import operator
 from typing import NamedTuple
 
 import jax
@@ -57,23 +59,35 @@ def scaled_corners(rois, spatial_scale: float):
     return c_round(rois[:, 1:].astype(dtype) * np.array(np.float32(spatial_scale), dtype))
 
 
-def exact_divide(numerator: jax.Array, denominator: int) -> jax.Array:
-    """``numerator / denominator`` correctly rounded on every backend: the divisor is a
-    full-shape array behind ``lax.optimization_barrier``, so XLA cannot turn the division
-    into a multiplication by a reciprocal."""
-    divisor = lax.optimization_barrier(lax.full(numerator.shape, denominator, numerator.dtype))
-    return numerator / divisor
+def exact_divide(numerator: jax.Array, denominator) -> jax.Array:
+    """``numerator / denominator`` correctly rounded on every backend: the divisor (an int,
+    or a NumPy array broadcast along the last axis) is a full-shape array behind
+    ``lax.optimization_barrier``, so XLA cannot turn the division into a multiplication by a
+    reciprocal."""
+    divisor = jnp.broadcast_to(np.asarray(denominator, numerator.dtype), numerator.shape)
+    return numerator / lax.optimization_barrier(divisor)
 
 
-def _edges(start, end, pooled: int, size: int):
-    """Bin edges along one axis: (R, pooled) int32 starts and ends in ``[0, size]``."""
+def computed_once(v: jax.Array) -> jax.Array:
+    """`v`, computed by one kernel. XLA:CPU copies a cheap elementwise producer into the kernel
+    of each consumer (the bins' float arithmetic was compiled into nine kernels), never a
+    reduction: `v` is the maximum of two copies of itself, behind
+    ``lax.optimization_barrier`` so that the simplifier cannot remove it. Exact for integers
+    and for finite floats of either sign of zero."""
+    return jnp.max(lax.optimization_barrier(jnp.stack([v, v])), axis=0)
+
+
+def _edges(start, end, place: np.ndarray, pooled: np.ndarray, size: np.ndarray):
+    """Bin edges, (R, K) int32 starts and ends: column ``k`` is bin ``place[k]`` of
+    ``pooled[k]`` along an axis of ``size[k]`` pixels, the ROI from `start` to `end` ((R, K)
+    each). Both axes in one array: one division, one kernel."""
     dtype = start.dtype
     extent = jnp.maximum(end - start + 1, np.array(1, dtype))
-    step = exact_divide(jnp.broadcast_to(extent[:, None], (extent.shape[0], pooled)), pooled)
-    p = lax.broadcasted_iota(dtype, step.shape, 1)
-    lo = jnp.floor(p * step) + start[:, None]
-    hi = jnp.ceil((p + np.array(1, dtype)) * step) + start[:, None]
-    top = np.array(size, dtype)
+    step = exact_divide(extent, pooled)
+    p = place.astype(dtype)
+    lo = jnp.floor(p * step) + start
+    hi = jnp.ceil((p + np.array(1, dtype)) * step) + start
+    top = size.astype(dtype)
     zero = np.array(0, dtype)
     return (jnp.clip(lo, zero, top).astype(np.int32), jnp.clip(hi, zero, top).astype(np.int32))
 
@@ -84,12 +98,28 @@ def bins(rois: jax.Array, batch_valid: jax.Array, spatial_scale: float,
     :func:`jaxmax._src.lowering.roi.rois.valid`). Invalid ROIs get in-range garbage edges and
     ``valid`` False; the caller zeroes their output."""
     corners = scaled_corners(rois, spatial_scale)
-    in_range = jnp.all((corners >= -INT32_BOUND) & (corners < INT32_BOUND), axis=1)
+    in_range = functools.reduce(operator.and_, (
+        (corners[:, i] >= -INT32_BOUND) & (corners[:, i] < INT32_BOUND) for i in range(4)))
     ok = batch_valid & in_range
     corners = jnp.where(ok[:, None], corners, jnp.zeros_like(corners))
-    xs, ys, xe, ye = (corners[:, i] for i in range(4))
-    h_start, h_end = _edges(ys, ye, pooled[0], height)
-    w_start, w_end = _edges(xs, xe, pooled[1], width)
+    ph, pw = pooled
+    count = rois.shape[0]
+
+    def both(h, w):  # (R,) per axis -> (R, PH + PW)
+        return jnp.concatenate([jnp.broadcast_to(h[:, None], (count, ph)),
+                                jnp.broadcast_to(w[:, None], (count, pw))], 1)
+
+    def constants(h, w):
+        return np.array([h] * ph + [w] * pw)
+
+    lo, hi = _edges(both(corners[:, 1], corners[:, 0]), both(corners[:, 3], corners[:, 2]),
+                    np.concatenate([np.arange(ph), np.arange(pw)]), constants(ph, pw),
+                    constants(height, width))
     first = jnp.where(ok, rois[:, 0], jnp.zeros_like(rois[:, 0]))
     image = jnp.trunc(first.astype(corners.dtype)).astype(np.int32)
-    return Bins(image, h_start, h_end, w_start, w_end, ok)
+    k = ph + pw
+    packed = computed_once(jnp.concatenate([lo, hi, image[:, None],
+                                            ok[:, None].astype(np.int32)], 1))
+    lo, hi = packed[:, :k], packed[:, k:2 * k]
+    return Bins(packed[:, 2 * k], lo[:, :ph], hi[:, :ph], lo[:, ph:], hi[:, ph:],
+                packed[:, 2 * k + 1] != 0)

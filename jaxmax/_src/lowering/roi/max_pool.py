@@ -1,8 +1,11 @@
 """MaxRoiPool (ONNX) and ROIPooling-1 method max (OpenVINO): values and gradient of every bin.
 
 The bins come from :mod:`.bins`; each is a rectangle of one image, answered by the 2-D sparse
-table of :mod:`.range_max` built per block of `BLOCK` channels under ``lax.map`` (four lookups
-per bin, ``jnp.take(..., mode="clip")``: indices are valid by construction).
+table of :mod:`.range_max` built per block of `BLOCK` channels (four lookups per bin,
+``jnp.take(..., mode="clip")``: indices are valid by construction). The values fill one table,
+carried through the blocks by ``lax.scan``, with as many levels as the largest bin needs
+(traced counts: one program, compiled once, for every size of bin); the gradient builds the
+full table per block under ``lax.map``.
 
 * ``rule="onnx"``: NaN if the bin holds a NaN, else its maximum (``+0`` over ``-0``). The table
   combines integer keys (IEEE total order, every NaN mapped to the top key) by ``max``, so the
@@ -21,6 +24,7 @@ from a table of (key, position) pairs. Empty bins and invalid ROIs give ``+0.0``
 
 from __future__ import annotations
 
+import functools
 from functools import partial
 
 import jax
@@ -29,7 +33,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import order, roi_sharded
+from jaxmax._src.lowering import compile_options, order, roi_sharded
 from jaxmax._src.lowering.roi import bins as bins_lowering
 from jaxmax._src.lowering.roi import range_max
 from jaxmax._src.lowering.roi import rois as rois_lowering
@@ -45,16 +49,19 @@ def roi_max_pool(x: jax.Array, rois: jax.Array, *, pooled: tuple[int, int],
 
     `x` is (N, C, H, W) floating, `rois` (R, 5) of its dtype; static arguments are validated.
     Invalid ROIs (batch index outside ``[0, N)``, a non-finite value, a corner outside int32)
-    give all ``+0.0``.
+    give all ``+0.0``. A small eager call (`compile_options.small_eager`) compiles with
+    `compile_options.fast_compile()`: the same bits in about a third of the compile time.
     """
     if rule not in RULES:
         raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
-    return _roi_max_pool_jit(x, rois, pooled=pooled, spatial_scale=float(spatial_scale),
-                             rule=rule)
+    jitted = _small() if compile_options.small_eager(x, rois) else _roi_max_pool_jit
+    return jitted(x, rois, pooled=pooled, spatial_scale=float(spatial_scale), rule=rule)
 
 
-@partial(jax.jit, static_argnames=("pooled", "spatial_scale", "rule"), inline=True)
-def _roi_max_pool_jit(x, rois, *, pooled, spatial_scale, rule):
+_STATIC = ("pooled", "spatial_scale", "rule")
+
+
+def _roi_max_pool_body(x, rois, *, pooled, spatial_scale, rule):
     def compute(x, rois):
         return _pool(x, rois, pooled, spatial_scale, rule)
 
@@ -66,6 +73,17 @@ def _roi_max_pool_jit(x, rois, *, pooled, spatial_scale, rule):
     if sharded is not None:
         return sharded
     return explicit_axes.run(compute, (x, rois), out_spec)
+
+
+_roi_max_pool_jit = jax.jit(_roi_max_pool_body, static_argnames=_STATIC, inline=True)
+
+
+@functools.cache
+def _small():
+    """`_roi_max_pool_jit` with the fast-compile options (built on first use: the probe
+    compiles)."""
+    return jax.jit(_roi_max_pool_body, static_argnames=_STATIC,
+                   compiler_options=compile_options.fast_compile())
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(2, 3, 4))
@@ -89,7 +107,8 @@ _pool.defvjp(_pool_fwd, _pool_bwd)
 
 def _geometry(x, rois, pooled, spatial_scale):
     """Per bin (flattened to Q = R*PH*PW): image, edges, and whether it is read (non-empty,
-    valid ROI); empty bins get the 1x1 rectangle at (0, 0)."""
+    valid ROI); empty bins get the 1x1 rectangle at (0, 0). Also the largest bin height and
+    width (at least 1, an upper bound for the bins read)."""
     n, _, height, width = x.shape
     ph, pw = pooled
     b = bins_lowering.bins(rois, rois_lowering.valid(rois, rois[:, 0], n), spatial_scale,
@@ -104,7 +123,11 @@ def _geometry(x, rois, pooled, spatial_scale):
     h0, w0 = (jnp.where(read, v, zero).reshape(-1) for v in (h0, w0))
     h1, w1 = (jnp.where(read, v, one).reshape(-1) for v in (h1, w1))
     image = jnp.broadcast_to(b.image[:, None, None], shape).reshape(-1)
-    return image, h0, h1, w0, w1, read.reshape(-1)
+    def widest(lo, hi):  # (R,): the columns by hand, so that one reduction remains
+        return functools.reduce(jnp.maximum, (hi[:, i] - lo[:, i] for i in range(lo.shape[1])))
+
+    spans = jnp.max(jnp.stack([widest(b.h_start, b.h_end), widest(b.w_start, b.w_end)]), 1)
+    return (image, h0, h1, w0, w1, read.reshape(-1)), jnp.maximum(spans, np.int32(1))
 
 
 def _rows(image, h, w, level, x_shape):
@@ -113,12 +136,13 @@ def _rows(image, h, w, level, x_shape):
     return ((level * np.int32(n) + image) * np.int32(height) + h) * np.int32(width) + w
 
 
-def _lookup(flat, image, h0, h1, w0, w1, x_shape, combine, counts, lanes=None):
-    """Combine the four blocks of each rectangle: `flat` a pytree of (rows, Cb) tables with
-    `counts` levels (enough for every rectangle); the rectangles int32 arrays of one shape,
+def _lookup(flat, image, h0, h1, w0, w1, x_shape, combine, stride, lanes=None):
+    """Combine the four blocks of each rectangle: `flat` a pytree of (rows, Cb) tables in
+    `range_max.build`'s layout, `stride` height levels (every level a rectangle needs
+    filled); the rectangles int32 arrays of one shape,
     shared by every channel (`lanes` None: a lookup reads a row of Cb channels) or each of
     one channel (`lanes`, of their shape: a lookup reads one element, a 1-D gather)."""
-    level, hs, ws = range_max.corners(h0, h1, w0, w1, counts[0])
+    level, hs, ws = range_max.corners(h0, h1, w0, w1, stride)
     rows = _rows(image, hs, ws, level, x_shape)  # (4,) + h0.shape
     if lanes is None:
         got = jax.tree.map(lambda t: jnp.take(t, rows.reshape(-1), axis=0, mode="clip")
@@ -145,24 +169,33 @@ def _unblock(v, rois_count, pooled, channels):
     return v.reshape((rois_count, count * BLOCK) + pooled)[:, :channels]
 
 
-def _by_levels(geometry, x_shape, pooled, body, blocks):
-    """``lax.map(body(block, counts))`` over the channel blocks, with the fewest table levels
-    that hold every bin: a bin of an ROI inside the map has at most ``ceil(H/PH) + 1`` rows,
-    so the table stops there (the anchor's 50/7: 16 levels instead of 36) unless some bin is
-    larger (an ROI beyond the map), which takes the full table (``lax.cond``)."""
-    _, h0, h1, w0, w1, _ = geometry
-    height, width = x_shape[2], x_shape[3]
+def _by_levels(spans, x, pooled, planes, combine, answer):
+    """``answer(xb, table, stride)`` of every block `xb` of `BLOCK` channels of `x` (N, H, W,
+    BLOCK; channels past C are zeros), its table of
+    ``planes(xb)`` (combined by `combine`) filled with the fewest levels that hold every bin:
+    the counts are traced (`range_max.fill`), so one program serves every call (a bin of an
+    ROI inside the map has at most ``ceil(H/PH) + 1`` rows: the anchor's 50/7 needs 16 levels
+    of 36; an ROI beyond the map takes more). One table, allocated once, is carried through
+    the blocks (``lax.scan``). `spans`: the largest bin height and width."""
+    height, width = x.shape[2], x.shape[3]
     full = (range_max.levels(height), range_max.levels(width))
-    few = (range_max.levels(min(height, -(-height // pooled[0]) + 1)),
-           range_max.levels(min(width, -(-width // pooled[1]) + 1)))
+    few = range_max.levels(min(height, -(-height // pooled[0]) + 1))
+    levels = range_max.floor_log2(spans) + np.int32(1)
+    counts = (levels[0], levels[1])
+    n = x.shape[0]
+    block_shape = (n, height, width, BLOCK)
+    shapes = jax.eval_shape(planes, jax.ShapeDtypeStruct(block_shape, x.dtype))
+    table = jax.tree.map(lambda t: jnp.zeros((full[0] * full[1],) + t.shape, t.dtype), shapes)
+    blocks = -(-x.shape[1] // BLOCK)
+    x = jnp.pad(x, ((0, 0), (0, blocks * BLOCK - x.shape[1]), (0, 0), (0, 0)))
 
-    def run(counts):
-        return lambda b: lax.map(lambda block: body(block, counts), b)
+    def step(table, k):  # block k sliced and moved to (N, H, W, BLOCK) here: no copy of x
+        xb = lax.dynamic_slice_in_dim(x, k * np.int32(BLOCK), BLOCK, 1).transpose(0, 2, 3, 1)
+        table = range_max.fill(table, planes(xb), combine, 1, 2, full[0], few, counts)
+        flat = jax.tree.map(lambda t: t.reshape(-1, BLOCK), table)
+        return table, answer(xb, flat, full[0])
 
-    if few == full:
-        return run(full)(blocks)
-    fits = ((jnp.max(h1 - h0) < (1 << few[0])) & (jnp.max(w1 - w0) < (1 << few[1])))
-    return lax.cond(fits, run(few), run(full), blocks)
+    return lax.scan(step, table, lax.iota(np.int32, blocks))[1]
 
 
 # ---- values ----------------------------------------------------------------------------------
@@ -173,13 +206,11 @@ def _nan_top_key(x):
     return lax.select(x != x, lax.full_like(m, np.iinfo(m.dtype).max), m)
 
 
-def _key_max(xb, geometry, x_shape, counts):
-    """Per block: the maximum key of every bin, decoded (NaN propagates, ``+0`` over ``-0``)."""
+def _key_max(xb, flat, geometry, x_shape, stride):
+    """Per block, from the table `flat` of :func:`_nan_top_key`: the maximum key of every
+    bin, decoded (NaN propagates, ``+0`` over ``-0``)."""
     image, h0, h1, w0, w1, _ = geometry
-    keys = _nan_top_key(xb)
-    table = range_max.build(keys, lax.max, 1, 2, counts)
-    flat = table.reshape(-1, xb.shape[-1])
-    best = _lookup(flat, image, h0, h1, w0, w1, x_shape, lax.max, counts)
+    best = _lookup(flat, image, h0, h1, w0, w1, x_shape, lax.max, stride)
     return order.from_monotone_bits(best, xb.dtype)
 
 
@@ -203,12 +234,17 @@ def _fold_keys(xb):
     size = height * width
     pos = (lax.broadcasted_iota(kt, xb.shape, 1) * kt(width)
            + lax.broadcasted_iota(kt, xb.shape, 2))
-    nan_base = inf + 2 * size + 1
+    nan_base = _nan_base(xb.dtype, size)
     nan = (m > kt(inf)) | (m < kt(-inf - 1))
     zero = (m == kt(0)) | (m == kt(-1))
     key = lax.select(m > kt(0), m + kt(2 * size), m)
     key = lax.select(zero, pos * kt(2) + (m & kt(1)), key)
     return lax.select(nan, pos + kt(nan_base), key), nan_base
+
+
+def _nan_base(dtype, size: int) -> int:
+    """The :func:`_fold_keys` key of a NaN at place 0 of a map of `size` pixels."""
+    return _monotone(np.inf, dtype) + 2 * size + 1
 
 
 def _fold_key_type(dtype) -> type:
@@ -240,8 +276,9 @@ def _fold_decode(key, dtype, size: int):
 NAN_CHUNK_SHARE = 32
 
 
-def _fold_max(xb, geometry, x_shape, counts):
-    """Per block: the OpenVINO fold of every bin, from one table of :func:`_fold_keys`. A bin
+def _fold_max(xb, flat, geometry, x_shape, stride):
+    """Per block: the OpenVINO fold of every bin, from `flat`, the table of :func:`_fold_keys`
+    (of `xb`). A bin
     without NaN gives its largest key, floored at ``lowest(T)``. A bin holding a NaN gives
     that NaN if its last NaN is its last element; otherwise the largest key after it (the rest
     of its row, then the rows below: two rectangles of one channel), without the floor. Those
@@ -249,10 +286,9 @@ def _fold_max(xb, geometry, x_shape, counts):
     image, h0, h1, w0, w1, _ = geometry
     height, width = x_shape[2], x_shape[3]
     size, dtype, cb = height * width, xb.dtype, xb.shape[-1]
-    keys, nan_base = _fold_keys(xb)
-    kt = keys.dtype.type
-    flat = range_max.build(keys, lax.max, 1, 2, counts).reshape(-1, cb)
-    best = _lookup(flat, image, h0, h1, w0, w1, x_shape, lax.max, counts)
+    nan_base = _nan_base(dtype, size)
+    kt = flat.dtype.type
+    best = _lookup(flat, image, h0, h1, w0, w1, x_shape, lax.max, stride)
     floor = kt(_monotone(dtypes.lowest(dtype), dtype))
     out = _fold_decode(jnp.maximum(best, floor), dtype, size)
     has_nan = best >= kt(nan_base)
@@ -261,6 +297,7 @@ def _fold_max(xb, geometry, x_shape, counts):
     count = jnp.sum(has_nan, dtype=np.int32)
     slots = lax.iota(np.int32, chunk)
     low = kt(np.iinfo(kt).min)
+    rectangles = jnp.stack([image, h0, h1, w0, w1])  # one gather per chunk reads all five
 
     def fix(t, state):  # chunk t: the NaN pairs of rank [t*chunk, (t+1)*chunk)
         out, rank = state
@@ -269,16 +306,18 @@ def _fold_max(xb, geometry, x_shape, counts):
                                                         mode="drop")
         live = slots < count - t * np.int32(chunk)
         q, lane = entry // np.int32(cb), entry % np.int32(cb)
-        img, top, bottom, left, right = (v[q] for v in (image, h0, h1, w0, w1))
+        img, top, bottom, left, right = rectangles[:, q]
         p = jnp.where(live, (best.reshape(-1)[entry] - kt(nan_base)).astype(np.int32),
                       top * np.int32(width) + left)
         h, w = p // np.int32(width), p % np.int32(width)
         row_rest, below = w + 1 < right, h + 1 < bottom
-        k_row = _lookup(flat, img, h, h + 1, jnp.where(row_rest, w + 1, left),
-                        jnp.where(row_rest, right, left + 1), x_shape, lax.max, counts, lane)
-        k_below = _lookup(flat, img, jnp.where(below, h + 1, top),
-                          jnp.where(below, bottom, top + 1), left, right, x_shape, lax.max,
-                          counts, lane)
+        # the rest of the row and the rows below, in one lookup
+        k_row, k_below = _lookup(
+            flat, jnp.stack([img, img]), jnp.stack([h, jnp.where(below, h + 1, top)]),
+            jnp.stack([h + 1, jnp.where(below, bottom, top + 1)]),
+            jnp.stack([jnp.where(row_rest, w + 1, left), left]),
+            jnp.stack([jnp.where(row_rest, right, left + 1), right]), x_shape, lax.max, stride,
+            jnp.stack([lane, lane]))
         after = jnp.maximum(jnp.where(row_rest, k_row, low), jnp.where(below, k_below, low))
         where = ((img * np.int32(height) + h) * np.int32(width) + w) * np.int32(cb) + lane
         trailing = jnp.take(xb.reshape(-1), where, mode="clip")
@@ -298,27 +337,35 @@ def _values(x, rois, pooled, spatial_scale, rule):
     r, c = rois.shape[0], x.shape[1]
     if r == 0 or 0 in x.shape:
         return jnp.zeros((r, c) + pooled, x.dtype)
-    geometry = _geometry(x, rois, pooled, spatial_scale)
+    geometry, spans = _geometry(x, rois, pooled, spatial_scale)
     read = geometry[-1]
     x_shape = x.shape
+    zero = jnp.zeros((), x.dtype)
 
     if rule == "onnx":
-        def block(xb, counts):
-            return _key_max(xb, geometry, x_shape, counts)
+        planes, combine = _nan_top_key, lax.max
+
+        def answer(xb, flat, stride):
+            return _key_max(xb, flat, geometry, x_shape, stride)
     elif _fold_fits(x.dtype, x_shape[2], x_shape[3]):
-        def block(xb, counts):
-            return _fold_max(xb, geometry, x_shape, counts)
+        planes, combine = (lambda xb: _fold_keys(xb)[0]), lax.max
+
+        def answer(xb, flat, stride):
+            return _fold_max(xb, flat, geometry, x_shape, stride)
     else:  # a float32 map too large for the fold keys: the (key, position) pairs
         lowest = dtypes.lowest(x.dtype)
+        planes, combine = _pairs, _pick(True)
 
-        def block(xb, counts):
-            winner = _fold_winner(xb, geometry, x_shape, counts)
-            flat = xb.reshape(-1, xb.shape[-1])
-            got = jnp.take_along_axis(flat, jnp.maximum(winner, 0), axis=0, mode="clip")
+        def answer(xb, flat, stride):
+            winner = _fold_winner(xb, flat, geometry, x_shape, stride)
+            data = xb.reshape(-1, xb.shape[-1])
+            got = jnp.take_along_axis(data, jnp.maximum(winner, 0), axis=0, mode="clip")
             return jnp.where(winner >= 0, got, lowest)
 
-    v = _by_levels(geometry, x_shape, pooled, block, _blocks(x))
-    v = jnp.where(read[None, :, None], v, jnp.zeros((), x.dtype))
+    def masked(xb, flat, stride):  # in the loop: no kernel of its own to recompute the bins
+        return jnp.where(read[:, None], answer(xb, flat, stride), zero)
+
+    v = _by_levels(spans, x, pooled, planes, combine, masked)
     return _unblock(v, r, pooled, c)
 
 
@@ -342,25 +389,26 @@ def _pick(later: bool):
 
 
 def _pair_table(xb, later, counts):
-    combine = _pick(later)
-    table = range_max.build(_pairs(xb), combine, 1, 2, counts)
-    return jax.tree.map(lambda t: t.reshape(-1, xb.shape[-1]), table), combine
+    """The table of :func:`_pairs` with the full `counts` levels, flattened to (rows, Cb)."""
+    table = range_max.build(_pairs(xb), _pick(later), 1, 2, counts)
+    return jax.tree.map(lambda t: t.reshape(-1, xb.shape[-1]), table)
 
 
-def _first_winner(xb, geometry, x_shape, counts):
-    """(Q, Cb): the flat position of each bin's first maximal element (NaN the maximum)."""
+def _first_winner(xb, flat, geometry, x_shape, stride):
+    """(Q, Cb): the flat position of each bin's first maximal element (NaN the maximum), from
+    `flat`, the table of :func:`_pairs` combined by ``_pick(False)``."""
     image, h0, h1, w0, w1, read = geometry
-    flat, combine = _pair_table(xb, False, counts)
-    _, pos = _lookup(flat, image, h0, h1, w0, w1, x_shape, combine, counts)
+    _, pos = _lookup(flat, image, h0, h1, w0, w1, x_shape, _pick(False), stride)
     return jnp.where(read[:, None], pos, np.int32(-1))
 
 
-def _fold_winner(xb, geometry, x_shape, counts):
-    """(Q, Cb): the element the OpenVINO reference fold keeps, -1 when ``lowest(T)`` wins."""
+def _fold_winner(xb, flat, geometry, x_shape, stride):
+    """(Q, Cb): the element the OpenVINO reference fold keeps, -1 when ``lowest(T)`` wins,
+    from `flat`, the table of :func:`_pairs` combined by ``_pick(True)``."""
     image, h0, h1, w0, w1, read = geometry
     width = x_shape[3]
-    flat, combine = _pair_table(xb, True, counts)
-    key, pos = _lookup(flat, image, h0, h1, w0, w1, x_shape, combine, counts)
+    combine = _pick(True)
+    key, pos = _lookup(flat, image, h0, h1, w0, w1, x_shape, combine, stride)
     nan_key = np.iinfo(key.dtype).max
     h_nan, w_nan = (pos // np.int32(width)) % np.int32(x_shape[2]), pos % np.int32(width)
     cb = xb.shape[-1]
@@ -371,10 +419,10 @@ def _fold_winner(xb, geometry, x_shape, counts):
     row_rest = w_nan + 1 < w1_
     below = h_nan + 1 < h1_
     k_row, p_row = _lookup(flat, image_, h_nan, h_nan + 1, jnp.where(row_rest, w_nan + 1, w0_),
-                           jnp.where(row_rest, w1_, w0_ + 1), x_shape, combine, counts, lanes)
+                           jnp.where(row_rest, w1_, w0_ + 1), x_shape, combine, stride, lanes)
     k_below, p_below = _lookup(flat, image_, jnp.where(below, h_nan + 1, h0_),
                                jnp.where(below, h1_, h0_ + 1), w0_, w1_, x_shape, combine,
-                               counts, lanes)
+                               stride, lanes)
     low = np.iinfo(key.dtype).min
     k_row = jnp.where(row_rest, k_row, low)
     k_below = jnp.where(below, k_below, low)
@@ -394,7 +442,7 @@ def _cotangent(x, rois, g, pooled, spatial_scale, rule):
     if r == 0 or 0 in x.shape:
         return jnp.zeros_like(x)
     n, _, height, width = x.shape
-    geometry = _geometry(x, rois, pooled, spatial_scale)
+    geometry, _ = _geometry(x, rois, pooled, spatial_scale)
     x_shape = x.shape
     count = -(-c // BLOCK)
     g = jnp.pad(g, ((0, 0), (0, count * BLOCK - c), (0, 0), (0, 0)))
@@ -402,10 +450,9 @@ def _cotangent(x, rois, g, pooled, spatial_scale, rule):
 
     def block(args, counts):
         xb, gb = args
-        if rule == "onnx":
-            winner = _first_winner(xb, geometry, x_shape, counts)
-        else:
-            winner = _fold_winner(xb, geometry, x_shape, counts)
+        flat = _pair_table(xb, rule != "onnx", counts)
+        winner = (_first_winner if rule == "onnx" else _fold_winner)(xb, flat, geometry,
+                                                                     x_shape, counts[0])
         size = n * height * width
         target = jnp.where(winner >= 0, winner, np.int32(size))
         lanes = lax.broadcasted_iota(np.int32, target.shape, 1)

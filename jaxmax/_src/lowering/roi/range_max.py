@@ -8,7 +8,8 @@ associative, commutative and idempotent (a max, or a lexicographic max of (key, 
 which is why the lowerings combine integer keys, never XLA's float ``max``.
 
 Tables are built per block of channels (the caller maps over blocks): one table for every
-channel of the anchor (1, 256, 50, 50) is 92 MB, whose first touch alone cost 80 ms.
+channel of the anchor (1, 256, 50, 50) is 92 MB, whose first touch alone cost 80 ms. `build`
+makes a table with static level counts; `fill` refills a carried table with traced counts.
 """
 
 from __future__ import annotations
@@ -29,6 +30,12 @@ def levels(size: int) -> int:
     return max(size, 1).bit_length()
 
 
+def _moved(v, axis: int, shift):
+    """`v` moved back by `shift` along `axis` (wrapping)."""
+    size = v.shape[axis]
+    return lax.dynamic_slice_in_dim(lax.concatenate([v, v], axis), shift, size, axis)
+
+
 def _doubled(planes, combine: Combine, axis: int, count: int):
     """Levels ``0..count-1`` of `planes` along `axis`: a pytree whose leaves have a new leading
     axis; level ``k`` combines the ``2**k`` positions from each one. Built by ``lax.scan``, each
@@ -37,12 +44,7 @@ def _doubled(planes, combine: Combine, axis: int, count: int):
     the axis wrap around, and are never read."""
 
     def step(prev, shift):
-        size = prev[0].shape[axis] if isinstance(prev, tuple) else prev.shape[axis]
-
-        def moved(v):  # v moved back by `shift` (wrapping)
-            return lax.dynamic_slice_in_dim(lax.concatenate([v, v], axis), shift, size, axis)
-
-        return combine(prev, jax.tree.map(moved, prev)), prev
+        return combine(prev, jax.tree.map(lambda v: _moved(v, axis, shift), prev)), prev
 
     shifts = np.int32(1) << lax.iota(np.int32, count)
     return lax.scan(step, planes, shifts)[1]
@@ -57,6 +59,44 @@ def build(planes, combine: Combine, height_axis: int, width_axis: int,
     rows = _doubled(planes, combine, height_axis, counts[0])
     table = _doubled(rows, combine, width_axis + 1, counts[1])
     return jax.tree.map(lambda t: t.reshape((-1,) + t.shape[2:]), table)
+
+
+def fill(table, planes, combine: Combine, height_axis: int, width_axis: int, stride: int,
+         few: int, counts):
+    """`table` (a pytree in `build`'s layout for the full level counts ``(A, B)``, ``A`` the
+    `stride`: leaves of ``A * B`` levels, level ``(i, j)`` at ``j * A + i``) with levels
+    ``i < counts[0]``, ``j < counts[1]`` (traced int32 scalars, at most ``A`` and ``B``) made
+    those of `planes`; the others keep what they held (a caller carries one table through
+    its blocks, allocated and zeroed once). Width level ``j`` is doubled from level ``j - 1``
+    in slabs of `few` height levels (a static count, enough for most calls: one slab). The
+    levels equal `build`'s: the same combinations of the same elements."""
+    a, b = counts
+
+    def rows_step(i, state):
+        table, cur = state
+        table = jax.tree.map(lambda t, c: lax.dynamic_update_index_in_dim(t, c, i, 0),
+                             table, cur)
+        shift = np.int32(1) << i
+        return table, combine(cur, jax.tree.map(lambda v: _moved(v, height_axis, shift), cur))
+
+    table = lax.fori_loop(np.int32(0), a, rows_step, (table, planes))[0]
+
+    # the doublings along the width: one slab of `few` height levels per step, ``ceil(a /
+    # few)`` slabs per width level (the last one overlapping the one before, recomputing some
+    # levels from the same complete level j - 1: equal values)
+    slabs = (a + np.int32(few - 1)) // np.int32(few)
+
+    def columns(k, table):
+        j = k // slabs + np.int32(1)
+        first = jnp.minimum((k % slabs) * np.int32(few), np.int32(stride - few))
+        src = jax.tree.map(lambda t: lax.dynamic_slice_in_dim(
+            t, (j - 1) * np.int32(stride) + first, few, 0), table)
+        shift = np.int32(1) << (j - 1)
+        new = combine(src, jax.tree.map(lambda v: _moved(v, width_axis + 1, shift), src))
+        return jax.tree.map(lambda t, v: lax.dynamic_update_slice_in_dim(
+            t, v, j * np.int32(stride) + first, 0), table, new)
+
+    return lax.fori_loop(np.int32(0), (b - np.int32(1)) * slabs, columns, table)
 
 
 def floor_log2(n: jax.Array) -> jax.Array:

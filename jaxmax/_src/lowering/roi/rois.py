@@ -13,6 +13,9 @@ zero): both are passed here as one ``batch`` array of any type.
 
 from __future__ import annotations
 
+import functools
+import operator
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -61,8 +64,10 @@ def valid(rois: jax.Array, batch: jax.Array, images: int) -> jax.Array:
     """(R,) bool: the ROIs `check` accepts (finite values, an image in ``[0, N)``), for traced
     arguments."""
     index = image_index(batch)
-    ok = jnp.all(jnp.isfinite(rois), axis=1) & (index >= 0) & (index < images)
-    return ok
+    finite = functools.reduce(operator.and_, (jnp.isfinite(rois[:, i])
+                                              for i in range(rois.shape[1])),
+                              jnp.ones(rois.shape[:1], bool))
+    return finite & (index >= 0) & (index < images)  # columns by hand: no reduce kernel
 
 
 def check_pool_rois(op: str, rois, images: int, spatial_scale: float) -> None:
