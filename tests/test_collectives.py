@@ -35,11 +35,12 @@ ARG_MAX = ("ArgMax along a sharded axis on Explicit axes all-reduces the blocks'
            "the output, so no exchange that picks the winner fits in the output's bytes "
            "(with jax_enable_x64 the int64 output is 8 KiB and the bound holds)")
 SEU_12 = ("ScatterElementsUpdate-12 with the updates sharded along the scatter axis: its fold "
-          "acc > u ? acc : u restarts at a NaN, so it is no order-free combine (runs [5], [NaN, 1], "
-          "[3] on devices 0, 1, 2 give 3, without device 2 1, without device 1 5: no max of "
-          "per-device keys of any width orders them), and lowering/scatter/across.py exchanges "
-          "the last NaN's device (one byte per target, 128 B) and then the runs' 32-bit keys "
-          "(512 B): 640 B for a 512 B output, 1.25x (3.0-6.6 KiB before)")
+          "acc > u ? acc : u restarts at a NaN, so it is no order-free combine (runs [5], "
+          "[NaN, 1], [3] on devices 0, 1, 2 give 3, without device 2 1, without device 1 5: "
+          "no max of per-device keys of any width orders them), and "
+          "lowering/scatter/across.py exchanges the last NaN's device (one byte per target, "
+          "128 B) and then the runs' 32-bit keys (512 B): 640 B for a 512 B output, 1.25x "
+          "(3.0-6.6 KiB before)")
 
 OVER = {
     ("onnx.arg_max ArgMax-13 axis 1", "channels (reduced)"): ARG_MAX,

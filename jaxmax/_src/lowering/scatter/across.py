@@ -45,7 +45,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from jaxmax._src import dtypes, explicit_axes
 from jaxmax._src.lowering import order
-from jaxmax._src.lowering.scatter.geometry import _key as ieee_key
+from jaxmax._src.lowering.scatter.geometry import ieee_key
 
 Local = Callable[[str, bool], Callable]
 
