@@ -15,7 +15,9 @@ The programs are compiled with jaxmax's fast-compile options (LLVM -O0 and the e
 emitter, jaxmax/_src/lowering/compile_options.py): the collectives are placed by XLA's SPMD
 partitioner and collective passes, before any code is generated, and those options cut each
 compile about fourfold. `test_the_fast_options_move_what_the_default_compile_moves` holds that
-claim on a sample of cases that between them move data with every kind of collective.
+claim on a sample of cases that between them move data with every kind of collective but
+all-gather, which none of them moves any more, and on a TopK program on an ``Auto`` mesh that
+all-gathers.
 """
 
 from __future__ import annotations
@@ -24,7 +26,11 @@ import functools
 
 import collectives
 import jax
+import numpy as np
 import pytest
+from jax import lax
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
 from multiprocess_cases import CASES, by_name
 
 from jaxmax._src.lowering import compile_options
@@ -81,8 +87,9 @@ def test_collectives_move_outputs_not_inputs(case, layout):
         "\n" + "\n".join(c.shape + " " + c.kind for c in row.collectives)
 
 
-# (case, layout): between them every kind of collective (collective-permute for halos,
-# all-reduce, all-to-all, reduce-scatter, all-gather)
+# (case, layout): between them every kind of collective but all-gather (collective-permute for
+# halos, all-reduce, all-to-all, reduce-scatter), which no case moves any more on Explicit axes:
+# `_gathering` is a program that does
 SAMPLE = [
     ("openvino.max_pool MaxPool-1 k3 s1 p1 (stride 1)", "H"),
     ("openvino.max_pool MaxPool-14 k3 s2 ceil_torch", "H and W"),
@@ -107,8 +114,27 @@ def test_the_fast_options_move_what_the_default_compile_moves(name, layout):
     assert fast.collectives == default.collectives, f"{name} [{layout}]"
 
 
+@functools.cache
+def _gathering(options_name: str) -> tuple[collectives.Collective, ...]:
+    """The collectives of `lax.top_k` along an axis sharded over 4 devices of an ``Auto`` mesh
+    (XLA's partitioner all-gathers the CPU TopK's operand), compiled with the fast options or
+    XLA's defaults."""
+    mesh = jax.make_mesh((4,), ("d",), axis_types=(AxisType.Auto,), devices=jax.devices()[:4])
+    x = jax.device_put(np.arange(256, dtype=np.float32).reshape(4, 64),
+                       NamedSharding(mesh, P(None, "d")))
+    options = compile_options.fast_compile() if options_name == "fast" else None
+    text = jax.jit(lambda v: lax.top_k(v, 3)).lower(x).compile(options).as_text()
+    return tuple(collectives.moved(text))
+
+
+def test_the_fast_options_move_what_the_default_compile_moves_in_a_gather():
+    assert "all-gather" in {c.kind for c in _gathering("default")}
+    assert _gathering("fast") == _gathering("default")
+
+
 def test_the_sample_holds_every_kind():
     kinds = {c.kind for name, layout in SAMPLE for c in _measured(name, layout).collectives}
+    kinds |= {c.kind for c in _gathering("fast")}
     assert kinds == set(collectives.KINDS), kinds
 
 
