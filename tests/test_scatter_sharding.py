@@ -174,7 +174,8 @@ def test_updates_on_their_targets_device_move_nothing(specs, face, kw):
 # (data, indices, updates) specs of a scatter along axis 0. Replicated updates with data
 # sharded along the scatter axis scatter into each device's block.
 ORDER_LAYOUTS = [(P("b"),) * 3, (P(), P("b"), P("b")), (P(("a", "b")),) * 3,
-                 (P("a"), P("b"), P("b")), (P(None, "a"), P("b"), P("b")), (P("b"), P(), P())]
+                 (P("a"), P("b"), P("b")), (P(None, "a"), P("b"), P("b")), (P("b"), P(), P()),
+                 (P(), P(), P("b"))]
 ORDER_DTYPES = (np.float32, np.float16, jnp.bfloat16, np.int32, np.bool_)
 
 
@@ -240,7 +241,8 @@ def test_sharded_along_the_order_axis_every_dtype():
 
 
 @pytest.mark.parametrize("specs,moves", [((P("b"),) * 3, {"se": 1, "seu": 2}),
-                                         ((P("b"), P(), P()), {"se": 0, "seu": 0})], ids=str)
+                                         ((P("b"), P(), P()), {"se": 0, "seu": 0}),
+                                         ((P(), P(), P("b")), {"se": 1, "seu": 2})], ids=str)
 @pytest.mark.parametrize("face,kw", ELEMENT_FACES, ids=["se", "seu", "seu-noinit"])
 def test_what_the_order_axis_moves(specs, moves, face, kw):
     """One all-reduce of output-sized keys for the ONNX maximum, two (the last NaN's device,
@@ -270,7 +272,8 @@ def test_runs_that_need_the_order_give_the_folds():
 
 
 @pytest.mark.parametrize("specs", [(P(), P("b", None), P("b", None)),
-                                   (P("b"), P("b", None), P("b", None))], ids=str)
+                                   (P("b"), P("b", None), P("b", None)),
+                                   (P(), P(), P("b", None))], ids=str)
 def test_nd_faces_sharded_along_the_index_rows(specs):
     """ScatterND / ScatterNDUpdate-15 with the index tuples and updates sharded along their
     rows: one all-reduce of output-sized keys, the unsharded answer bit for bit (the zero

@@ -83,6 +83,12 @@ def along_order(data: jax.Array, indices: jax.Array, updates: jax.Array, *, orde
         forward = _own_block(rule, use_init, local, shift, data, order_axis, names)
     else:
         return None
+    if _sharded(update_spec) and not _sharded(index_spec):
+        # (no collective: each device keeps its own block of a replicated array)
+        index_spec = tuple(update_spec[order_axis] if b == order_axis else None
+                           for b in range(indices.ndim))
+        indices = jax.sharding.reshard(indices, NamedSharding(mesh, PartitionSpec(*index_spec)))
+        specs[1] = index_spec
     replicated = NamedSharding(mesh, PartitionSpec())
     data, indices, updates = (a if _sharded(s) else jax.sharding.reshard(a, replicated)
                               for a, s in zip((data, indices, updates), specs, strict=True))
@@ -112,10 +118,13 @@ def _keyable(dtype) -> bool:
 
 def _order_names(indices, updates, order_axis, index_spec, update_spec):
     """The mesh axes the updates are sharded over along the order axis, when that is their
-    only sharded axis, the indices are sharded alike and every axis is ``Explicit`` and even."""
+    only sharded axis, the indices are sharded alike (or replicated) and every axis is
+    ``Explicit`` and even."""
     names = explicit_axes.explicit_only(updates, order_axis)
     if not names or any(e is not None for b, e in enumerate(update_spec) if b != order_axis):
         return None
+    if not _sharded(index_spec):  # replicated indices are cut into the updates' blocks
+        return names
     if explicit_axes.explicit_only(indices, order_axis) != names:
         return None
     if any(e is not None for b, e in enumerate(index_spec) if b != order_axis):
@@ -205,8 +214,7 @@ def _exchange(rule, use_init, local, data, data_spec, names, n):
 
 
 def _is_nan(x):
-    """NaN, read from the bits (a float compare on CPU may flush subnormals, not NaN; this is
-    for symmetry with the selects on bits)."""
+    """NaN, read from the bits (next to the selects on bits, as `_select` reads them)."""
     return order.magnitude_bits(x) > order.inf_bits(x.dtype)
 
 
