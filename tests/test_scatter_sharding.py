@@ -8,6 +8,7 @@ import functools
 
 import collectives
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.sharding import AxisType, NamedSharding
@@ -167,3 +168,150 @@ def test_updates_on_their_targets_device_move_nothing(specs, face, kw):
     assert_bits(compiled(*put), plain, "jit")
     text = compiled.as_text()
     assert not collectives.moved(text), [c.kind for c in collectives.moved(text)]
+
+
+# Sharded along the axis that orders the updates (lowering/scatter/across.py), Explicit axes:
+# (data, indices, updates) specs of a scatter along axis 0. Replicated updates with data
+# sharded along the scatter axis scatter into each device's block.
+ORDER_LAYOUTS = [(P("b"),) * 3, (P(), P("b"), P("b")), (P(("a", "b")),) * 3,
+                 (P("a"), P("b"), P("b")), (P(None, "a"), P("b"), P("b")), (P("b"), P(), P()),
+                 (P(), P(), P("b"))]
+ORDER_DTYPES = (np.float32, np.float16, jnp.bfloat16, np.int32, np.bool_)
+
+
+def _order_inputs(seed, dtype):
+    """A scatter along axis 0 whose every target is reached from several devices' blocks, with
+    NaN, -inf, both zeros and subnormals (or small integers) everywhere."""
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype) == np.bool_:
+        data, upd = rng.random((8, 4)) < 0.2, rng.random((32, 4)) < 0.2
+    elif np.issubdtype(dtype, np.integer):
+        data, upd = rng.integers(-4, 4, (8, 4)), rng.integers(-4, 4, (32, 4))
+    else:
+        pool = np.array([np.nan, -0.0, 0.0, 1.0, -1.0, 2.0, -np.inf, 1e-40, -1e-40], np.float64)
+        data, upd = rng.choice(pool, (8, 4)), rng.choice(pool, (32, 4))
+    idx = rng.integers(-8, 8, (32, 4)).astype(np.int32)
+    idx[:, 3] = np.repeat(np.arange(4), 8) % 2  # column 3: two targets, from every device
+    return np.asarray(data).astype(dtype), idx, np.asarray(upd).astype(dtype)
+
+
+def _runs_that_need_the_order():
+    """Column 0 and 1 (4 devices, 2 rows each, all to row 0): the fold restarts at device 1's
+    NaN, so 5 on device 0 is lost and 3 on device 2 wins (SEU-12 gives 3, without the order
+    5); zeros of both signs on devices 1 and 3 (the earliest, -0, for ScatterNDUpdate-15; the
+    last, +0, for SEU-12; +0 for ONNX)."""
+    nan, inf = np.nan, np.inf
+    upd = np.array([[5, -0.0], [-inf, -inf], [nan, -0.0], [1, -inf],
+                    [3, -inf], [-inf, -inf], [-inf, 0.0], [-inf, -inf]], np.float32)
+    data = np.full((8, 2), 7, np.float32)
+    data[0] = -1
+    return data, np.zeros((8, 2), np.int32), upd
+
+
+def _order_calls(specs, cases):
+    """Each (face, kw, args) of `cases` laid out on `specs`, all in one jitted program: the
+    unsharded answer bit for bit, and the oracle's."""
+    mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(AxisType.Explicit,) * 2)
+    put = [[jax.device_put(a, NamedSharding(mesh, s)) for a, s in zip(args, specs, strict=True)]
+           for _, _, args in cases]
+    jitted = jax.jit(lambda all_args: [call(face, *a, **dict(kw)) for (face, kw, _), a in
+                                       zip(cases, all_args, strict=True)])
+    for (face, kw, args), out in zip(cases, jitted(put), strict=True):
+        plain = call(face, *args, **dict(kw))
+        context = f"{face} {kw} {args[0].dtype} {specs}"
+        assert_bits(plain, oracle(face, *args, kw), context + " plain")
+        assert_bits(out, plain, context)
+
+
+@pytest.mark.parametrize("specs", ORDER_LAYOUTS, ids=str)
+def test_sharded_along_the_order_axis(specs):
+    """The elements faces on float32 (random, and the runs whose answer needs the devices'
+    order) on each layout."""
+    cases = [(face, kw, _order_inputs(i, np.float32)) for i, (face, kw) in
+             enumerate(ELEMENT_FACES)]
+    _order_calls(specs, cases + [(face, kw, _runs_that_need_the_order())
+                                 for face, kw in ELEMENT_FACES])
+
+
+def test_sharded_along_the_order_axis_every_dtype():
+    """16-bit floats (their keys hold the zero codes too), integers and bool (one max)."""
+    cases = [(face, kw, _order_inputs(10 + i, dtype)) for i, (dtype, (face, kw)) in
+             enumerate((d, f) for d in ORDER_DTYPES[1:] for f in ELEMENT_FACES)]
+    _order_calls((P("b"),) * 3, cases)
+
+
+@pytest.mark.parametrize("specs,moves", [((P("b"),) * 3, {"se": 1, "seu": 2}),
+                                         ((P("b"), P(), P()), {"se": 0, "seu": 0}),
+                                         ((P(), P(), P("b")), {"se": 1, "seu": 2})], ids=str)
+@pytest.mark.parametrize("face,kw", ELEMENT_FACES, ids=["se", "seu", "seu-noinit"])
+def test_what_the_order_axis_moves(specs, moves, face, kw):
+    """One all-reduce of output-sized keys for the ONNX maximum, two (the last NaN's device,
+    then the keys) for SEU-12, none with replicated updates."""
+    mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(AxisType.Explicit,) * 2)
+    put = [jax.device_put(a, NamedSharding(mesh, s))
+           for a, s in zip(_order_inputs(0, np.float32), specs, strict=True)]
+    text = jax.jit(lambda d, i, u: call(face, d, i, u, **dict(kw))).lower(*put) \
+        .compile().as_text()
+    kinds = [c.kind for c in collectives.moved(text)]
+    assert kinds == ["all-reduce"] * moves[face], kinds
+
+
+def test_runs_that_need_the_order_give_the_folds():
+    """The hand-made runs against the values the contract's folds give (docs/semantics.md
+    §8.3), on 4 devices along the scatter axis."""
+    mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(AxisType.Explicit,) * 2)
+    data, idx, upd = _runs_that_need_the_order()
+    put = [jax.device_put(a, NamedSharding(mesh, P("b"))) for a in (idx, upd)]
+    want = {"se": [np.nan, 0.0], "seu": [3.0, 0.0]}
+    for face, got in (("se", call("se", data, *put)), ("seu", call("seu", data, *put))):
+        assert_bits(np.asarray(got)[0], np.array(want[face], np.float32), face)
+        assert_bits(np.asarray(got)[1:], data[1:], face)
+    nd = call("sndu", data, jax.device_put(np.zeros((8, 1), np.int32),
+                                            NamedSharding(mesh, P("b"))), put[1])
+    assert_bits(np.asarray(nd)[0], np.array([5.0, -0.0], np.float32), "sndu")
+
+
+@pytest.mark.parametrize("specs", [(P(), P("b", None), P("b", None)),
+                                   (P("b"), P("b", None), P("b", None)),
+                                   (P(), P(), P("b", None))], ids=str)
+def test_nd_faces_sharded_along_the_index_rows(specs):
+    """ScatterND / ScatterNDUpdate-15 with the index tuples and updates sharded along their
+    rows: one all-reduce of output-sized keys, the unsharded answer bit for bit (the zero
+    codes give ScatterNDUpdate-15's earliest zero whichever device holds it)."""
+    mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(AxisType.Explicit,) * 2)
+    rng = np.random.default_rng(21)
+    pool = np.array([np.nan, -0.0, 0.0, 1.0, -np.inf, 1e-40], np.float32)
+    data = rng.choice(pool, (8, 4, 2))
+    idx = np.stack([rng.integers(-8, 8, 32), rng.integers(0, 2, 32)], -1).astype(np.int32)
+    upd = rng.choice(pool, (32, 2))
+    put = [jax.device_put(a, NamedSharding(mesh, s))
+           for a, s in zip((data, idx, upd), specs, strict=True)]
+    for face in ND_FACES:
+        compiled = jax.jit(lambda d, i, u, face=face: call(face, d, i, u)).lower(*put).compile()
+        plain = call(face, data, idx, upd)
+        assert_bits(plain, oracle(face, data, idx, upd, {}), face)
+        assert_bits(compiled(*put), plain, face)
+        assert [c.kind for c in collectives.moved(compiled.as_text())] == ["all-reduce"], face
+
+
+@pytest.mark.parametrize("specs", [(P("b"),) * 3, (P(), P("b"), P("b")), (P("b"), P(), P()),
+                                   (P("a", "b"),) * 3], ids=str)
+def test_sharded_gradients_keep_zero_signs(specs):
+    """Gradients along the scatter axis (and on the partitioner's layout P("a", "b")) with a
+    cotangent that holds -0: the unsharded gradient bit for bit (a float gather the partitioner
+    split over devices added the parts, and -0 + 0 gave +0). The three faces in one program."""
+    mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(AxisType.Explicit,) * 2)
+    data, idx, upd = _gradient_inputs(False)
+    g = np.random.default_rng(3).standard_normal((8, 8)).astype(np.float32)
+    g[::3] = -0.0
+
+    def grads(d, i, u):
+        return [jax.vjp(lambda d, u, face=face, kw=kw: call(face, d, i, u, **dict(kw)),
+                        d, u)[1](g) for face, kw in ELEMENT_FACES]
+
+    put = [jax.device_put(a, NamedSharding(mesh, s))
+           for a, s in zip((data, idx, upd), specs, strict=True)]
+    for (face, kw), got, want in zip(ELEMENT_FACES, jax.jit(grads)(*put), grads(data, idx, upd),
+                                     strict=True):
+        for a, b in zip(got, want, strict=True):
+            assert_bits(a, b, f"{face} {kw}")

@@ -15,4 +15,10 @@ and OpenVINO ScatterElementsUpdate-12 / ScatterNDUpdate-15, in the order the dat
    reads the bits (exact orders in one pass over the updates), bound through
    :mod:`~jaxmax._src.lowering.scatter.private` (JAX's private scatter primitive, behind one
    probe with a public fallback; SegmentMax binds it too).
+
+On ``Explicit`` mesh axes two forms run the one-device rule in ``jax.shard_map`` where XLA's
+partitioner would move the inputs: :mod:`~jaxmax._src.lowering.scatter.blocks` when every update
+stays on its target's device (sharded off the scatter axis), and
+:mod:`~jaxmax._src.lowering.scatter.across` when the updates are sharded along the axis that
+orders them (each device's partial result, combined in one or two all-reduces of integer keys).
 """

@@ -146,8 +146,8 @@ class Geometry:
                                            self._updates_in(values), self._scatter_dnums())
             return out.reshape(self.operand_shape)
         if combine == "max" and self.keys and jnp.issubdtype(operand.dtype, jnp.floating):
-            start = _key(operand)
-            out = self.scatter("max", start, index, _key(values))
+            start = ieee_key(operand)
+            out = self.scatter("max", start, index, ieee_key(values))
             # where the operand's key survived, its own bits do: a key drops a NaN's sign
             kept = lax.bitcast_convert_type(operand, start.dtype)
             bits = jnp.where(out == start, kept, jnp.where(out < 0, out ^ _top(out), out))
@@ -209,7 +209,7 @@ class Geometry:
 # input: XLA finishes a scatter split over devices with a cross-device max that on CPU drops NaN
 # and ignores the sign of zero, and its CPU scatter-max flushes a subnormal result to zero; an
 # integer max is exact everywhere, at about 4x the cost of the row scatter itself.
-def _key(x: jax.Array) -> jax.Array:
+def ieee_key(x: jax.Array) -> jax.Array:
     """The IEEE-754-2019 ``maximum`` order as signed integers: the bits, with the magnitude
     bits of negative numbers flipped (so ``-0 < +0``), and NaN (either sign) above ``+inf``
     with its payload kept."""

@@ -32,6 +32,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import explicit_axes
+from jaxmax._src.lowering.scatter import across as scatter_across
 from jaxmax._src.lowering.scatter import blocks as scatter_blocks
 from jaxmax._src.lowering.scatter import rules as scatter_rules
 from jaxmax._src.lowering.scatter.geometry import (
@@ -83,27 +84,38 @@ def _sharded(compute, data, indices, updates):
 def _along_axis(data, indices, updates, *, axis, rule, use_init, layout):
     if data.size == 0 or updates.size == 0:
         return data
-    size = data.shape[axis]
     if not row_layout_possible(data.shape, indices.shape, axis):
         layout = "elements"
     elif data.ndim == 1:
         layout = "rows"
+    compute = _along_rule(axis, rule, use_init, layout, _on_mesh(data, indices, updates))
+    blocks = scatter_blocks.along_other_axes(compute, data, indices, updates, axis)
+    if blocks is not None:
+        return blocks
+    across = scatter_across.along_order(
+        data, indices, updates, order_axis=axis, rule=rule, use_init=use_init,
+        local=lambda init_rule, use: _along_rule(axis, init_rule, use, layout, False),
+        gradients=_along_gradients(axis, rule, use_init),
+        shift=_into_block)
+    if across is not None:
+        return across
+    return _sharded(compute, data, indices, updates)
 
-    index_dtype = signed_index_dtype(size)
-    keys = _on_mesh(data, indices, updates)
+
+def _along_rule(axis: int, rule: str, use_init: bool, layout: str, keys: bool):
+    """``compute(data, indices, updates)``: the scatter along `axis` by `rule` in `layout`,
+    a floating max on integer keys when `keys`."""
 
     # each form normalises only the indices it reads: the row form one column, so that the
     # (n, features) index array is never rewritten
     def rows(data, ids, updates):
+        size = data.shape[axis]
         geom = Geometry("rows", tuple(data.shape), tuple(updates.shape), axis=axis, keys=keys)
-        norm = normalised(ids, size, index_dtype)
+        norm = normalised(ids, size, signed_index_dtype(size))
         return scatter_rules.apply(rule, geom, use_init, data, norm.reshape(-1, 1), updates)
 
     def elements(data, indices, updates):
-        flat_dtype = signed_index_dtype(data.size)
-        norm = normalised(indices, size, index_dtype)
-        flat = element_offsets(norm, tuple(data.shape), axis, flat_dtype)
-        geom = Geometry("elements", tuple(data.shape), tuple(updates.shape), keys=keys)
+        geom, flat = _elements_index(data.shape, indices, updates.shape, axis, keys)
         return scatter_rules.apply(rule, geom, use_init, data, flat, updates)
 
     def compute(data, indices, updates):
@@ -117,16 +129,41 @@ def _along_axis(data, indices, updates, *, axis, rule, use_init, layout):
         # element in front of a reduction is not vectorised; the min is then the row's id
         # both layouts share one copy of the rule (its fast scatter alone takes the row form
         # when the rows are constant), so that the closed forms compile once
+        size = data.shape[axis]
         low, high = _row_bounds(indices, axis)
-        ids = normalised(low, size, index_dtype).reshape(-1, 1)
+        ids = normalised(low, size, signed_index_dtype(size)).reshape(-1, 1)
         geom = Geometry("detect", tuple(data.shape), tuple(updates.shape), axis=axis, keys=keys)
         return scatter_rules.apply(rule, geom, use_init, data,
                                    (~any_true(low != high), ids, indices), updates)
 
-    blocks = scatter_blocks.along_other_axes(compute, data, indices, updates, axis)
-    if blocks is not None:
-        return blocks
-    return _sharded(compute, data, indices, updates)
+    return compute
+
+
+def _elements_index(shape, indices, updates_shape, axis: int, keys: bool):
+    """The per-element geometry and flat offsets of along-axis `indices` into `shape`."""
+    size = shape[axis]
+    norm = normalised(indices, size, signed_index_dtype(size))
+    flat = element_offsets(norm, tuple(shape), axis, signed_index_dtype(math.prod(shape)))
+    return Geometry("elements", tuple(shape), tuple(updates_shape), keys=keys), flat
+
+
+def _along_gradients(axis: int, rule: str, use_init: bool):
+    """The rule's cotangents of `data` and `updates` given its output, per element (every
+    layout's gradient is the same)."""
+    def gradients(data, indices, updates, out, g):
+        geom, flat = _elements_index(data.shape, indices, updates.shape, axis, True)
+        return scatter_rules.gradients(rule, geom, use_init, data, flat, updates, out, g)
+
+    return gradients
+
+
+def _into_block(indices, size: int, start, block: int):
+    """Along-axis `indices` into an axis of `size` as indices into its block of `block`
+    positions from `start`: a target outside the block (or out of range) becomes `block`,
+    which the block's scatter drops."""
+    dtype = signed_index_dtype(size)
+    local = normalised(indices, size, dtype) - start.astype(dtype)
+    return jnp.where((local >= 0) & (local < block), local, dtype.type(block))
 
 
 def _row_bounds(indices: jax.Array, axis: int) -> tuple[jax.Array, jax.Array]:
@@ -146,28 +183,60 @@ def _row_bounds(indices: jax.Array, axis: int) -> tuple[jax.Array, jax.Array]:
 def _by_coordinates(data, indices, updates, *, rule, use_init):
     if data.size == 0 or updates.size == 0:
         return data
-    k = indices.shape[-1]
-    keys = _on_mesh(data, indices, updates)
+    compute = _coordinates_rule(rule, use_init, _on_mesh(data, indices, updates))
+    if indices.ndim < 2:  # a single index tuple: nothing orders the updates
+        return _sharded(compute, data, indices, updates)
+    across = scatter_across.along_order(
+        data, indices, updates, order_axis=0, rule=rule, use_init=use_init,
+        local=lambda init_rule, use: _coordinates_rule(init_rule, use, False),
+        gradients=_coordinates_gradients(rule, use_init), shift=None)
+    if across is not None:
+        return across
+    return _sharded(compute, data, indices, updates)
 
+
+def _coordinates_index(shape, indices, updates_shape, keys: bool):
+    """The slice geometry and the normalised ``(n, k)`` index of coordinate `indices` into
+    `shape`, and whether the geometry adds a leading unit axis (``k = 0``)."""
+    k = indices.shape[-1]
+    n = math.prod(indices.shape[:-1])
+    if not k:
+        # Every update names the whole tensor. XLA's CPU scatter with an empty index
+        # vector into a one-element operand keeps the last update instead of combining
+        # (lax.scatter_add of 5, 1, 2, 3 into [0.] gives [3.]), so the updates go to
+        # coordinate 0 of a new leading unit axis instead.
+        geom = Geometry("slices", (1, *shape), tuple(updates_shape), k=1, keys=keys)
+        return geom, jnp.zeros((n, 1), signed_index_dtype(1)), True
+    coords = indices.reshape(n, k)
+    dtype = signed_index_dtype(max(shape[:k], default=1))
+    cols = [normalised(coords[:, j], shape[j], dtype) for j in range(k)]
+    dropped = jnp.zeros((n,), bool)
+    for j in range(k):
+        dropped = dropped | (cols[j] == shape[j])
+    cols[0] = jnp.where(dropped, dtype.type(shape[0]), cols[0])
+    geom = Geometry("slices", tuple(shape), tuple(updates_shape), k=k, keys=keys)
+    return geom, jnp.stack(cols, axis=1), False
+
+
+def _coordinates_rule(rule: str, use_init: bool, keys: bool):
+    """``compute(data, indices, updates)``: the scatter by coordinate tuples by `rule`."""
     def compute(data, indices, updates):
-        n = math.prod(indices.shape[:-1])
-        coords = indices.reshape(n, k)
-        dtype = signed_index_dtype(max(data.shape[:k], default=1))
-        cols = [normalised(coords[:, j], data.shape[j], dtype) for j in range(k)]
-        if not k:
-            # Every update names the whole tensor. XLA's CPU scatter with an empty index
-            # vector into a one-element operand keeps the last update instead of combining
-            # (lax.scatter_add of 5, 1, 2, 3 into [0.] gives [3.]), so the updates go to
-            # coordinate 0 of a new leading unit axis instead.
-            geom = Geometry("slices", (1, *data.shape), tuple(updates.shape), k=1, keys=keys)
-            return scatter_rules.apply(rule, geom, use_init, data[None], jnp.zeros((n, 1), dtype),
-                                       updates)[0]
-        dropped = jnp.zeros((n,), bool)
-        for j in range(k):
-            dropped = dropped | (cols[j] == data.shape[j])
-        cols[0] = jnp.where(dropped, dtype.type(data.shape[0]), cols[0])
-        index = jnp.stack(cols, axis=1)
-        geom = Geometry("slices", tuple(data.shape), tuple(updates.shape), k=k, keys=keys)
+        geom, index, lead = _coordinates_index(data.shape, indices, updates.shape, keys)
+        if lead:
+            return scatter_rules.apply(rule, geom, use_init, data[None], index, updates)[0]
         return scatter_rules.apply(rule, geom, use_init, data, index, updates)
 
-    return _sharded(compute, data, indices, updates)
+    return compute
+
+
+def _coordinates_gradients(rule: str, use_init: bool):
+    """The rule's cotangents of `data` and `updates` given its output."""
+    def gradients(data, indices, updates, out, g):
+        geom, index, lead = _coordinates_index(data.shape, indices, updates.shape, True)
+        if lead:
+            g_data, g_upd = scatter_rules.gradients(rule, geom, use_init, data[None], index,
+                                                    updates, out[None], g[None])
+            return g_data[0], g_upd
+        return scatter_rules.gradients(rule, geom, use_init, data, index, updates, out, g)
+
+    return gradients

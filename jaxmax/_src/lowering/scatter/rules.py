@@ -75,6 +75,14 @@ def apply(rule: str, geom: Geometry, use_init: bool, data: jax.Array, index: jax
     return _float_scatter(rule, geom, use_init, data, index, updates)
 
 
+def gradients(rule: str, geom: Geometry, use_init: bool, data: jax.Array, index: jax.Array,
+              updates: jax.Array, out: jax.Array, g: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The cotangents of `data` and `updates` for output `out` (the rule's result) and its
+    cotangent `g`: what `apply`'s gradient computes, for a caller that found `out` another way
+    (`scatter_across`)."""
+    return _backward(rule, geom, use_init, data, index, updates, out, g)
+
+
 def _maybe_tiny(x):
     """Whether `x` may hold a zero or a subnormal (never false when it does): one float sum,
     which XLA's CPU runs as a vectorised pass at the speed of a read, where a bit test in front
@@ -384,7 +392,13 @@ def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
 
 def _backward(rule, geom, use_init, data, index, u, out, g):
     init = _start(geom, use_init, data, index)
-    at = partial(geom.gather, index=index)
+    def at(x, fill):
+        if not dtypes.is_floating(x.dtype):
+            return geom.gather(x, index, fill)
+        # the bits (every floating fill here is +0): a gather the partitioner splits over
+        # devices adds the devices' parts, and -0 + 0 is +0 (a -0 cotangent lost its sign)
+        return order.from_bits(geom.gather(order.bits(x), index, 0), x.dtype)
+
     valid = at(jnp.ones(data.shape, bool), fill=False)
     out_u = at(out, fill=0)
     g_u = at(g, fill=0)

@@ -1,0 +1,306 @@
+"""Scatter sharded along the axis that orders its updates: one exchange of output-sized keys.
+
+An update's target is known only at run time, so when the updates are sharded along the axis
+that orders them (ScatterElements / ScatterElementsUpdate: the scatter axis; ScatterND /
+ScatterNDUpdate: the leading axis of the index tuples), each device's updates may reach any
+target. XLA's partitioner then gathers the indices and the updates, or all-reduces several
+output-sized arrays (the rule's NaN and zero-sign checks). Here, on ``Explicit`` mesh axes
+(``jax.shard_map``), each device scatters its own updates into an output-sized partial result
+with the one-device rule, the devices combine the partials in one all-reduce of integer keys
+(a max), and each device joins its own block of the data to the combined result. Blocks of
+the updates along the order axis are consecutive runs of each target's sequence, in mesh
+order, so device ``j``'s partial is the fold of its run, and:
+
+* the IEEE ``maximum`` (ONNX) is order-free: the max of IEEE total-order keys (NaN on top,
+  ``+0`` above ``-0``), the data one more operand of the same max;
+* ``acc < u ? u : acc`` (ScatterNDUpdate-15) folds a run into one value (NaN updates skipped,
+  the earliest of equal values kept), and folding runs is the same rule on their values: only
+  a tie between ``-0`` and ``+0`` depends on the order. The keys give each device's zero its
+  own code (the earlier device above; the codes of NaN, which no run yields, make room), so
+  one max is exact; the data element comes first and keeps a tie;
+* ``acc > u ? acc : u`` (ScatterElementsUpdate-12) is not an order-free combine: a NaN
+  restarts the fold. Runs ``[5]``, ``[NaN, 1]``, ``[3]`` on devices 0, 1, 2 give 3; without
+  device 2, 1; without device 1, 5. Any max of per-device keys would need key 2 above key 1
+  (3 beats 1), key 1 above key 0 (1 beats 5) and key 0 above key 2 (5 beats 3): no single
+  max of any width is exact. The smallest exact exchange found is two max all-reduces: the
+  last device whose run holds a NaN (one byte per target), then the keys of the runs from it
+  on (each run's fold from its last NaN; the later device's zero above the earlier's).
+
+Integers and bool take one max of the partials (every rule is a max there); integer data with
+``use_init_val=False`` keeps the partitioner's form. With replicated updates and data sharded
+along the scatter axis (along-axis faces), each device scatters every update into its own
+block instead: no collective. Gradients are the rule's (`scatter_rules.gradients`), computed
+from the output as on one device, with the mesh axes made ``Auto`` (`explicit_axes.run`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import NamedSharding, PartitionSpec
+
+from jaxmax._src import dtypes, explicit_axes
+from jaxmax._src.lowering import order
+from jaxmax._src.lowering.scatter.geometry import ieee_key
+
+Local = Callable[[str, bool], Callable]
+
+
+def along_order(data: jax.Array, indices: jax.Array, updates: jax.Array, *, order_axis: int,
+                rule: str, use_init: bool, local: Local, gradients: Callable,
+                shift: Callable | None) -> jax.Array | None:
+    """The scatter by `rule` when the layout allows one of this module's forms, else None.
+
+    `local(rule, use_init)` is the one-device ``compute(data, indices, updates)``;
+    `gradients(data, indices, updates, out, g)` the rule's cotangents; `shift(indices, size,
+    start, block)` turns along-axis indices into indices of one block of the scatter axis (None:
+    the form with replicated updates does not apply)."""
+    specs = [explicit_axes.spec_of(a) for a in (data, indices, updates)]
+    data_spec, index_spec, update_spec = specs
+    floating = dtypes.is_floating(data.dtype)
+    if floating and not _keyable(data.dtype):
+        return None
+    if _sharded(update_spec):
+        names = _order_names(indices, updates, order_axis, index_spec, update_spec)
+        if names is None or not _data_fits(data, data_spec, updates):
+            return None
+        n = explicit_axes.devices_along(_mesh(updates), names)
+        if floating and rule != "maximum" and not _codes_fit(data.dtype, n):
+            return None
+        if not floating and not use_init:
+            return None
+        forward = _exchange(rule, use_init, local, data, data_spec, names, n)
+        mesh = _mesh(updates)
+    elif shift is not None and not _sharded(index_spec) and _sharded(data_spec):
+        names = explicit_axes.explicit_only(data, order_axis)
+        if not names or any(e is not None for b, e in enumerate(data_spec) if b != order_axis):
+            return None
+        mesh = _mesh(data)
+        forward = _own_block(rule, use_init, local, shift, data, order_axis, names)
+    else:
+        return None
+    if _sharded(update_spec) and not _sharded(index_spec):
+        # (no collective: each device keeps its own block of a replicated array)
+        index_spec = tuple(update_spec[order_axis] if b == order_axis else None
+                           for b in range(indices.ndim))
+        indices = jax.sharding.reshard(indices, NamedSharding(mesh, PartitionSpec(*index_spec)))
+        specs[1] = index_spec
+    replicated = NamedSharding(mesh, PartitionSpec())
+    data, indices, updates = (a if _sharded(s) else jax.sharding.reshard(a, replicated)
+                              for a, s in zip((data, indices, updates), specs, strict=True))
+    in_specs = tuple(PartitionSpec(*s) for s in specs)
+    # check_vma=False: the private combiner scatter (JAX's own primitive, bound directly) has
+    # no rule for varying operands (as in blocks.py)
+    mapped = jax.shard_map(forward, mesh=mesh, in_specs=in_specs,
+                           out_specs=PartitionSpec(*data_spec), check_vma=False)
+    if not floating:
+        return mapped(data, indices, updates)
+    return _with_gradients(mapped, gradients, data_spec, update_spec)(data, indices, updates)
+
+
+def _sharded(spec) -> bool:
+    return any(e is not None for e in spec)
+
+
+def _mesh(x: jax.Array):
+    return jax.typeof(x).sharding.mesh
+
+
+def _keyable(dtype) -> bool:
+    """Floating types whose keys these forms build: 16, 32 and 64 bits, with an infinity."""
+    dtype = np.dtype(dtype)
+    return dtype.itemsize in (2, 4, 8) and bool(np.isinf(np.array(np.inf, dtype)))
+
+
+def _order_names(indices, updates, order_axis, index_spec, update_spec):
+    """The mesh axes the updates are sharded over along the order axis, when that is their
+    only sharded axis, the indices are sharded alike (or replicated) and every axis is
+    ``Explicit`` and even."""
+    names = explicit_axes.explicit_only(updates, order_axis)
+    if not names or any(e is not None for b, e in enumerate(update_spec) if b != order_axis):
+        return None
+    if not _sharded(index_spec):  # replicated indices are cut into the updates' blocks
+        return names
+    if explicit_axes.explicit_only(indices, order_axis) != names:
+        return None
+    if any(e is not None for b, e in enumerate(index_spec) if b != order_axis):
+        return None
+    return names
+
+
+def _data_fits(data, data_spec, updates) -> bool:
+    """Whether the data is replicated, or sharded over ``Explicit`` axes of the updates' mesh
+    in even blocks."""
+    if not _sharded(data_spec):
+        return True
+    if _mesh(data) != _mesh(updates):
+        return False
+    return all(explicit_axes.explicit_only(data, b) for b, e in enumerate(data_spec)
+               if e is not None)
+
+
+def _codes_fit(dtype, n: int) -> bool:
+    """Whether the keys of `dtype` hold ``2 * n`` zero codes: the positive numbers move up
+    into the codes of positive NaN, which the folds' keys never hold."""
+    signed = order.signed_bits_dtype(dtype)
+    top = int(np.array(np.inf, dtype).view(signed))
+    return top + 2 * n - 2 <= np.iinfo(signed).max
+
+
+def _own_block(rule, use_init, local, shift, data, axis, names):
+    """Replicated updates, data sharded along the scatter axis: every update into the
+    device's own block (out-of-block targets dropped), by the one-device rule."""
+    size = data.shape[axis]
+    block = size // explicit_axes.devices_along(_mesh(data), names)
+    compute = local(rule, use_init)
+
+    def forward(data, indices, updates):
+        start = lax.axis_index(names) * block
+        return compute(data, shift(indices, size, start, block), updates)
+
+    return forward
+
+
+def _exchange(rule, use_init, local, data, data_spec, names, n):
+    """Each device's partial of its updates, one or two max all-reduces over `names`, then
+    the device's block of the data joined."""
+    shape, dtype = tuple(data.shape), np.dtype(data.dtype)
+    mesh = _mesh(data) if _sharded(data_spec) else None
+
+    def own(full):
+        # the device's block of an output-sized array, as the data is sharded
+        for axis, entry in enumerate(data_spec):
+            if entry is None:
+                continue
+            along = explicit_axes.entry_names(entry)
+            block = shape[axis] // explicit_axes.devices_along(mesh, along)
+            full = lax.dynamic_slice_in_dim(full, lax.axis_index(along) * block, block, axis)
+        return full
+
+    def forward(e0, indices, updates):
+        j = lax.axis_index(names)
+        if not dtypes.is_floating(dtype):
+            identity = dtypes.max_identity(dtype)
+            part = local("maximum", True)(jnp.full(shape, identity), indices, updates)
+            wide = np.uint8 if dtypes.is_bool(dtype) else dtype
+            combined = own(lax.pmax(part.astype(wide), names)).astype(dtype)
+            return jnp.maximum(e0, combined)
+        if rule == "maximum":
+            part = local("maximum", True)(jnp.full(shape, -np.inf, dtype), indices, updates)
+            return _join_maximum(e0, own(lax.pmax(ieee_key(part), names)))
+        if rule == "acc_lt":
+            part = local("acc_lt", True)(jnp.full(shape, -np.inf, dtype), indices, updates)
+            codes = _encode(part, j, n, later=False)
+            return _join_acc_lt(e0, _decode(own(lax.pmax(codes, names)), n, dtype))
+        # acc_gt: each run folded from a NaN start is its fold after its last NaN (NaN when it
+        # ends with one); the last device with a NaN starts the global fold
+        part = local("acc_gt", True)(jnp.full(shape, np.nan, dtype), indices, updates)
+        hit_nan = local("maximum", True)(jnp.zeros(shape, bool), indices, jnp.isnan(updates))
+        touched = hit_nan | ~_is_nan(part)
+        small = np.int8 if n < 127 else np.int32
+        restart = lax.pmax(jnp.where(hit_nan, j, -1).astype(small), names)
+        signed = order.signed_bits_dtype(dtype)
+        low = np.iinfo(signed).min
+        codes = jnp.where(_is_nan(part), signed.type(low + 1), _encode(part, j, n, later=True))
+        codes = jnp.where(touched & (j >= restart), codes, signed.type(low))
+        combined = own(lax.pmax(codes, names))
+        return _join_acc_gt(e0, combined, own(restart), n, use_init)
+
+    return forward
+
+
+def _is_nan(x):
+    """NaN, read from the bits (next to the selects on bits, as `_select` reads them)."""
+    return order.magnitude_bits(x) > order.inf_bits(x.dtype)
+
+
+def _numeric(x):
+    """Monotone keys with ``-0`` and ``+0`` equal (non-NaN `x`): the order the folds compare
+    in."""
+    m = order.monotone_bits(x)
+    return jnp.where(m == -1, m.dtype.type(0), m)
+
+
+def _encode(x, j, n: int, *, later: bool):
+    """Keys of non-NaN `x` from device `j` of `n`: IEEE total order, except that a zero takes
+    code ``2 * rank + (sign is +) - 1`` in ``[-1, 2n - 2]`` (rank `j` when the later device
+    wins a tie, ``n - 1 - j`` when the earlier does) and the positive numbers move up past
+    those codes."""
+    m = order.monotone_bits(x)
+    t = m.dtype.type
+    rank = (j if later else n - 1 - j).astype(m.dtype)
+    zero_code = 2 * rank + jnp.where(m == 0, t(1), t(0)) - t(1)
+    return jnp.where(m > 0, m + t(2 * n - 2), jnp.where(m >= -1, zero_code, m))
+
+
+def _decode(codes, n: int, dtype):
+    """The inverse of `_encode` (for codes it made)."""
+    t = codes.dtype.type
+    zero = jnp.where((codes + t(1)) % t(2) == 1, t(0), t(-1))
+    m = jnp.where(codes >= t(2 * n - 1), codes - t(2 * n - 2),
+                  jnp.where(codes >= t(-1), zero, codes))
+    return order.from_monotone_bits(m, dtype)
+
+
+def _select(pred, a, b):
+    """``where(pred, a, b)`` on the bits (a float select may become a flushing compare)."""
+    return order.from_bits(jnp.where(pred, order.bits(a), order.bits(b)), a.dtype)
+
+
+def _join_maximum(e0, combined):
+    """The IEEE maximum of the data and the devices' combined key; where the data's key
+    wins, its own bits (a key holds a NaN without its sign)."""
+    start = ieee_key(e0)
+    best = jnp.maximum(start, combined)
+    return _select(best == start, e0, order.from_monotone_bits(best, e0.dtype))
+
+
+def _join_acc_lt(e0, combined):
+    """``acc < u ? u : acc`` with the data first: a NaN data element sticks, a tie keeps it
+    (no update: `combined` is ``-inf``, which never wins)."""
+    wins = ~_is_nan(e0) & (_numeric(e0) < _numeric(combined))
+    return _select(wins, combined, e0)
+
+
+def _join_acc_gt(e0, codes, restart, n: int, use_init: bool):
+    """``acc > u ? acc : u`` from the data, given the combined codes of the runs from the
+    `restart` device on (-1: no NaN update, so the data starts the fold)."""
+    dtype = e0.dtype
+    low = np.iinfo(codes.dtype).min
+    folded = _decode(codes, n, dtype)
+    folded = _select(codes == low + 1, jnp.full(e0.shape, np.nan, dtype), folded)
+    untouched = codes == low
+    start = e0 if use_init else _select(untouched, e0, jnp.full(e0.shape, dtypes.lowest(dtype)))
+    keeps = (restart < 0) & (untouched | (~_is_nan(start) &
+                                          (_numeric(start) > _numeric(folded))))
+    return _select(keeps, start, folded)
+
+
+def _with_gradients(forward, gradients, data_spec, update_spec):
+    """`forward` with the rule's cotangents, computed from its output on the mesh axes made
+    ``Auto`` (as the partitioner's form computes them)."""
+
+    @jax.custom_vjp
+    def scatter(data, indices, updates):
+        return forward(data, indices, updates)
+
+    def fwd(data, indices, updates):
+        out = forward(data, indices, updates)
+        return out, (data, indices, updates, out)
+
+    def bwd(residuals, g):
+        data, indices, updates, out = residuals
+        mesh = _mesh(out)
+        names = tuple(sorted({n for a in residuals for n in explicit_axes.names_of(a)}))
+        shardings = (NamedSharding(mesh, PartitionSpec(*data_spec)),
+                     NamedSharding(mesh, PartitionSpec(*update_spec)))
+        g_data, g_upd = jax.sharding.auto_axes(gradients, axes=names, out_sharding=shardings)(
+            data, indices, updates, out, g)
+        return g_data, None, g_upd
+
+    scatter.defvjp(fwd, bwd)
+    return scatter
