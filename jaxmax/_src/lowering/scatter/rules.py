@@ -206,13 +206,17 @@ def _combined(rule, geom, index, init, u):
     if rule == "acc_lt":
         top = _select(jnp.isnan(init), init, geom.scatter_fast("max_skip_nan", init, index, u,
                                                                  elements=_checked_skip_nan))
-    else:
-        top = geom.scatter_fast("ieee_max", init, index, u, elements=_checked_ieee)
+    else:  # the per-element scatter is XLA's float max, checked below (`exact`)
+        top = geom.scatter_fast("ieee_max", init, index, u, elements=_float_max)
 
     def zero_ties(top):
-        low = geom.scatter_fast("bits_min", init, index, u)
-        tie = _is_zero(top) & ~_sign(top) & _is_neg_zero(low)
-        return lax.cond(any_true(tie), partial(_zero_signs, rule, geom, index, init, u),
+        if rule == "acc_gt":
+            top = exact(top)
+            tie = _maybe_neg_zero(init) | _maybe_neg_zero(u)
+        else:
+            low = geom.scatter_fast("bits_min", init, index, u)
+            tie = any_true(_is_zero(top) & ~_sign(top) & _is_neg_zero(low))
+        return lax.cond(tie, partial(_zero_signs, rule, geom, index, init, u),
                         lambda top: top, top)
 
     def numbers(top):
@@ -221,22 +225,69 @@ def _combined(rule, geom, index, init, u):
 
     if rule == "acc_lt":
         return numbers(top)
-    # the sum is NaN when a NaN (or both infinities) is there; the compare then confirms
-    nan = lax.cond(jnp.isnan(jnp.sum(top)), lambda top: any_true(jnp.isnan(top)),
-                   lambda top: jnp.array(False), top)
 
     def with_nan(top):
+        # the maximum of the elements after the last NaN, NaN below every number: a target
+        # whose last NaN is an update starts at NaN and its earlier updates are masked to NaN,
+        # so its result is NaN exactly when the last element is (no element after it); a NaN
+        # `e0` starts as itself, so an untouched target keeps its bits
         each, at = geom.per_element(index)
         kd = _key_dtype(geom)
-        lastnan, tail_top = _after_last_nan(each, at, init, u, kd, "ieee_max")
-        last = each.last_positions(at, kd)
-        out = _select(lastnan == last, jnp.array(np.nan, u.dtype), tail_top)
-        return _select(last == 0, init, out)
+        p = _positions(each, kd)
+        lastnan = each.scatter("max", jnp.where(jnp.isnan(init), kd.type(0), kd.type(-1)), at,
+                               jnp.where(jnp.isnan(u), p, kd.type(-1)))
+        tail = p > each.gather(lastnan, at, kd.type(0))
+        nan = jnp.array(np.nan, u.dtype)
+        return each.scatter("max_skip_nan", _select(lastnan > 0, nan, init), at,
+                            _select(tail, u, nan))
+
+    # the sum is NaN when a NaN is there (or both infinities: the closed form is exact there
+    # too, only slower; a compare to confirm was one more branch to compile)
+    nan = jnp.isnan(jnp.sum(top))
+    flushable = _per_element(geom, index)
+
+    def exact(top):
+        """`top` where XLA's float max may have flushed a subnormal result to zero (only there:
+        the per-element scatter without a NaN, whose closed form is exact): the combiner
+        scatter when `init` or `u` holds a subnormal. Checked here, where a zero result sends
+        the rule anyway, instead of on the scatter's own result: one check fewer to run and to
+        compile."""
+        def redo(top):
+            each, at = geom.per_element(index)
+            return each.scatter("ieee_max", init, at, u)
+
+        def check(top):
+            subnormal = _any_subnormal(init) | _any_subnormal(u)
+            return lax.cond(subnormal, redo, lambda top: top, top)
+
+        if flushable is None:
+            return top
+        return lax.cond(flushable & ~nan, check, lambda top: top, top)
 
     # the zero ties are settled after, one copy for both branches: where the tail's maximum is
     # a zero the tail holds a zero, so the last zero of the whole sequence lies in it (a NaN
     # result is no zero, and an untouched target's zero is its own)
     return numbers(lax.cond(nan, with_nan, lambda top: top, top))
+
+
+def _maybe_neg_zero(x):
+    """Whether `x` may hold a ``-0`` (never false when it does): one float sum of ``1 / x``,
+    which is ``-inf`` at a ``-0`` (and at a negative subnormal, which a flushing division
+    reads as one), so the sum is ``-inf`` or NaN there."""
+    return ~(jnp.sum(np.array(1, x.dtype) / x) > -np.inf)
+
+
+def _float_max(geom, operand, index, values):
+    """XLA's float scatter-max (it flushes a subnormal result to zero)."""
+    return geom.scatter("max", operand, index, values)
+
+
+def _per_element(geom: Geometry, index):
+    """Whether the scatter runs per element (None where it never does): a `detect` index whose
+    rows are not constant, or an `elements` geometry."""
+    if geom.kind == "detect":
+        return ~index[0]
+    return jnp.array(True) if geom.kind == "elements" else None
 
 
 def _after_last_nan(geom, index, init, u, kd, float_max):
