@@ -206,12 +206,11 @@ def _combined(rule, geom, index, init, u):
     if rule == "acc_lt":
         top = _select(jnp.isnan(init), init, geom.scatter_fast("max_skip_nan", init, index, u,
                                                                  elements=_checked_skip_nan))
-    else:  # the per-element scatter is XLA's float max, checked below (`exact`)
+    else:  # the per-element scatter is XLA's float max, checked below (`flushed`)
         top = geom.scatter_fast("ieee_max", init, index, u, elements=_float_max)
 
     def zero_ties(top):
         if rule == "acc_gt":
-            top = exact(top)
             tie = _maybe_neg_zero(init) | _maybe_neg_zero(u)
         else:
             low = geom.scatter_fast("bits_min", init, index, u)
@@ -219,18 +218,15 @@ def _combined(rule, geom, index, init, u):
         return lax.cond(tie, partial(_zero_signs, rule, geom, index, init, u),
                         lambda top: top, top)
 
-    def numbers(top):
+    if rule == "acc_lt":
         # a float sum rules out a zero result at the speed of a read
         return lax.cond(_maybe_tiny(top), zero_ties, lambda top: top, top)
 
-    if rule == "acc_lt":
-        return numbers(top)
-
-    def with_nan(top):
+    def closed_form(top):
         # the maximum of the elements after the last NaN, NaN below every number: a target
         # whose last NaN is an update starts at NaN and its earlier updates are masked to NaN,
         # so its result is NaN exactly when the last element is (no element after it); a NaN
-        # `e0` starts as itself, so an untouched target keeps its bits
+        # `e0` starts as itself, so an untouched target keeps its bits. Exact on any input.
         each, at = geom.per_element(index)
         kd = _key_dtype(geom)
         p = _positions(each, kd)
@@ -238,36 +234,34 @@ def _combined(rule, geom, index, init, u):
                                jnp.where(jnp.isnan(u), p, kd.type(-1)))
         tail = p > each.gather(lastnan, at, kd.type(0))
         nan = jnp.array(np.nan, u.dtype)
-        return each.scatter("max_skip_nan", _select(lastnan > 0, nan, init), at,
-                            _select(tail, u, nan))
+        out = each.scatter("max_skip_nan", _select(lastnan > 0, nan, init), at,
+                           _select(tail, u, nan))
+        return out, _maybe_tiny(out)
 
-    # the sum is NaN when a NaN is there (or both infinities: the closed form is exact there
-    # too, only slower; a compare to confirm was one more branch to compile)
+    # float sums: NaN when a NaN is there (or both infinities: the closed form is exact there
+    # too, only slower), and `_maybe_tiny` (a zero result, which a flushed subnormal is)
     nan = jnp.isnan(jnp.sum(top))
-    flushable = _per_element(geom, index)
-
-    def exact(top):
-        """`top` where XLA's float max may have flushed a subnormal result to zero (only there:
-        the per-element scatter without a NaN, whose closed form is exact): the combiner
-        scatter when `init` or `u` holds a subnormal. Checked here, where a zero result sends
-        the rule anyway, instead of on the scatter's own result: one check fewer to run and to
-        compile."""
-        def redo(top):
-            each, at = geom.per_element(index)
-            return each.scatter("ieee_max", init, at, u)
-
-        def check(top):
-            subnormal = _any_subnormal(init) | _any_subnormal(u)
-            return lax.cond(subnormal, redo, lambda top: top, top)
-
-        if flushable is None:
-            return top
-        return lax.cond(flushable & ~nan, check, lambda top: top, top)
-
+    tiny = _maybe_tiny(top)
+    redo = nan
+    per_element = _per_element(geom, index)
+    if per_element is not None:
+        # XLA's float max may have flushed a subnormal result to zero: where a zero result
+        # meets a subnormal among the elements, the closed form (one copy for both cases)
+        redo = redo | lax.cond(per_element & ~nan & tiny, _any_subnormal_in,
+                               lambda init, u: jnp.array(False), init, u)
+    top, tiny = lax.cond(redo, closed_form, lambda top: (top, tiny), top)
     # the zero ties are settled after, one copy for both branches: where the tail's maximum is
     # a zero the tail holds a zero, so the last zero of the whole sequence lies in it (a NaN
     # result is no zero, and an untouched target's zero is its own)
-    return numbers(lax.cond(nan, with_nan, lambda top: top, top))
+    return lax.cond(tiny, zero_ties, lambda top: top, top)
+
+
+def _any_subnormal_in(a, b):
+    """Whether `a` or `b` holds a subnormal: the bit tests only when the fast sums cannot rule
+    one out."""
+    return lax.cond(_maybe_tiny(a) | _maybe_tiny(b),
+                    lambda a, b: _bits_subnormal(a) | _bits_subnormal(b),
+                    lambda a, b: jnp.array(False), a, b)
 
 
 def _maybe_neg_zero(x):
