@@ -20,8 +20,9 @@ combiner reads the bits (`_combined`): one pass over the unmodified updates is t
 ``maximum`` (and, for ``acc_lt``, the max with NaN updates skipped), so ``"maximum"`` is that
 scatter alone; a fold differs from it only where a NaN reached a target (``acc_gt``: the
 closed form below, on the tail after the last NaN) or where a ``+0`` result had a ``-0`` among
-its elements (one scatter of the bits' minimum finds them, one scatter of zero positions gives
-the fold's sign). With one index per update element the combiner has nothing to vectorise
+its elements (``acc_lt``: one scatter of the bits' minimum finds them; ``acc_gt``: a float sum
+of ``1/x`` says whether any ``-0`` is there; one scatter of zero positions gives the fold's
+sign). With one index per update element the combiner has nothing to vectorise
 over, so that form runs XLA's float scatter-max first and keeps it when its result shows it
 exact. Other floats (and a JAX without the private primitive) start with XLA's float
 scatter-max: it is the IEEE
@@ -199,8 +200,11 @@ def _combined(rule, geom, index, init, u):
     one pass over the unmodified updates is exact for the IEEE maximum on every input, so no
     data shape costs more. A fold is that maximum (NaN updates skipped for ``acc_lt``, whose
     NaN ``e0`` sticks) except where a NaN reaches a target (``acc_gt``: the closed form) or
-    where a ``+0`` result had a ``-0`` among its elements (the sign of the fold's zero: one
-    scatter of the bits' minimum finds those targets, then one of zero positions)."""
+    where a ``+0`` result had a ``-0`` among its elements (the sign of the fold's zero: for
+    ``acc_lt`` one scatter of the bits' minimum finds those targets, for ``acc_gt`` a float sum
+    says whether a ``-0`` is there at all; then one scatter of zero positions). ``acc_gt``'s
+    per-element scatter is XLA's float max: a zero result meeting a subnormal takes the closed
+    form, which is exact on any input (one copy for the NaN and the flush)."""
     if rule == "maximum":
         return geom.scatter_fast("ieee_max", init, index, u, elements=_checked_ieee)
     if rule == "acc_lt":
