@@ -20,8 +20,9 @@ combiner reads the bits (`_combined`): one pass over the unmodified updates is t
 ``maximum`` (and, for ``acc_lt``, the max with NaN updates skipped), so ``"maximum"`` is that
 scatter alone; a fold differs from it only where a NaN reached a target (``acc_gt``: the
 closed form below, on the tail after the last NaN) or where a ``+0`` result had a ``-0`` among
-its elements (one scatter of the bits' minimum finds them, one scatter of zero positions gives
-the fold's sign). With one index per update element the combiner has nothing to vectorise
+its elements (``acc_lt``: one scatter of the bits' minimum finds them; ``acc_gt``: a float sum
+of ``1/x`` says whether any ``-0`` is there; one scatter of zero positions gives the fold's
+sign). With one index per update element the combiner has nothing to vectorise
 over, so that form runs XLA's float scatter-max first and keeps it when its result shows it
 exact. Other floats (and a JAX without the private primitive) start with XLA's float
 scatter-max: it is the IEEE
@@ -207,44 +208,92 @@ def _combined(rule, geom, index, init, u):
     one pass over the unmodified updates is exact for the IEEE maximum on every input, so no
     data shape costs more. A fold is that maximum (NaN updates skipped for ``acc_lt``, whose
     NaN ``e0`` sticks) except where a NaN reaches a target (``acc_gt``: the closed form) or
-    where a ``+0`` result had a ``-0`` among its elements (the sign of the fold's zero: one
-    scatter of the bits' minimum finds those targets, then one of zero positions)."""
+    where a ``+0`` result had a ``-0`` among its elements (the sign of the fold's zero: for
+    ``acc_lt`` one scatter of the bits' minimum finds those targets, for ``acc_gt`` a float sum
+    says whether a ``-0`` is there at all; then one scatter of zero positions). ``acc_gt``'s
+    per-element scatter is XLA's float max: a zero result meeting a subnormal takes the closed
+    form, which is exact on any input (one copy for the NaN and the flush)."""
     if rule == "maximum":
         return geom.scatter_fast("ieee_max", init, index, u, elements=_checked_ieee)
     if rule == "acc_lt":
         top = _select(jnp.isnan(init), init, geom.scatter_fast("max_skip_nan", init, index, u,
                                                                  elements=_checked_skip_nan))
-    else:
-        top = geom.scatter_fast("ieee_max", init, index, u, elements=_checked_ieee)
+    else:  # the per-element scatter is XLA's float max, checked below (`flushed`)
+        top = geom.scatter_fast("ieee_max", init, index, u, elements=_float_max)
 
     def zero_ties(top):
-        low = geom.scatter_fast("bits_min", init, index, u)
-        tie = _is_zero(top) & ~_sign(top) & _is_neg_zero(low)
-        return lax.cond(any_true(tie), partial(_zero_signs, rule, geom, index, init, u),
+        if rule == "acc_gt":
+            tie = _maybe_neg_zero(init) | _maybe_neg_zero(u)
+        else:
+            low = geom.scatter_fast("bits_min", init, index, u)
+            tie = any_true(_is_zero(top) & ~_sign(top) & _is_neg_zero(low))
+        return lax.cond(tie, partial(_zero_signs, rule, geom, index, init, u),
                         lambda top: top, top)
 
-    def numbers(top):
+    if rule == "acc_lt":
         # a float sum rules out a zero result at the speed of a read
         return lax.cond(_maybe_tiny(top), zero_ties, lambda top: top, top)
 
-    if rule == "acc_lt":
-        return numbers(top)
-    # the sum is NaN when a NaN (or both infinities) is there; the compare then confirms
-    nan = lax.cond(jnp.isnan(jnp.sum(top)), lambda top: any_true(jnp.isnan(top)),
-                   lambda top: jnp.array(False), top)
-
-    def with_nan(top):
+    def closed_form(top):
+        # the maximum of the elements after the last NaN, NaN below every number: a target
+        # whose last NaN is an update starts at NaN and its earlier updates are masked to NaN,
+        # so its result is NaN exactly when the last element is (no element after it); a NaN
+        # `e0` starts as itself, so an untouched target keeps its bits. Exact on any input.
         each, at = geom.per_element(index)
         kd = _key_dtype(geom)
-        lastnan, tail_top = _after_last_nan(each, at, init, u, kd, "ieee_max")
-        last = each.last_positions(at, kd)
-        out = _select(lastnan == last, jnp.array(np.nan, u.dtype), tail_top)
-        return _select(last == 0, init, out)
+        p = _positions(each, kd)
+        lastnan = each.scatter("max", jnp.where(jnp.isnan(init), kd.type(0), kd.type(-1)), at,
+                               jnp.where(jnp.isnan(u), p, kd.type(-1)))
+        tail = p > each.gather(lastnan, at, kd.type(0))
+        nan = jnp.array(np.nan, u.dtype)
+        out = each.scatter("max_skip_nan", _select(lastnan > 0, nan, init), at,
+                           _select(tail, u, nan))
+        return out, _maybe_tiny(out)
 
+    # float sums: NaN when a NaN is there (or both infinities: the closed form is exact there
+    # too, only slower), and `_maybe_tiny` (a zero result, which a flushed subnormal is)
+    nan = jnp.isnan(jnp.sum(top))
+    tiny = _maybe_tiny(top)
+    redo = nan
+    per_element = _per_element(geom, index)
+    if per_element is not None:
+        # XLA's float max may have flushed a subnormal result to zero: where a zero result
+        # meets a subnormal among the elements, the closed form (one copy for both cases)
+        redo = redo | lax.cond(per_element & ~nan & tiny, _any_subnormal_in,
+                               lambda init, u: jnp.array(False), init, u)
+    top, tiny = lax.cond(redo, closed_form, lambda top: (top, tiny), top)
     # the zero ties are settled after, one copy for both branches: where the tail's maximum is
     # a zero the tail holds a zero, so the last zero of the whole sequence lies in it (a NaN
     # result is no zero, and an untouched target's zero is its own)
-    return numbers(lax.cond(nan, with_nan, lambda top: top, top))
+    return lax.cond(tiny, zero_ties, lambda top: top, top)
+
+
+def _any_subnormal_in(a, b):
+    """Whether `a` or `b` holds a subnormal: the bit tests only when the fast sums cannot rule
+    one out."""
+    return lax.cond(_maybe_tiny(a) | _maybe_tiny(b),
+                    lambda a, b: _bits_subnormal(a) | _bits_subnormal(b),
+                    lambda a, b: jnp.array(False), a, b)
+
+
+def _maybe_neg_zero(x):
+    """Whether `x` may hold a ``-0`` (never false when it does): one float sum of ``1 / x``,
+    which is ``-inf`` at a ``-0`` (and at a negative subnormal, which a flushing division
+    reads as one), so the sum is ``-inf`` or NaN there."""
+    return ~(jnp.sum(np.array(1, x.dtype) / x) > -np.inf)
+
+
+def _float_max(geom, operand, index, values):
+    """XLA's float scatter-max (it flushes a subnormal result to zero)."""
+    return geom.scatter("max", operand, index, values)
+
+
+def _per_element(geom: Geometry, index):
+    """Whether the scatter runs per element (None where it never does): a `detect` index whose
+    rows are not constant, or an `elements` geometry."""
+    if geom.kind == "detect":
+        return ~index[0]
+    return jnp.array(True) if geom.kind == "elements" else None
 
 
 def _after_last_nan(geom, index, init, u, kd, float_max):
