@@ -210,3 +210,10 @@ def from_bits(b: jax.Array, dtype) -> jax.Array:
     if dtypes.is_floating(dtype):
         return lax.bitcast_convert_type(b, dtype)
     return b
+
+
+def select_bits(pred, a, b) -> jax.Array:
+    """``where(pred, a, b)`` on the bits: next to a bit test, a float select may be compiled
+    into a float compare, which flushes subnormals to zero."""
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    return from_bits(jnp.where(pred, bits(a), bits(b)), a.dtype)

@@ -29,7 +29,7 @@ order, so device ``j``'s partial is the fold of its run, and:
 Integers and bool take one max of the partials (every rule is a max there); integer data with
 ``use_init_val=False`` keeps the partitioner's form. With replicated updates and data sharded
 along the scatter axis (along-axis faces), each device scatters every update into its own
-block instead: no collective. Gradients are the rule's (`scatter_rules.gradients`), computed
+block instead: no collective. Gradients are the rule's (`rules.gradients`), computed
 from the output as on one device, with the mesh axes made ``Auto`` (`explicit_axes.run`).
 """
 
@@ -45,6 +45,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from jaxmax._src import dtypes, explicit_axes
 from jaxmax._src.lowering import order
+from jaxmax._src.lowering.order import select_bits as _select
 from jaxmax._src.lowering.scatter.geometry import ieee_key
 
 Local = Callable[[str, bool], Callable]
@@ -214,7 +215,7 @@ def _exchange(rule, use_init, local, data, data_spec, names, n):
 
 
 def _is_nan(x):
-    """NaN, read from the bits (next to the selects on bits, as `_select` reads them)."""
+    """NaN, read from the bits (next to the selects on bits, as `order.select_bits` reads them)."""
     return order.magnitude_bits(x) > order.inf_bits(x.dtype)
 
 
@@ -244,11 +245,6 @@ def _decode(codes, n: int, dtype):
     m = jnp.where(codes >= t(2 * n - 1), codes - t(2 * n - 2),
                   jnp.where(codes >= t(-1), zero, codes))
     return order.from_monotone_bits(m, dtype)
-
-
-def _select(pred, a, b):
-    """``where(pred, a, b)`` on the bits (a float select may become a flushing compare)."""
-    return order.from_bits(jnp.where(pred, order.bits(a), order.bits(b)), a.dtype)
 
 
 def _join_maximum(e0, combined):

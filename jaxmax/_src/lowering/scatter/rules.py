@@ -61,6 +61,7 @@ from jax import lax
 
 from jaxmax._src import dtypes
 from jaxmax._src.lowering import order
+from jaxmax._src.lowering.order import select_bits as _select
 from jaxmax._src.lowering.scatter import combiner as scatter_combiner
 from jaxmax._src.lowering.scatter.geometry import Geometry, any_true, signed_index_dtype
 
@@ -74,14 +75,6 @@ def apply(rule: str, geom: Geometry, use_init: bool, data: jax.Array, index: jax
         init = _start(geom, use_init, data, index)
         return geom.scatter_fast("max", init, index, updates)
     return _float_scatter(rule, geom, use_init, data, index, updates)
-
-
-def gradients(rule: str, geom: Geometry, use_init: bool, data: jax.Array, index: jax.Array,
-              updates: jax.Array, out: jax.Array, g: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """The cotangents of `data` and `updates` for output `out` (the rule's result) and its
-    cotangent `g`: what `apply`'s gradient computes, for a caller that found `out` another way
-    (`scatter_across`)."""
-    return _backward(rule, geom, use_init, data, index, updates, out, g)
 
 
 def _maybe_tiny(x):
@@ -151,13 +144,6 @@ def _key_dtype(geom: Geometry) -> np.dtype:
 
 def _signed_zero(sign_bit, dtype):
     return jnp.where(sign_bit, jnp.array(-0.0, dtype), jnp.array(0.0, dtype))
-
-
-def _select(pred, a, b):
-    """``where(pred, a, b)`` on the bits: next to a bit test, a float select may be compiled into
-    a float compare, which flushes subnormals to zero."""
-    a, b = jnp.asarray(a), jnp.asarray(b)
-    return order.from_bits(jnp.where(pred, order.bits(a), order.bits(b)), a.dtype)
 
 
 def _forward(rule, geom, use_init, data, index, u):
@@ -439,7 +425,10 @@ def _exact(rule, geom, index, init, u, fold=None, nan=None, fast=None):
     return (acc_gt if rule == "acc_gt" else acc_lt)(init, u)
 
 
-def _backward(rule, geom, use_init, data, index, u, out, g):
+def gradients(rule, geom, use_init, data, index, u, out, g):
+    """The cotangents of `data` and `updates` (`u`) for output `out` (the rule's result) and
+    its cotangent `g`: `apply`'s gradient, and that of a caller that found `out` another way
+    (`scatter.across`)."""
     init = _start(geom, use_init, data, index)
     def at(x, fill):
         if not dtypes.is_floating(x.dtype):
@@ -495,7 +484,7 @@ def _fwd(rule, geom, use_init, data, index, updates):
 
 def _bwd(rule, geom, use_init, residuals, g):
     data, index, updates, out = residuals
-    g_data, g_upd = _backward(rule, geom, use_init, data, index, updates, out, g)
+    g_data, g_upd = gradients(rule, geom, use_init, data, index, updates, out, g)
     return g_data, None, g_upd
 
 
