@@ -112,14 +112,15 @@ def compile_cost(f, specs) -> tuple[float, float]:
 
 
 def part_compile(base, rounds: int) -> None:
-    def specs(count=300):
-        return (jax.ShapeDtypeStruct((1, 256, 50, 50), jnp.float32),
+    def specs(count=300, side=50):
+        return (jax.ShapeDtypeStruct((1, 256, side, side), jnp.float32),
                 jax.ShapeDtypeStruct((count, 5), jnp.float32))
     rows = {"trivial x*2+1": (lambda x, r: x * 2 + 1, specs()), "plain JAX": (plain, specs())}
     for face, rule in (("ONNX", "onnx"), ("OV", "openvino")):
         for name, module in (("base", base), ("this", this_max_pool)):
             rows[f"{face} {name}"] = (pool(module, rule), specs())
             rows[f"{face} {name}, 1000 ROIs"] = (pool(module, rule), specs(1000))
+            rows[f"{face} {name}, 200x200 map"] = (pool(module, rule), specs(side=200))
             rows[f"{face} grad {name}"] = (summed_grad(pool(module, rule)), specs())
     compile_cost(rows["trivial x*2+1"][0], specs())  # first-use costs
     got: dict[str, list] = {k: [] for k in rows}
@@ -139,7 +140,12 @@ def part_run(base, rounds: int) -> None:
     nan[rng.random(x.shape) < 1e-3] = np.nan
     outside = rois.copy()
     outside[::3, 3:] += 400
-    inputs = {"clean": (x, rois), "NaN 1e-3": (nan, rois), "ROIs outside": (x, outside)}
+    far = rois.copy()  # bins larger than the map's ceil(H/PH) + 1 rows: the full table
+    far[::10, 3:] += 3000
+    ties = np.round(x * 2) / 2  # few distinct values: ties in every bin
+    zeros = np.where(x < 0, np.float32(-0.0), x)  # ReLU with negative zeros: signed-zero ties
+    inputs = {"clean": (x, rois), "NaN 1e-3": (nan, rois), "ROIs outside": (x, outside),
+              "ROIs far out": (x, far), "ties": (ties, rois), "-0.0 / +0.0": (zeros, rois)}
     fns = {(rule, name): jax.jit(pool(module, rule)) for rule in ("onnx", "openvino")
            for name, module in (("base", base), ("this", this_max_pool))}
     args = {k: tuple(jnp.asarray(a) for a in v) for k, v in inputs.items()}
