@@ -34,6 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from jaxmax._src.lowering import order
 from jaxmax._src.lowering.scatter import combiner as scatter_combiner
 
 _DROP = lax.GatherScatterMode.FILL_OR_DROP
@@ -195,7 +196,14 @@ class Geometry:
                          dtype.type(1), dtype.type(0))
 
     def gather(self, operand: jax.Array, index: jax.Array, fill) -> jax.Array:
-        """`operand` read at each update's target, update-shaped; `fill` where dropped."""
+        """`operand` read at each update's target, update-shaped; `fill` where dropped. Floats
+        are read through their bits: a gather the partitioner splits over devices adds the
+        devices' parts, and ``-0 + 0`` is ``+0``."""
+        if jnp.issubdtype(operand.dtype, jnp.floating):
+            fill_bits = np.array(fill, operand.dtype).view(order.unsigned_bits_dtype(
+                operand.dtype)).item()
+            return order.from_bits(self.gather(order.bits(operand), index, fill_bits),
+                                   operand.dtype)
         if self.kind == "detect":
             geom, flat = self.per_element(index)
             return geom.gather(operand, flat, fill)

@@ -430,13 +430,7 @@ def gradients(rule, geom, use_init, data, index, u, out, g):
     its cotangent `g`: `apply`'s gradient, and that of a caller that found `out` another way
     (`scatter.across`)."""
     init = _start(geom, use_init, data, index)
-    def at(x, fill):
-        if not dtypes.is_floating(x.dtype):
-            return geom.gather(x, index, fill)
-        # the bits (every floating fill here is +0): a gather the partitioner splits over
-        # devices adds the devices' parts, and -0 + 0 is +0 (a -0 cotangent lost its sign)
-        return order.from_bits(geom.gather(order.bits(x), index, 0), x.dtype)
-
+    at = partial(geom.gather, index=index)  # floats through their bits (zero signs kept)
     valid = at(jnp.ones(data.shape, bool), fill=False)
     out_u = at(out, fill=0)
     g_u = at(g, fill=0)
