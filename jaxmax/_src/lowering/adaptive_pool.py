@@ -48,7 +48,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import adaptive_sharded, order, rules
+from jaxmax._src.lowering import adaptive_sharded, compile_options, order, rules
 from jaxmax._src.lowering.pooling import compact as pool_compact
 
 
@@ -148,7 +148,7 @@ def adaptive_max_pool(x: jax.Array, output_shape: tuple[int, ...], index_dtype: 
     return _adaptive_jit(x, output_shape, np.dtype(index_dtype))
 
 
-@partial(jax.jit, static_argnames=("output_shape", "index_dtype"), inline=True)
+@compile_options.jit(static_argnames=("output_shape", "index_dtype"))
 def _adaptive_jit(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
     out_shape = tuple(x.shape[:2]) + output_shape
     if math.prod(out_shape) == 0:

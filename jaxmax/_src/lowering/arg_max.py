@@ -32,7 +32,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import explicit_axes
-from jaxmax._src.lowering import order
+from jaxmax._src.lowering import compile_options, order
 
 #: ArgMax over a non-last axis of at most this many elements runs as one fused fold.
 FOLD_LIMIT = 64
@@ -52,8 +52,7 @@ def arg_max(x: jax.Array, *, axis: int, keepdims: bool, last: bool, nan_order: s
                         index_dtype=np.dtype(index_dtype))
 
 
-@partial(jax.jit, static_argnames=("axis", "keepdims", "last", "nan_order", "index_dtype"),
-         inline=True)
+@compile_options.jit(static_argnames=("axis", "keepdims", "last", "nan_order", "index_dtype"))
 def _arg_max_jit(x, *, axis, keepdims, last, nan_order, index_dtype):
     def compute(x):
         def key(v):

@@ -20,16 +20,17 @@ import jax
 import jax.numpy as jnp
 
 from jaxmax._src import explicit_axes
+from jaxmax._src.lowering import compile_options
 
 
-@functools.partial(jax.jit, inline=True)
+@compile_options.jit
 def ieee_maximum(*arrays: jax.Array) -> jax.Array:
     """``maximum(...maximum(maximum(x0, x1), x2)..., xn)`` broadcast NumPy-style; one input is
     returned as it is. The derivative is ``jnp.maximum``'s at each step (a tie splits evenly)."""
     return functools.reduce(jnp.maximum, arrays)
 
 
-@functools.partial(jax.jit, inline=True)
+@compile_options.jit
 def select_maximum(a: jax.Array, b: jax.Array) -> jax.Array:
     """``where(a < b, b, a)`` broadcast NumPy-style; the cotangent goes to `b` where ``a < b``
     and to `a` everywhere else (NaN and ties included)."""

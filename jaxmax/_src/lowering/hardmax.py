@@ -12,12 +12,11 @@ zero. Reusing the ArgMax fold (rather than ``jnp.argmax``, a variadic reduce ~40
 from __future__ import annotations
 
 import math
-from functools import partial
 
 import jax
 from jax import lax
 
-from jaxmax._src.lowering import arg_max
+from jaxmax._src.lowering import arg_max, compile_options
 
 
 def hardmax(x: jax.Array, *, axis: int, flatten: bool = False) -> jax.Array:
@@ -28,7 +27,7 @@ def hardmax(x: jax.Array, *, axis: int, flatten: bool = False) -> jax.Array:
     return _hardmax_jit(x, axis=axis, flatten=flatten)
 
 
-@partial(jax.jit, static_argnames=("axis", "flatten"), inline=True)
+@compile_options.jit(static_argnames=("axis", "flatten"))
 def _hardmax_jit(x, *, axis, flatten):
     if flatten:
         rows = x.reshape(math.prod(x.shape[:axis]), math.prod(x.shape[axis:]))

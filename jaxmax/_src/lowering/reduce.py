@@ -30,13 +30,11 @@ masked path), and ``nan="propagate"`` finds NaN slices by a sum of squares
 
 from __future__ import annotations
 
-from functools import partial
-
 import jax
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import reduce_cpu, reduce_sharded, rules, signed_zeros
+from jaxmax._src.lowering import compile_options, reduce_cpu, reduce_sharded, rules, signed_zeros
 
 
 def _max_with_rule(x: jax.Array, axes: tuple[int, ...], nan: str, fold: bool) -> jax.Array:
@@ -70,7 +68,7 @@ def reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, nan: str) ->
                            rules.cross_device_possible(x))
 
 
-@partial(jax.jit, static_argnames=("axes", "keepdims", "nan", "cross_device"), inline=True)
+@compile_options.jit(static_argnames=("axes", "keepdims", "nan", "cross_device"))
 def _reduce_max_jit(x: jax.Array, axes: tuple[int, ...], keepdims: bool, nan: str,
                     cross_device: bool) -> jax.Array:
     """Max over `axes` (normalised, unique); logical or for bool data.

@@ -16,7 +16,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import order, rules
+from jaxmax._src.lowering import compile_options, order, rules
 from jaxmax._src.lowering.scatter import private as private_scatter
 
 
@@ -27,7 +27,7 @@ def segment_max(data: jax.Array, segment_ids: jax.Array, num_segments: int,
                             rules.cross_device_possible(data, segment_ids))
 
 
-@partial(jax.jit, static_argnames=("num_segments", "fill", "cross_device"), inline=True)
+@compile_options.jit(static_argnames=("num_segments", "fill", "cross_device"))
 def _segment_max_jit(data: jax.Array, segment_ids: jax.Array, num_segments: int, fill: str,
                      cross_device: bool) -> jax.Array:
     """Per-segment OpenVINO-rule max; empty segments get `fill` (``"zero"``/``"lowest"``).

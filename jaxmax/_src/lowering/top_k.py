@@ -38,7 +38,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import order, rules, top_k_chunked, top_k_sharded
+from jaxmax._src.lowering import compile_options, order, rules, top_k_chunked, top_k_sharded
 
 #: Inputs of at most this many bytes are selected by the key alone, without first trying the
 #: plain ``lax.top_k`` of the data (`_select`): compiling dominates their run time, and the try
@@ -55,9 +55,8 @@ def top_k(x: jax.Array, k: int, *, axis: int, descending: bool, nan_order: str,
                       by_index=by_index, index_dtype=np.dtype(index_dtype))
 
 
-@partial(jax.jit,
-         static_argnames=("k", "axis", "descending", "nan_order", "by_index", "index_dtype"),
-         inline=True)
+@compile_options.jit(
+    static_argnames=("k", "axis", "descending", "nan_order", "by_index", "index_dtype"))
 def _top_k_jit(x, *, k, axis, descending, nan_order, by_index, index_dtype):
     compute = partial(select_along, k=k, axis=axis, descending=descending, nan_order=nan_order,
                       by_index=by_index, index_dtype=index_dtype)

@@ -31,7 +31,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import explicit_axes
-from jaxmax._src.lowering import order, unpool_sharded
+from jaxmax._src.lowering import compile_options, order, unpool_sharded
 
 
 def max_unpool(x: jax.Array, indices: jax.Array, out_shape: tuple[int, ...],
@@ -43,7 +43,7 @@ def max_unpool(x: jax.Array, indices: jax.Array, out_shape: tuple[int, ...],
     return _unpool_jit(x, indices, out_shape, kernel, strides, pads_begin)
 
 
-@partial(jax.jit, static_argnames=("out_shape", "kernel", "strides", "pads_begin"), inline=True)
+@compile_options.jit(static_argnames=("out_shape", "kernel", "strides", "pads_begin"))
 def _unpool_jit(x, indices, out_shape, kernel, strides, pads_begin):
     if x.size == 0 or math.prod(out_shape) == 0:
         return jnp.zeros(out_shape, x.dtype)

@@ -32,14 +32,12 @@ See docs/semantics.md §5 for the rules and §9 for the jit contract.
 
 from __future__ import annotations
 
-from functools import partial
-
 import jax
 import numpy as np
 from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import rules
+from jaxmax._src.lowering import compile_options, rules
 from jaxmax._src.lowering.pooling import compact as pool_compact
 from jaxmax._src.lowering.pooling import geometry as pool_geometry
 from jaxmax._src.lowering.pooling import halo as pool_halo
@@ -73,8 +71,8 @@ def max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
                          None if index_dtype is None else np.dtype(index_dtype), layout)
 
 
-@partial(jax.jit, static_argnames=("window", "strides", "padding", "dilation", "nan",
-                                   "cross_device", "index_dtype", "layout"), inline=True)
+@compile_options.jit(static_argnames=("window", "strides", "padding", "dilation", "nan",
+                                   "cross_device", "index_dtype", "layout"))
 def _max_pool_jit(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
                   padding: tuple[tuple[int, int], ...], dilation: tuple[int, ...], nan: str,
                   cross_device: bool, index_dtype: np.dtype | None, layout: IndexLayout):

@@ -247,9 +247,9 @@ def _packed(per: dict):
 def roi_align(x: jax.Array, boxes: jax.Array, batch: jax.Array, **static) -> jax.Array:
     """:func:`align` with ``Explicit`` mesh axes made ``Auto`` inside it: the output keeps the
     sharding of the ROI axis (from `boxes`) and of the channel axis (from `x`) where they
-    divide evenly, the rest replicated. A small eager call (`compile_options.small_eager`)
-    compiles with `compile_options.fast_compile()`: about a quarter of the compile time, the
-    same bits (benchmarks/RESULTS.md, roi_align). Where the images may lie on several devices,
+    divide evenly, the rest replicated. A small eager call compiles with the fast options
+    (`compile_options.jit`): about a quarter of the compile time, the same bits
+    (benchmarks/RESULTS.md, roi_align). Where the images may lie on several devices,
     max reads the samples' corners through their bits (`_take_rows`)."""
     static = dict(static, bits_rows=static["mode"] == "max" and rules.cross_device_possible(x))
 
@@ -261,8 +261,7 @@ def roi_align(x: jax.Array, boxes: jax.Array, batch: jax.Array, **static) -> jax
         x, batch, (boxes,), lambda x, b, r: align(x, r, b, **static), absent=0)
     if sharded is not None:
         return sharded
-    jitted = _align_small() if compile_options.small_eager(x, boxes, batch) else align
-    return explicit_axes.run(functools.partial(jitted, **static), (x, boxes, batch), out_spec)
+    return explicit_axes.run(functools.partial(align, **static), (x, boxes, batch), out_spec)
 
 
 def _align(x: jax.Array, boxes: jax.Array, batch: jax.Array, *, face: str, mode: str,
@@ -322,10 +321,4 @@ def _align(x: jax.Array, boxes: jax.Array, batch: jax.Array, *, face: str, mode:
 
 _STATIC = ("face", "mode", "corners", "pooled", "sampling_ratio", "scale", "geometry",
            "bits_rows")
-align = jax.jit(_align, static_argnames=_STATIC)
-
-
-@functools.cache
-def _align_small():
-    """`align` compiled with the fast-compile options (built on first use: the probe compiles)."""
-    return jax.jit(_align, static_argnames=_STATIC, compiler_options=compile_options.fast_compile())
+align = compile_options.jit(_align, static_argnames=_STATIC, inline=False)

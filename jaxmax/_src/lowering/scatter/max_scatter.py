@@ -24,7 +24,6 @@ one copy for both layouts.
 from __future__ import annotations
 
 import math
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -32,6 +31,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import explicit_axes
+from jaxmax._src.lowering import compile_options
 from jaxmax._src.lowering.scatter import across as scatter_across
 from jaxmax._src.lowering.scatter import blocks as scatter_blocks
 from jaxmax._src.lowering.scatter import rules as scatter_rules
@@ -80,7 +80,7 @@ def _sharded(compute, data, indices, updates):
     return explicit_axes.run(compute, (data, indices, updates), out_spec)
 
 
-@partial(jax.jit, static_argnames=("axis", "rule", "use_init", "layout"), inline=True)
+@compile_options.jit(static_argnames=("axis", "rule", "use_init", "layout"))
 def _along_axis(data, indices, updates, *, axis, rule, use_init, layout):
     if data.size == 0 or updates.size == 0:
         return data
@@ -179,7 +179,7 @@ def _row_bounds(indices: jax.Array, axis: int) -> tuple[jax.Array, jax.Array]:
     return low, high
 
 
-@partial(jax.jit, static_argnames=("rule", "use_init"), inline=True)
+@compile_options.jit(static_argnames=("rule", "use_init"))
 def _by_coordinates(data, indices, updates, *, rule, use_init):
     if data.size == 0 or updates.size == 0:
         return data
