@@ -24,8 +24,9 @@ gathered at the indices beyond (`_routed`; the windows do not overlap).
 
 Otherwise the fold over every tap where each tap is one strided slice per axis (`_regular`
 windows, at most 64 taps; differentiated through the indices beyond `AUTODIFF_TAPS` taps where
-the windows tile the input); else each window folded on its own (`_per_window`) up to
-`WINDOW_READS` element reads per plane; beyond, the tap fold up to `RUNS_FOLD_TAPS` taps, and the
+the windows tile the input); else each window folded on its own (`_per_window`: one strided
+slice per tap for the windows of one length stepping evenly) up to `WINDOW_READS` element reads
+per plane; beyond, the tap fold up to `RUNS_FOLD_TAPS` taps, and the
 compact form above it: the per-window form is the fastest but its compile grows with the reads.
 
 Inputs of at most ``pool_compact.SMALL_BYTES``, and windows whose largest lengths sum over the
@@ -117,8 +118,10 @@ _UNROLLED_TAPS = 64
 #: Up to this many element reads per (n, c) plane, windows that are not regular are each folded
 #: from single-element slices (`_per_window`: the fastest form, whose compile grows with the
 #: reads, 2-3 ms of CPU per read on a loaded machine: 0.33 s at 144 reads, 0.66-0.82 s at
-#: 288-324, 2.0 s at 676). 300 keeps the (14, 14) -> (5, 3) head (288 reads, 1.9 ms against
-#: 8-26 ms for the forms below) and sends every larger count to them.
+#: 288-324, 2.0 s at 676, before windows of one length stepping evenly shared their slices:
+#: the (14, 14) -> (5, 3) head's 288 reads are 77 taps since, 0.34 against 0.88 s CPU). 300
+#: keeps that head (1.9 ms against 8-26 ms for the forms below) and sends every larger count
+#: to them.
 WINDOW_READS = 300
 #: Beyond `WINDOW_READS`, up to this many taps the tap fold (`_fold`, taps of concatenated
 #: runs: compile about 0.3 s CPU at 16 taps, 0.6 s at 64) and beyond it the compact form
