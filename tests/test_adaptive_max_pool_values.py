@@ -315,6 +315,39 @@ def test_forms_by_window_reads(monkeypatch):
         assert len(lowered.as_text().splitlines()) < 600, (shape, out)
 
 
+@pytest.mark.parametrize("shape,out", [
+    ((2, 3, 14, 14), (5, 3)),  # two groups per axis, placed by padding
+    ((2, 3, 3), (7,)),  # repeated windows: groups of one beside a group whose starts step
+    ((2, 2, 10, 10), (7, 3)),  # groups of one and of two on the first axis
+    ((1, 2, 7, 9, 11), (3, 4, 5)),  # three axes
+    ((2, 3, 5, 12), (12, 5)),  # an output longer than the input
+    ((2, 3, 13, 17), (5, 1)),  # one window on the last axis: concatenated, no padding
+])
+def test_per_window_groups_against_oracle(shape, out):
+    """The per-window form forced on windows whose groups (`_window_groups`: one length,
+    outputs and starts stepping evenly) take each placement, against the oracle (NaN, ±inf, ±0,
+    ties), int32 and int64 indices: each window reads only its own elements, in row-major order."""
+    from jaxmax._src.lowering import adaptive_pool
+
+    rng = np.random.default_rng(41)
+    for axis, (n, o) in enumerate(zip(shape[2:], out, strict=True)):
+        groups = adaptive_pool._window_groups(n, o)
+        covered = sorted(g[1] + k * g[2] for g in groups for k in range(g[3]))
+        assert covered == list(range(o)), (axis, groups)
+        for length, first, out_step, count, start, start_step in groups:
+            for k in range(count):
+                assert adaptive_pool.windows(n, o)[first + k * out_step] == (
+                    start + k * start_step, start + k * start_step + length)
+    x = tricky(rng, shape, np.float32)
+    for index_dtype in (np.int32, np.int64):
+        with x64_for(index_dtype):
+            values, indices = jax.jit(lambda v, it=index_dtype: adaptive_pool._per_window(
+                v, output_shape=out, index_dtype=np.dtype(it)))(x)
+            want_v, want_i = oracle(x, out, index_dtype)
+            assert_exact(values, want_v, f"{shape}->{out}")
+            assert_exact(indices, want_i, f"{shape}->{out} indices {np.dtype(index_dtype)}")
+
+
 @pytest.mark.parametrize("shape,out", [((16, 64, 16, 32), (8, 8)), ((16, 64, 16, 32), (1, 2)),
                                        ((4, 16, 8, 32, 32), (4, 8, 16))])
 def test_windows_that_tile_a_large_input(shape, out):

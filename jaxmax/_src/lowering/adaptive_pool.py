@@ -24,8 +24,9 @@ gathered at the indices beyond (`_routed`; the windows do not overlap).
 
 Otherwise the fold over every tap where each tap is one strided slice per axis (`_regular`
 windows, at most 64 taps; differentiated through the indices beyond `AUTODIFF_TAPS` taps where
-the windows tile the input); else each window folded on its own (`_per_window`) up to
-`WINDOW_READS` element reads per plane; beyond, the tap fold up to `RUNS_FOLD_TAPS` taps, and the
+the windows tile the input); else each window folded on its own (`_per_window`: one strided
+slice per tap for the windows of one length stepping evenly) up to `WINDOW_READS` element reads
+per plane; beyond, the tap fold up to `RUNS_FOLD_TAPS` taps, and the
 compact form above it: the per-window form is the fastest but its compile grows with the reads.
 
 Inputs of at most ``pool_compact.SMALL_BYTES``, and windows whose largest lengths sum over the
@@ -117,8 +118,10 @@ _UNROLLED_TAPS = 64
 #: Up to this many element reads per (n, c) plane, windows that are not regular are each folded
 #: from single-element slices (`_per_window`: the fastest form, whose compile grows with the
 #: reads, 2-3 ms of CPU per read on a loaded machine: 0.33 s at 144 reads, 0.66-0.82 s at
-#: 288-324, 2.0 s at 676). 300 keeps the (14, 14) -> (5, 3) head (288 reads, 1.9 ms against
-#: 8-26 ms for the forms below) and sends every larger count to them.
+#: 288-324, 2.0 s at 676, before windows of one length stepping evenly shared their slices:
+#: the (14, 14) -> (5, 3) head's 288 reads are 77 taps since, 0.34 against 0.88 s CPU). 300
+#: keeps that head (1.9 ms against 8-26 ms for the forms below) and sends every larger count
+#: to them.
 WINDOW_READS = 300
 #: Beyond `WINDOW_READS`, up to this many taps the tap fold (`_fold`, taps of concatenated
 #: runs: compile about 0.3 s CPU at 16 taps, 0.6 s at 64) and beyond it the compact form
@@ -335,11 +338,47 @@ def tap_count(spatial: tuple[int, ...], output_shape: tuple[int, ...]) -> int:
 
 
 
+def _window_groups(length: int, outputs: int) -> list[tuple[int, int, int, int, int, int]]:
+    """The windows of one axis in groups that one strided slice per tap reads: windows of one
+    length whose outputs and starts both step evenly, as ``(length, first output, output step,
+    count, first start, start step)``, a single window (or one that repeats the window before
+    it) a group of one. (14 -> 5: the windows of
+    3 at outputs 0 and 4, starts 0 and 11; those of 4 at outputs 1-3, starts 2, 5, 8.)"""
+    by_length: dict[int, list[tuple[int, int]]] = {}
+    for i, (start, end) in enumerate(windows(length, outputs)):
+        by_length.setdefault(end - start, []).append((i, start))
+    groups = []
+    for n, items in by_length.items():
+        i = 0
+        while i < len(items):
+            j = i + 1
+            if j < len(items) and items[j][1] > items[i][1]:  # a repeated window: a group alone
+                step = (items[j][0] - items[i][0], items[j][1] - items[i][1])
+                while (j + 1 < len(items) and (items[j + 1][0] - items[j][0],
+                                               items[j + 1][1] - items[j][1]) == step):
+                    j += 1
+                j += 1
+            out_step, start_step = ((items[i + 1][0] - items[i][0], items[i + 1][1] - items[i][1])
+                                    if j - i > 1 else (1, 1))
+            groups.append((n, items[i][0], out_step, j - i, items[i][1], start_step))
+            i = j
+    return groups
+
+
 def _per_window(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.dtype):
-    """The seeded fold of each window's values over its own elements, single-element slices
-    visited in row-major order, the windows' results concatenated: one loop fusion in which every
-    output element reads only its window (the tap form's tap arrays of concatenated runs each
-    become a fusion of their own when the windows do not tile the input).
+    """The seeded fold of each window's values over its own elements in row-major order, and
+    each index searched for: one fusion each, in which every output element reads only its
+    window.
+
+    The windows of equal lengths whose outputs and starts step evenly along an axis
+    (`_window_groups`) share their code: per combination of the axes' groups, tap ``t`` (a
+    position within the window, row-major) is one strided slice over all the group's windows,
+    and the groups' results are placed by ``lax.pad`` (interior padding for the step) and a
+    select on a constant mask, or concatenated along an axis whose groups are single windows
+    in order. Each output element still computes only its own window (a pad reads its operand
+    only inside it), so the run time is that of one fold per window, and the program holds the
+    taps of each group combination once instead of every window's reads: (14, 14) -> (5, 3)
+    folds 77 taps instead of 288 element reads, its compile 0.37x.
 
     Each index is then searched for, in a second fusion: the first element of the window equal
     (``==``) to its value, or the window's first element where none is. The fold takes an element
@@ -351,41 +390,81 @@ def _per_window(x: jax.Array, *, output_shape: tuple[int, ...], index_dtype: np.
     runs the values fold alone.
     """
     spatial = tuple(x.shape[2:])
-    wins = [windows(n, o) for n, o in zip(spatial, output_shape, strict=True)]
+    rank = len(spatial)
+    groups = [_window_groups(n, o) for n, o in zip(spatial, output_shape, strict=True)]
+    strides = [math.prod(spatial[d + 1:]) for d in range(rank)]
     itype = np.dtype(index_dtype).type
     planes = tuple(x.shape[:2])
 
-    def element(v: jax.Array, at: tuple[int, ...]) -> jax.Array:
-        return lax.slice(v, (0, 0) + at, planes + tuple(p + 1 for p in at))
+    def outputs(group) -> slice:
+        _, first, step, count, _, _ = group
+        return slice(first, first + (count - 1) * step + 1, step)
 
-    def fold(box: list[tuple[int, int]], _: tuple[int, ...]) -> jax.Array:
+    def tap(v: jax.Array, combo, at: tuple[int, ...]) -> jax.Array:
+        """Element `at` of every window of the group combination `combo`: one strided slice."""
+        starts = tuple(g[4] + t for g, t in zip(combo, at, strict=True))
+        limits = tuple(s + (g[3] - 1) * g[5] + 1 for s, g in zip(starts, combo, strict=True))
+        return lax.slice(v, (0, 0) + starts, planes + limits, (1, 1) + tuple(g[5] for g in combo))
+
+    def elements(combo) -> list[tuple[int, ...]]:
+        return list(itertools.product(*(range(g[0]) for g in combo)))
+
+    def fold(combo) -> jax.Array:
         acc: Any = None
-        for at in itertools.product(*(range(s, e) for s, e in box)):
-            tap = element(x, at)
-            acc = tap if acc is None else lax.select(acc < tap, tap, acc)
+        for at in elements(combo):
+            element = tap(x, combo, at)
+            acc = element if acc is None else lax.select(acc < element, element, acc)
         return acc
 
-    def search(box: list[tuple[int, int]], out: tuple[int, ...]) -> jax.Array:
-        value = element(values, out)
-        elements = list(itertools.product(*(range(s, e) for s, e in box)))
-        index = lax.full(value.shape, itype(np.ravel_multi_index(elements[0], spatial)),
-                         index_dtype)
-        for at in reversed(elements):
-            flat = lax.full(value.shape, itype(np.ravel_multi_index(at, spatial)), index_dtype)
-            index = lax.select(element(x, at) == value, flat, index)
-        return index
+    def search(combo) -> jax.Array:
+        where = tuple(outputs(g) for g in combo)
+        value = lax.slice(values, (0, 0) + tuple(s.start for s in where),
+                          planes + tuple(s.stop for s in where),
+                          (1, 1) + tuple(s.step for s in where))
+        taps = elements(combo)
 
-    def build(d: int, box: list[tuple[int, int]], out: tuple[int, ...], leaf) -> jax.Array:
-        if d == len(spatial):
-            return leaf(box, out)
-        return lax.concatenate([build(d + 1, box + [w], out + (i,), leaf)
-                                for i, w in enumerate(wins[d])], 2 + d)
+        def offset(at: tuple[int, ...]) -> jax.Array:
+            flat = sum(t * s for t, s in zip(at, strides, strict=True))
+            return lax.full(value.shape, itype(flat), index_dtype)
 
-    result = build(0, [], (), fold)
+        index = offset(taps[0])
+        for at in reversed(taps):
+            index = lax.select(tap(x, combo, at) == value, offset(at), index)
+        first = np.zeros((), np.int64)  # each window's first element, flat in the plane
+        for d, g in enumerate(combo):
+            shape = [1] * rank
+            shape[d] = g[3]
+            first = first + (g[4] + np.arange(g[3]) * g[5]).reshape(shape) * strides[d]
+        return index + jnp.asarray(np.broadcast_to(first, value.shape[2:]).astype(index_dtype))
+
+    def build(d: int, combo: tuple, leaf) -> jax.Array:
+        """The results of the windows of `combo`'s groups on axes < `d`, every window beyond."""
+        if d == rank:
+            return leaf(combo)
+        parts = [build(d + 1, combo + (g,), leaf) for g in groups[d]]
+        if all(g[3] == 1 for g in groups[d]):  # single windows: concatenated in output order
+            order_ = sorted(range(len(parts)), key=lambda k: groups[d][k][1])
+            return lax.concatenate([parts[k] for k in order_], 2 + d)
+        placed: Any = None
+        for g, part in zip(groups[d], parts, strict=True):
+            where = outputs(g)
+            config = [(0, 0, 0)] * part.ndim
+            config[2 + d] = (where.start, output_shape[d] - where.stop, where.step - 1)
+            padded = lax.pad(part, np.zeros((), part.dtype), config)
+            if placed is None:
+                placed = padded
+                continue
+            mask = np.zeros(output_shape[d], bool)
+            mask[where] = True
+            placed = lax.select(lax.broadcast_in_dim(jnp.asarray(mask), padded.shape, (2 + d,)),
+                                padded, placed)
+        return placed
+
+    result = build(0, (), fold)
     # the search reads the values from memory: without the barrier XLA fuses the whole fold
     # into the search and compiles it a second time there
     values = lax.optimization_barrier(result)
-    return result, build(0, [], (), search)
+    return result, build(0, (), search)
 
 
 def _routed(forward, x: jax.Array):
