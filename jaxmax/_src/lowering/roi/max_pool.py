@@ -162,40 +162,40 @@ def _blocks(x):
     return x.reshape(n, count, BLOCK, height, width).transpose(1, 0, 3, 4, 2)
 
 
-def _unblock(v, rois_count, pooled, channels):
-    """(C/BLOCK, Q, BLOCK) -> (R, C, PH, PW)."""
-    count = v.shape[0]
-    v = v.reshape((count, rois_count) + pooled + (BLOCK,)).transpose(1, 0, 4, 2, 3)
-    return v.reshape((rois_count, count * BLOCK) + pooled)[:, :channels]
-
-
-def _by_levels(spans, x, pooled, planes, combine, answer):
-    """``answer(xb, table, stride)`` of every block `xb` of `BLOCK` channels of `x` (N, H, W,
-    BLOCK; channels past C are zeros), its table of
+def _by_levels(spans, x, r, pooled, planes, combine, answer):
+    """``answer(xb, table, stride)`` (Q, BLOCK) of every block `xb` of `BLOCK` channels of `x`
+    (N, H, W, BLOCK; channels past C are zeros), its table of
     ``planes(xb)`` (combined by `combine`) filled with the fewest levels that hold every bin:
     the counts are traced (`range_max.fill`), so one program serves every call (a bin of an
     ROI inside the map has at most ``ceil(H/PH) + 1`` rows: the anchor's 50/7 needs 16 levels
-    of 36; an ROI beyond the map takes more). One table, allocated once, is carried through
-    the blocks (``lax.scan``). `spans`: the largest bin height and width."""
+    of 36; an ROI beyond the map takes more). One table, allocated once, and the output are
+    carried through the blocks (``lax.fori_loop``), each block's answer written straight
+    into the output's (R, C, PH*PW) layout (no stacked copy to transpose afterwards).
+    `spans`: the largest bin height and width; `r` the number of ROIs. Returns (R, C, PH,
+    PW) of `x`'s dtype."""
     height, width = x.shape[2], x.shape[3]
     full = (range_max.levels(height), range_max.levels(width))
-    few = range_max.levels(min(height, -(-height // pooled[0]) + 1))
     levels = range_max.floor_log2(spans) + np.int32(1)
     counts = (levels[0], levels[1])
-    n = x.shape[0]
+    n, c = x.shape[0], x.shape[1]
     block_shape = (n, height, width, BLOCK)
     shapes = jax.eval_shape(planes, jax.ShapeDtypeStruct(block_shape, x.dtype))
     table = jax.tree.map(lambda t: jnp.zeros((full[0] * full[1],) + t.shape, t.dtype), shapes)
-    blocks = -(-x.shape[1] // BLOCK)
-    x = jnp.pad(x, ((0, 0), (0, blocks * BLOCK - x.shape[1]), (0, 0), (0, 0)))
+    blocks = -(-c // BLOCK)
+    x = jnp.pad(x, ((0, 0), (0, blocks * BLOCK - c), (0, 0), (0, 0)))
+    bins = pooled[0] * pooled[1]
+    out = jnp.zeros((r, blocks * BLOCK, bins), x.dtype)
 
-    def step(table, k):  # block k sliced and moved to (N, H, W, BLOCK) here: no copy of x
+    def step(k, state):  # block k sliced and moved to (N, H, W, BLOCK) here: no copy of x
+        table, out = state
         xb = lax.dynamic_slice_in_dim(x, k * np.int32(BLOCK), BLOCK, 1).transpose(0, 2, 3, 1)
-        table = range_max.fill(table, planes(xb), combine, 1, 2, full[0], few, counts)
+        table = range_max.fill(table, planes(xb), combine, full[0], counts)
         flat = jax.tree.map(lambda t: t.reshape(-1, BLOCK), table)
-        return table, answer(xb, flat, full[0])
+        v = answer(xb, flat, full[0]).reshape(r, bins, BLOCK).transpose(0, 2, 1)
+        return table, lax.dynamic_update_slice_in_dim(out, v, k * np.int32(BLOCK), 1)
 
-    return lax.scan(step, table, lax.iota(np.int32, blocks))[1]
+    out = lax.fori_loop(np.int32(0), np.int32(blocks), step, (table, out))[1]
+    return out[:, :c].reshape((r, c) + pooled)
 
 
 # ---- values ----------------------------------------------------------------------------------
@@ -365,8 +365,7 @@ def _values(x, rois, pooled, spatial_scale, rule):
     def masked(xb, flat, stride):  # in the loop: no kernel of its own to recompute the bins
         return jnp.where(read[:, None], answer(xb, flat, stride), zero)
 
-    v = _by_levels(spans, x, pooled, planes, combine, masked)
-    return _unblock(v, r, pooled, c)
+    return _by_levels(spans, x, r, pooled, planes, combine, masked)
 
 
 # ---- winners (gradient; the OpenVINO fold) ---------------------------------------------------

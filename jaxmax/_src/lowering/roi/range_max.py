@@ -61,42 +61,47 @@ def build(planes, combine: Combine, height_axis: int, width_axis: int,
     return jax.tree.map(lambda t: t.reshape((-1,) + t.shape[2:]), table)
 
 
-def fill(table, planes, combine: Combine, height_axis: int, width_axis: int, stride: int,
-         few: int, counts):
+def fill(table, planes, combine: Combine, stride: int, counts):
     """`table` (a pytree in `build`'s layout for the full level counts ``(A, B)``, ``A`` the
-    `stride`: leaves of ``A * B`` levels, level ``(i, j)`` at ``j * A + i``) with levels
-    ``i < counts[0]``, ``j < counts[1]`` (traced int32 scalars, at most ``A`` and ``B``) made
-    those of `planes`; the others keep what they held (a caller carries one table through
-    its blocks, allocated and zeroed once). Width level ``j`` is doubled from level ``j - 1``
-    in slabs of `few` height levels (a static count, enough for most calls: one slab). The
-    levels equal `build`'s: the same combinations of the same elements."""
+    `stride`: leaves of ``A * B`` levels of shape ``planes``' leaves, level ``(i, j)`` at ``j *
+    A + i``) with levels ``i < counts[0]``, ``j < counts[1]`` (traced int32 scalars, at most
+    ``A`` and ``B``) made those of `planes` (leaves (N, H, W, Cb)); the others keep what they
+    held (a caller carries one table through its blocks, allocated once).
+
+    One loop computes every level from the one before it, in `build`'s order (height levels
+    of width level 0, then each width level from the one below it): a level is the
+    combination of its source with the source moved back by ``2**k`` rows (``2**k * W``
+    flat positions of (N, H, W)) or ``2**k`` columns (``2**k`` positions), so both kinds of
+    step are one body, one kernel (two loops and their level arithmetic were a dozen). Flat
+    moves wrap into the next row or image only where a block would leave its axis: positions
+    never read. The levels equal `build`'s: the same combinations of the same elements."""
     a, b = counts
+    width = jax.tree.leaves(planes)[0].shape[2]
+    table = jax.tree.map(lambda t, p: lax.dynamic_update_index_in_dim(t, p, 0, 0),
+                         table, planes)
+    one = np.int32(1)
 
-    def rows_step(i, state):
-        table, cur = state
-        table = jax.tree.map(lambda t, c: lax.dynamic_update_index_in_dim(t, c, i, 0),
-                             table, cur)
-        shift = np.int32(1) << i
-        return table, combine(cur, jax.tree.map(lambda v: _moved(v, height_axis, shift), cur))
+    def body(state):
+        table, i, j = state
+        down = j == np.int32(0)  # a height step: level (i - 1, 0) moved by 2**(i-1) rows
+        k = jnp.where(down, i, j) - one
+        src = jnp.where(down, k, k * np.int32(stride) + i)
+        shift = jnp.where(down, np.int32(width), one) << k
 
-    table = lax.fori_loop(np.int32(0), a, rows_step, (table, planes))[0]
+        prev = jax.tree.map(lambda t: lax.dynamic_index_in_dim(t, src, 0, keepdims=False),
+                            table)
+        moved = jax.tree.map(lambda v: _moved(v.reshape((-1,) + v.shape[3:]), 0, shift)
+                             .reshape(v.shape), prev)
+        new = combine(prev, moved)
+        table = jax.tree.map(lambda t, v: lax.dynamic_update_index_in_dim(
+            t, v, j * np.int32(stride) + i, 0), table, new)
+        i = i + one
+        wrap = i == a
+        return table, jnp.where(wrap, np.int32(0), i), jnp.where(wrap, j + one, j)
 
-    # the doublings along the width: one slab of `few` height levels per step, ``ceil(a /
-    # few)`` slabs per width level (the last one overlapping the one before, recomputing some
-    # levels from the same complete level j - 1: equal values)
-    slabs = (a + np.int32(few - 1)) // np.int32(few)
-
-    def columns(k, table):
-        j = k // slabs + np.int32(1)
-        first = jnp.minimum((k % slabs) * np.int32(few), np.int32(stride - few))
-        src = jax.tree.map(lambda t: lax.dynamic_slice_in_dim(
-            t, (j - 1) * np.int32(stride) + first, few, 0), table)
-        shift = np.int32(1) << (j - 1)
-        new = combine(src, jax.tree.map(lambda v: _moved(v, width_axis + 1, shift), src))
-        return jax.tree.map(lambda t, v: lax.dynamic_update_slice_in_dim(
-            t, v, j * np.int32(stride) + first, 0), table, new)
-
-    return lax.fori_loop(np.int32(0), (b - np.int32(1)) * slabs, columns, table)
+    more = a > one  # the first level after (0, 0)
+    start = (table, jnp.where(more, one, np.int32(0)), jnp.where(more, np.int32(0), one))
+    return lax.while_loop(lambda s: s[2] < b, body, start)[0]
 
 
 def floor_log2(n: jax.Array) -> jax.Array:
