@@ -271,9 +271,26 @@ def _fold_decode(key, dtype, size: int):
     return order.from_monotone_bits(m.astype(order.signed_bits_dtype(dtype)), dtype)
 
 
-#: The NaN bins of a block are answered in chunks of at most this share of its (bin, channel)
-#: pairs (compacted: a loop of as many chunks as they need, none without NaN).
-NAN_CHUNK_SHARE = 32
+#: The bins of a block holding a NaN in some channel are answered in chunks of at most this
+#: share of its bins (compacted: a loop of as many chunks as they need, none without NaN).
+NAN_CHUNK_SHARE = 16
+
+#: Flags per group of :func:`_ranks`' two-level prefix sum.
+RANK_GROUP = 128
+
+
+def _ranks(flags):
+    """(n,) int32: the number of set `flags` (bool, (n,)) before each. A two-level prefix sum
+    by two products with triangular matrices of ones (exact: float32 sums of at most ``2**24``
+    ones): within groups of `RANK_GROUP`, then over the groups' totals. A few kernels where
+    ``jnp.cumsum`` compiles to a dozen (a chain of ``reduce_window``)."""
+    n, g = flags.shape[0], RANK_GROUP
+    m = -(-n // g)
+    f = jnp.pad(flags, (0, m * g - n)).astype(np.float32).reshape(m, g)
+    hi = lax.Precision.HIGHEST
+    within = jnp.dot(f, np.triu(np.ones((g, g), np.float32)), precision=hi)  # inclusive
+    before = jnp.dot(within[:, -1], np.triu(np.ones((m, m), np.float32), 1), precision=hi)
+    return (within - f + before[:, None]).reshape(-1)[:n].astype(np.int32)
 
 
 def _fold_max(xb, flat, geometry, x_shape, stride):
@@ -281,8 +298,10 @@ def _fold_max(xb, flat, geometry, x_shape, stride):
     (of `xb`). A bin
     without NaN gives its largest key, floored at ``lowest(T)``. A bin holding a NaN gives
     that NaN if its last NaN is its last element; otherwise the largest key after it (the rest
-    of its row, then the rows below: two rectangles of one channel), without the floor. Those
-    (bin, channel) pairs are gathered into chunks, so the cost follows their number."""
+    of its row, then the rows below: two rectangles of one channel), without the floor. The
+    bins holding a NaN in some channel are gathered into chunks (all their channels: the
+    rank runs over bins, a eighth of the pairs), so the cost follows their number, and data
+    without NaN runs no chunk."""
     image, h0, h1, w0, w1, _ = geometry
     height, width = x_shape[2], x_shape[3]
     size, dtype, cb = height * width, xb.dtype, xb.shape[-1]
@@ -291,24 +310,25 @@ def _fold_max(xb, flat, geometry, x_shape, stride):
     best = _lookup(flat, image, h0, h1, w0, w1, x_shape, lax.max, stride)
     floor = kt(_monotone(dtypes.lowest(dtype), dtype))
     out = _fold_decode(jnp.maximum(best, floor), dtype, size)
-    has_nan = best >= kt(nan_base)
-    total = best.size
-    chunk = min(total, max(256, total // NAN_CHUNK_SHARE))
-    count = jnp.sum(has_nan, dtype=np.int32)
+    nan_bin = jnp.max(best, axis=1) >= kt(nan_base)  # (Q,)
+    total = nan_bin.shape[0]
+    chunk = min(total, max(128, total // NAN_CHUNK_SHARE))
+    count = jnp.sum(nan_bin, dtype=np.int32)
     slots = lax.iota(np.int32, chunk)
     low = kt(np.iinfo(kt).min)
     rectangles = jnp.stack([image, h0, h1, w0, w1])  # one gather per chunk reads all five
+    lanes = lax.broadcasted_iota(np.int32, (chunk, cb), 1)
 
-    def fix(t, state):  # chunk t: the NaN pairs of rank [t*chunk, (t+1)*chunk)
-        out, rank = state
-        slot = jnp.where(has_nan.reshape(-1), rank - t * np.int32(chunk), np.int32(chunk))
+    def fix(t, out):  # chunk t: the NaN bins of rank [t*chunk, (t+1)*chunk)
+        slot = jnp.where(nan_bin, _ranks(nan_bin) - t * np.int32(chunk), np.int32(chunk))
         entry = jnp.zeros(chunk, np.int32).at[slot].set(lax.iota(np.int32, total),
                                                         mode="drop")
         live = slots < count - t * np.int32(chunk)
-        q, lane = entry // np.int32(cb), entry % np.int32(cb)
-        img, top, bottom, left, right = rectangles[:, q]
-        p = jnp.where(live, (best.reshape(-1)[entry] - kt(nan_base)).astype(np.int32),
-                      top * np.int32(width) + left)
+        img, top, bottom, left, right = (
+            jnp.broadcast_to(v[:, None], (chunk, cb)) for v in rectangles[:, entry])
+        key = best[entry]  # (chunk, cb)
+        nan = key >= kt(nan_base)
+        p = jnp.where(nan, (key - kt(nan_base)).astype(np.int32), top * np.int32(width) + left)
         h, w = p // np.int32(width), p % np.int32(width)
         row_rest, below = w + 1 < right, h + 1 < bottom
         # the rest of the row and the rows below, in one lookup
@@ -317,20 +337,16 @@ def _fold_max(xb, flat, geometry, x_shape, stride):
             jnp.stack([h + 1, jnp.where(below, bottom, top + 1)]),
             jnp.stack([jnp.where(row_rest, w + 1, left), left]),
             jnp.stack([jnp.where(row_rest, right, left + 1), right]), x_shape, lax.max, stride,
-            jnp.stack([lane, lane]))
+            jnp.stack([lanes, lanes]))
         after = jnp.maximum(jnp.where(row_rest, k_row, low), jnp.where(below, k_below, low))
-        where = ((img * np.int32(height) + h) * np.int32(width) + w) * np.int32(cb) + lane
+        where = ((img * np.int32(height) + h) * np.int32(width) + w) * np.int32(cb) + lanes
         trailing = jnp.take(xb.reshape(-1), where, mode="clip")
         value = jnp.where(row_rest | below, _fold_decode(after, dtype, size), trailing)
-        return out.reshape(-1).at[jnp.where(live, entry, np.int32(total))].set(
-            value, mode="drop").reshape(out.shape), rank
+        value = jnp.where(nan, value, out[entry])
+        return out.at[jnp.where(live, entry, np.int32(total))].set(value, mode="drop")
 
-    def fix_all(out):  # under a cond: a loop alone cost clean data 1.6x
-        chunks = (count + np.int32(chunk - 1)) // np.int32(chunk)
-        rank = jnp.cumsum(has_nan.reshape(-1), dtype=np.int32) - np.int32(1)
-        return lax.fori_loop(np.int32(0), chunks, fix, (out, rank))[0]
-
-    return lax.cond(count > 0, fix_all, lambda out: out, out)
+    chunks = (count + np.int32(chunk - 1)) // np.int32(chunk)
+    return lax.fori_loop(np.int32(0), chunks, fix, out)
 
 
 def _values(x, rois, pooled, spatial_scale, rule):
