@@ -175,8 +175,7 @@ def _by_levels(spans, x, r, pooled, planes, combine, answer):
     PW) of `x`'s dtype."""
     height, width = x.shape[2], x.shape[3]
     full = (range_max.levels(height), range_max.levels(width))
-    levels = range_max.floor_log2(spans) + np.int32(1)
-    counts = (levels[0], levels[1])
+    counts = range_max.floor_log2(spans) + np.int32(1)  # (2,)
     n, c = x.shape[0], x.shape[1]
     block_shape = (n, height, width, BLOCK)
     shapes = jax.eval_shape(planes, jax.ShapeDtypeStruct(block_shape, x.dtype))
@@ -280,17 +279,20 @@ RANK_GROUP = 128
 
 
 def _ranks(flags):
-    """(n,) int32: the number of set `flags` (bool, (n,)) before each. A two-level prefix sum
-    by two products with triangular matrices of ones (exact: float32 sums of at most ``2**24``
-    ones): within groups of `RANK_GROUP`, then over the groups' totals. A few kernels where
-    ``jnp.cumsum`` compiles to a dozen (a chain of ``reduce_window``)."""
+    """``(ranks, count)``: per flag (bool, (n,)) the number of set flags before it (int32),
+    and their number. A two-level prefix sum by two products with triangular matrices of ones
+    (exact: float32 sums of at most ``2**24`` ones): within groups of `RANK_GROUP`, then over
+    the groups' totals; a few kernels where ``jnp.cumsum`` and ``jnp.sum`` compiled to a dozen
+    (chains of ``reduce_window``)."""
     n, g = flags.shape[0], RANK_GROUP
     m = -(-n // g)
     f = jnp.pad(flags, (0, m * g - n)).astype(np.float32).reshape(m, g)
     hi = lax.Precision.HIGHEST
     within = jnp.dot(f, np.triu(np.ones((g, g), np.float32)), precision=hi)  # inclusive
-    before = jnp.dot(within[:, -1], np.triu(np.ones((m, m), np.float32), 1), precision=hi)
-    return (within - f + before[:, None]).reshape(-1)[:n].astype(np.int32)
+    upto = jnp.dot(within[:, -1], np.triu(np.ones((m, m), np.float32)), precision=hi)
+    before = upto - within[:, -1]
+    ranks = (within - f + before[:, None]).reshape(-1)[:n].astype(np.int32)
+    return ranks, upto[-1].astype(np.int32)
 
 
 def _fold_max(xb, flat, geometry, x_shape, stride):
@@ -300,7 +302,7 @@ def _fold_max(xb, flat, geometry, x_shape, stride):
     that NaN if its last NaN is its last element; otherwise the largest key after it (the rest
     of its row, then the rows below: two rectangles of one channel), without the floor. The
     bins holding a NaN in some channel are gathered into chunks (all their channels: the
-    rank runs over bins, a eighth of the pairs), so the cost follows their number, and data
+    rank runs over bins, an eighth of the pairs), so the cost follows their number, and data
     without NaN runs no chunk."""
     image, h0, h1, w0, w1, _ = geometry
     height, width = x_shape[2], x_shape[3]
@@ -313,14 +315,14 @@ def _fold_max(xb, flat, geometry, x_shape, stride):
     nan_bin = jnp.max(best, axis=1) >= kt(nan_base)  # (Q,)
     total = nan_bin.shape[0]
     chunk = min(total, max(128, total // NAN_CHUNK_SHARE))
-    count = jnp.sum(nan_bin, dtype=np.int32)
+    ranks, count = _ranks(nan_bin)
     slots = lax.iota(np.int32, chunk)
     low = kt(np.iinfo(kt).min)
     rectangles = jnp.stack([image, h0, h1, w0, w1])  # one gather per chunk reads all five
     lanes = lax.broadcasted_iota(np.int32, (chunk, cb), 1)
 
     def fix(t, out):  # chunk t: the NaN bins of rank [t*chunk, (t+1)*chunk)
-        slot = jnp.where(nan_bin, _ranks(nan_bin) - t * np.int32(chunk), np.int32(chunk))
+        slot = jnp.where(nan_bin, ranks - t * np.int32(chunk), np.int32(chunk))
         entry = jnp.zeros(chunk, np.int32).at[slot].set(lax.iota(np.int32, total),
                                                         mode="drop")
         live = slots < count - t * np.int32(chunk)

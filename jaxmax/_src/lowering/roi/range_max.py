@@ -64,8 +64,8 @@ def build(planes, combine: Combine, height_axis: int, width_axis: int,
 def fill(table, planes, combine: Combine, stride: int, counts):
     """`table` (a pytree in `build`'s layout for the full level counts ``(A, B)``, ``A`` the
     `stride`: leaves of ``A * B`` levels of shape ``planes``' leaves, level ``(i, j)`` at ``j *
-    A + i``) with levels ``i < counts[0]``, ``j < counts[1]`` (traced int32 scalars, at most
-    ``A`` and ``B``) made those of `planes` (leaves (N, H, W, Cb)); the others keep what they
+    A + i``) with levels ``i < counts[0]``, ``j < counts[1]`` (`counts` a traced int32 (2,)
+    array, at most ``(A, B)``) made those of `planes` (leaves (N, H, W, Cb)); the others keep what they
     held (a caller carries one table through its blocks, allocated once).
 
     One loop computes every level from the one before it, in `build`'s order (height levels
@@ -75,19 +75,19 @@ def fill(table, planes, combine: Combine, stride: int, counts):
     step are one body, one kernel (two loops and their level arithmetic were a dozen). Flat
     moves wrap into the next row or image only where a block would leave its axis: positions
     never read. The levels equal `build`'s: the same combinations of the same elements."""
-    a, b = counts
     width = jax.tree.leaves(planes)[0].shape[2]
     table = jax.tree.map(lambda t, p: lax.dynamic_update_index_in_dim(t, p, 0, 0),
                          table, planes)
     one = np.int32(1)
+    counts = jnp.asarray(counts, np.int32)  # (2,): one kernel updates the loop's (i, j)
 
     def body(state):
-        table, i, j = state
+        table, ij = state
+        i, j = ij[0], ij[1]
         down = j == np.int32(0)  # a height step: level (i - 1, 0) moved by 2**(i-1) rows
         k = jnp.where(down, i, j) - one
         src = jnp.where(down, k, k * np.int32(stride) + i)
         shift = jnp.where(down, np.int32(width), one) << k
-
         prev = jax.tree.map(lambda t: lax.dynamic_index_in_dim(t, src, 0, keepdims=False),
                             table)
         moved = jax.tree.map(lambda v: _moved(v.reshape((-1,) + v.shape[3:]), 0, shift)
@@ -95,13 +95,19 @@ def fill(table, planes, combine: Combine, stride: int, counts):
         new = combine(prev, moved)
         table = jax.tree.map(lambda t, v: lax.dynamic_update_index_in_dim(
             t, v, j * np.int32(stride) + i, 0), table, new)
-        i = i + one
-        wrap = i == a
-        return table, jnp.where(wrap, np.int32(0), i), jnp.where(wrap, j + one, j)
+        return table, _next_level(ij, counts[0])
 
-    more = a > one  # the first level after (0, 0)
-    start = (table, jnp.where(more, one, np.int32(0)), jnp.where(more, np.int32(0), one))
-    return lax.while_loop(lambda s: s[2] < b, body, start)[0]
+    # the first level after (0, 0)
+    start = _next_level(jnp.zeros(2, np.int32), counts[0])
+    return lax.while_loop(lambda s: s[1][1] < counts[1], body, (table, start))[0]
+
+
+def _next_level(ij, a):
+    """The level after ``(i, j)`` (an int32 (2,) array) in `fill`'s order, `a` height levels
+    per width level."""
+    step = ij + jnp.array([1, 0], np.int32)
+    return jnp.where(step[0] == a, ij * jnp.array([0, 1], np.int32) + jnp.array([0, 1],
+                                                                              np.int32), step)
 
 
 def floor_log2(n: jax.Array) -> jax.Array:
