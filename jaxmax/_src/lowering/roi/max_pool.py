@@ -175,7 +175,6 @@ def _by_levels(spans, x, r, pooled, planes, combine, answer):
     PW) of `x`'s dtype."""
     height, width = x.shape[2], x.shape[3]
     full = (range_max.levels(height), range_max.levels(width))
-    counts = range_max.floor_log2(spans) + np.int32(1)  # (2,)
     n, c = x.shape[0], x.shape[1]
     block_shape = (n, height, width, BLOCK)
     shapes = jax.eval_shape(planes, jax.ShapeDtypeStruct(block_shape, x.dtype))
@@ -188,7 +187,7 @@ def _by_levels(spans, x, r, pooled, planes, combine, answer):
     def step(k, state):  # block k sliced and moved to (N, H, W, BLOCK) here: no copy of x
         table, out = state
         xb = lax.dynamic_slice_in_dim(x, k * np.int32(BLOCK), BLOCK, 1).transpose(0, 2, 3, 1)
-        table = range_max.fill(table, planes(xb), combine, full[0], counts)
+        table = range_max.fill(table, planes(xb), combine, full[0], spans)
         flat = jax.tree.map(lambda t: t.reshape(-1, BLOCK), table)
         v = answer(xb, flat, full[0]).reshape(r, bins, BLOCK).transpose(0, 2, 1)
         return table, lax.dynamic_update_slice_in_dim(out, v, k * np.int32(BLOCK), 1)
