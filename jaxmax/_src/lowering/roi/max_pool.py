@@ -3,9 +3,11 @@
 The bins come from :mod:`.bins`; each is a rectangle of one image, answered by the 2-D sparse
 table of :mod:`.range_max` built per block of `BLOCK` channels (four lookups per bin,
 ``jnp.take(..., mode="clip")``: indices are valid by construction). The values fill one table,
-carried through the blocks by ``lax.scan``, with as many levels as the largest bin needs
+carried through the blocks by ``lax.fori_loop``, with as many levels as the largest bin needs
 (traced counts: one program, compiled once, for every size of bin); the gradient builds the
-full table per block under ``lax.map``.
+full table per block under ``lax.map``. XLA:CPU compiles every kernel of the program
+separately (about 25 ms of CPU each on the anchor's machine), so the values are written for
+few kernels: one fill loop, one row gather per block, bin ranks by matrix products.
 
 * ``rule="onnx"``: NaN if the bin holds a NaN, else its maximum (``+0`` over ``-0``). The table
   combines integer keys (IEEE total order, every NaN mapped to the top key) by ``max``, so the
@@ -15,7 +17,7 @@ full table per block under ``lax.map``.
   tied zeros and the last NaN on top, so any data takes the same path (a NaN or ``-0.0``
   anywhere no longer sends the whole call to the (key, position) tables: 7x slower). A bin
   whose last NaN is not its last element takes the largest key after it (two more
-  rectangles), for those (bin, channel) pairs only, gathered into chunks.
+  rectangles), for the bins holding a NaN only, gathered into chunks.
 
 Gradients (``jax.custom_vjp``): ONNX sends each bin's cotangent to its first maximal element
 (first NaN; ``-0 == +0``), OpenVINO to the fold's winner (none when ``lowest(T)`` won); both

@@ -77,7 +77,8 @@ def fill(table, planes, combine: Combine, stride: int, spans):
     combination of its source with the source moved back by ``2**k`` rows (``2**k * W``
     flat positions of (N, H, W)) or ``2**k`` columns (``2**k`` positions), so both kinds of
     step are one body; the level counts and the next level's slot ``j * A + i`` (one scalar)
-    are computed inside the loop's kernels (two loops and their level arithmetic were a dozen kernels).
+    are computed inside the loop's kernels (two loops and their level arithmetic were a
+    dozen kernels: XLA:CPU compiles each kernel separately, about 25 ms of CPU each).
     Flat moves wrap into the next row or image only where a block would leave its axis:
     positions never read. The levels equal `build`'s: the same combinations of the same
     elements."""
