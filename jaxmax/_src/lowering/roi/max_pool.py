@@ -296,6 +296,18 @@ def _ranks(flags):
     return ranks, upto[-1].astype(np.int32)
 
 
+def _row_column(p, width: int, height: int):
+    """``(p // width, p % width)`` of int32 positions ``0 <= p < height * width`` without an
+    integer division (XLA:CPU gives each division its own kernel; these multiplications and
+    compares are copied into their consumers): a float estimate of the row (float64 when
+    ``p`` may pass ``2**24``), corrected by one either way, exactly."""
+    ft = np.float32 if height * width < 2**24 else np.float64
+    h = jnp.floor(p.astype(ft) * ft(1 / width)).astype(np.int32)
+    w = p - h * np.int32(width)
+    h = h + (w >= np.int32(width)).astype(np.int32) - (w < 0).astype(np.int32)
+    return h, p - h * np.int32(width)
+
+
 def _fold_max(xb, flat, geometry, x_shape, stride):
     """Per block: the OpenVINO fold of every bin, from `flat`, the table of :func:`_fold_keys`
     (of `xb`). A bin
@@ -332,7 +344,7 @@ def _fold_max(xb, flat, geometry, x_shape, stride):
         key = best[entry]  # (chunk, cb)
         nan = key >= kt(nan_base)
         p = jnp.where(nan, (key - kt(nan_base)).astype(np.int32), top * np.int32(width) + left)
-        h, w = p // np.int32(width), p % np.int32(width)
+        h, w = _row_column(p, width, height)
         row_rest, below = w + 1 < right, h + 1 < bottom
         # the rest of the row and the rows below, in one lookup
         k_row, k_below = _lookup(
