@@ -3,9 +3,11 @@
 The bins come from :mod:`.bins`; each is a rectangle of one image, answered by the 2-D sparse
 table of :mod:`.range_max` built per block of `BLOCK` channels (four lookups per bin,
 ``jnp.take(..., mode="clip")``: indices are valid by construction). The values fill one table,
-carried through the blocks by ``lax.scan``, with as many levels as the largest bin needs
+carried through the blocks by ``lax.fori_loop``, with as many levels as the largest bin needs
 (traced counts: one program, compiled once, for every size of bin); the gradient builds the
-full table per block under ``lax.map``.
+full table per block under ``lax.map``. XLA:CPU compiles every kernel of the program
+separately (about 25 ms of CPU each on the anchor's machine), so the values are written for
+few kernels: one fill loop, one row gather per block, bin ranks by matrix products.
 
 * ``rule="onnx"``: NaN if the bin holds a NaN, else its maximum (``+0`` over ``-0``). The table
   combines integer keys (IEEE total order, every NaN mapped to the top key) by ``max``, so the
@@ -15,7 +17,7 @@ full table per block under ``lax.map``.
   tied zeros and the last NaN on top, so any data takes the same path (a NaN or ``-0.0``
   anywhere no longer sends the whole call to the (key, position) tables: 7x slower). A bin
   whose last NaN is not its last element takes the largest key after it (two more
-  rectangles), for those (bin, channel) pairs only, gathered into chunks.
+  rectangles), for the bins holding a NaN only, gathered into chunks.
 
 Gradients (``jax.custom_vjp``): ONNX sends each bin's cotangent to its first maximal element
 (first NaN; ``-0 == +0``), OpenVINO to the fold's winner (none when ``lowest(T)`` won); both
@@ -162,40 +164,38 @@ def _blocks(x):
     return x.reshape(n, count, BLOCK, height, width).transpose(1, 0, 3, 4, 2)
 
 
-def _unblock(v, rois_count, pooled, channels):
-    """(C/BLOCK, Q, BLOCK) -> (R, C, PH, PW)."""
-    count = v.shape[0]
-    v = v.reshape((count, rois_count) + pooled + (BLOCK,)).transpose(1, 0, 4, 2, 3)
-    return v.reshape((rois_count, count * BLOCK) + pooled)[:, :channels]
-
-
-def _by_levels(spans, x, pooled, planes, combine, answer):
-    """``answer(xb, table, stride)`` of every block `xb` of `BLOCK` channels of `x` (N, H, W,
-    BLOCK; channels past C are zeros), its table of
+def _by_levels(spans, x, r, pooled, planes, combine, answer):
+    """``answer(xb, table, stride)`` (Q, BLOCK) of every block `xb` of `BLOCK` channels of `x`
+    (N, H, W, BLOCK; channels past C are zeros), its table of
     ``planes(xb)`` (combined by `combine`) filled with the fewest levels that hold every bin:
     the counts are traced (`range_max.fill`), so one program serves every call (a bin of an
     ROI inside the map has at most ``ceil(H/PH) + 1`` rows: the anchor's 50/7 needs 16 levels
-    of 36; an ROI beyond the map takes more). One table, allocated once, is carried through
-    the blocks (``lax.scan``). `spans`: the largest bin height and width."""
+    of 36; an ROI beyond the map takes more). One table, allocated once, and the output are
+    carried through the blocks (``lax.fori_loop``), each block's answer written straight
+    into the output's (R, C, PH*PW) layout (no stacked copy to transpose afterwards).
+    `spans`: the largest bin height and width; `r` the number of ROIs. Returns (R, C, PH,
+    PW) of `x`'s dtype."""
     height, width = x.shape[2], x.shape[3]
     full = (range_max.levels(height), range_max.levels(width))
-    few = range_max.levels(min(height, -(-height // pooled[0]) + 1))
-    levels = range_max.floor_log2(spans) + np.int32(1)
-    counts = (levels[0], levels[1])
-    n = x.shape[0]
+    n, c = x.shape[0], x.shape[1]
     block_shape = (n, height, width, BLOCK)
     shapes = jax.eval_shape(planes, jax.ShapeDtypeStruct(block_shape, x.dtype))
     table = jax.tree.map(lambda t: jnp.zeros((full[0] * full[1],) + t.shape, t.dtype), shapes)
-    blocks = -(-x.shape[1] // BLOCK)
-    x = jnp.pad(x, ((0, 0), (0, blocks * BLOCK - x.shape[1]), (0, 0), (0, 0)))
+    blocks = -(-c // BLOCK)
+    x = jnp.pad(x, ((0, 0), (0, blocks * BLOCK - c), (0, 0), (0, 0)))
+    bins = pooled[0] * pooled[1]
+    out = jnp.zeros((r, blocks * BLOCK, bins), x.dtype)
 
-    def step(table, k):  # block k sliced and moved to (N, H, W, BLOCK) here: no copy of x
+    def step(k, state):  # block k sliced and moved to (N, H, W, BLOCK) here: no copy of x
+        table, out = state
         xb = lax.dynamic_slice_in_dim(x, k * np.int32(BLOCK), BLOCK, 1).transpose(0, 2, 3, 1)
-        table = range_max.fill(table, planes(xb), combine, 1, 2, full[0], few, counts)
+        table = range_max.fill(table, planes(xb), combine, full[0], spans)
         flat = jax.tree.map(lambda t: t.reshape(-1, BLOCK), table)
-        return table, answer(xb, flat, full[0])
+        v = answer(xb, flat, full[0]).reshape(r, bins, BLOCK).transpose(0, 2, 1)
+        return table, lax.dynamic_update_slice_in_dim(out, v, k * np.int32(BLOCK), 1)
 
-    return lax.scan(step, table, lax.iota(np.int32, blocks))[1]
+    out = lax.fori_loop(np.int32(0), np.int32(blocks), step, (table, out))[1]
+    return out[:, :c].reshape((r, c) + pooled)
 
 
 # ---- values ----------------------------------------------------------------------------------
@@ -271,9 +271,41 @@ def _fold_decode(key, dtype, size: int):
     return order.from_monotone_bits(m.astype(order.signed_bits_dtype(dtype)), dtype)
 
 
-#: The NaN bins of a block are answered in chunks of at most this share of its (bin, channel)
-#: pairs (compacted: a loop of as many chunks as they need, none without NaN).
-NAN_CHUNK_SHARE = 32
+#: The bins of a block holding a NaN in some channel are answered in chunks of at most this
+#: share of its bins (compacted: a loop of as many chunks as they need, none without NaN).
+NAN_CHUNK_SHARE = 16
+
+#: Flags per group of :func:`_ranks`' two-level prefix sum.
+RANK_GROUP = 128
+
+
+def _ranks(flags):
+    """``(ranks, count)``: per flag (bool, (n,)) the number of set flags before it (int32),
+    and their number. A two-level prefix sum by two products with triangular matrices of ones
+    (exact: float32 sums of at most ``2**24`` ones): within groups of `RANK_GROUP`, then over
+    the groups' totals; a few kernels where ``jnp.cumsum`` and ``jnp.sum`` compiled to a dozen
+    (chains of ``reduce_window``)."""
+    n, g = flags.shape[0], RANK_GROUP
+    m = -(-n // g)
+    f = jnp.pad(flags, (0, m * g - n)).astype(np.float32).reshape(m, g)
+    hi = lax.Precision.HIGHEST
+    within = jnp.dot(f, np.triu(np.ones((g, g), np.float32)), precision=hi)  # inclusive
+    upto = jnp.dot(within[:, -1], np.triu(np.ones((m, m), np.float32)), precision=hi)
+    before = upto - within[:, -1]
+    ranks = (within - f + before[:, None]).reshape(-1)[:n].astype(np.int32)
+    return ranks, upto[-1].astype(np.int32)
+
+
+def _row_column(p, width: int, height: int):
+    """``(p // width, p % width)`` of int32 positions ``0 <= p < height * width`` without an
+    integer division (XLA:CPU gives each division its own kernel; these multiplications and
+    compares are copied into their consumers): a float estimate of the row (float64 when
+    ``p`` may pass ``2**24``), corrected by one either way, exactly."""
+    ft = np.float32 if height * width < 2**24 else np.float64
+    h = jnp.floor(p.astype(ft) * ft(1 / width)).astype(np.int32)
+    w = p - h * np.int32(width)
+    h = h + (w >= np.int32(width)).astype(np.int32) - (w < 0).astype(np.int32)
+    return h, p - h * np.int32(width)
 
 
 def _fold_max(xb, flat, geometry, x_shape, stride):
@@ -281,8 +313,10 @@ def _fold_max(xb, flat, geometry, x_shape, stride):
     (of `xb`). A bin
     without NaN gives its largest key, floored at ``lowest(T)``. A bin holding a NaN gives
     that NaN if its last NaN is its last element; otherwise the largest key after it (the rest
-    of its row, then the rows below: two rectangles of one channel), without the floor. Those
-    (bin, channel) pairs are gathered into chunks, so the cost follows their number."""
+    of its row, then the rows below: two rectangles of one channel), without the floor. The
+    bins holding a NaN in some channel are gathered into chunks (all their channels: the
+    rank runs over bins, an eighth of the pairs), so the cost follows their number, and data
+    without NaN runs no chunk."""
     image, h0, h1, w0, w1, _ = geometry
     height, width = x_shape[2], x_shape[3]
     size, dtype, cb = height * width, xb.dtype, xb.shape[-1]
@@ -291,25 +325,26 @@ def _fold_max(xb, flat, geometry, x_shape, stride):
     best = _lookup(flat, image, h0, h1, w0, w1, x_shape, lax.max, stride)
     floor = kt(_monotone(dtypes.lowest(dtype), dtype))
     out = _fold_decode(jnp.maximum(best, floor), dtype, size)
-    has_nan = best >= kt(nan_base)
-    total = best.size
-    chunk = min(total, max(256, total // NAN_CHUNK_SHARE))
-    count = jnp.sum(has_nan, dtype=np.int32)
+    nan_bin = jnp.max(best, axis=1) >= kt(nan_base)  # (Q,)
+    total = nan_bin.shape[0]
+    chunk = min(total, max(128, total // NAN_CHUNK_SHARE))
+    ranks, count = _ranks(nan_bin)
     slots = lax.iota(np.int32, chunk)
     low = kt(np.iinfo(kt).min)
     rectangles = jnp.stack([image, h0, h1, w0, w1])  # one gather per chunk reads all five
+    lanes = lax.broadcasted_iota(np.int32, (chunk, cb), 1)
 
-    def fix(t, state):  # chunk t: the NaN pairs of rank [t*chunk, (t+1)*chunk)
-        out, rank = state
-        slot = jnp.where(has_nan.reshape(-1), rank - t * np.int32(chunk), np.int32(chunk))
+    def fix(t, out):  # chunk t: the NaN bins of rank [t*chunk, (t+1)*chunk)
+        slot = jnp.where(nan_bin, ranks - t * np.int32(chunk), np.int32(chunk))
         entry = jnp.zeros(chunk, np.int32).at[slot].set(lax.iota(np.int32, total),
                                                         mode="drop")
         live = slots < count - t * np.int32(chunk)
-        q, lane = entry // np.int32(cb), entry % np.int32(cb)
-        img, top, bottom, left, right = rectangles[:, q]
-        p = jnp.where(live, (best.reshape(-1)[entry] - kt(nan_base)).astype(np.int32),
-                      top * np.int32(width) + left)
-        h, w = p // np.int32(width), p % np.int32(width)
+        img, top, bottom, left, right = (
+            jnp.broadcast_to(v[:, None], (chunk, cb)) for v in rectangles[:, entry])
+        key = best[entry]  # (chunk, cb)
+        nan = key >= kt(nan_base)
+        p = jnp.where(nan, (key - kt(nan_base)).astype(np.int32), top * np.int32(width) + left)
+        h, w = _row_column(p, width, height)
         row_rest, below = w + 1 < right, h + 1 < bottom
         # the rest of the row and the rows below, in one lookup
         k_row, k_below = _lookup(
@@ -317,20 +352,16 @@ def _fold_max(xb, flat, geometry, x_shape, stride):
             jnp.stack([h + 1, jnp.where(below, bottom, top + 1)]),
             jnp.stack([jnp.where(row_rest, w + 1, left), left]),
             jnp.stack([jnp.where(row_rest, right, left + 1), right]), x_shape, lax.max, stride,
-            jnp.stack([lane, lane]))
+            jnp.stack([lanes, lanes]))
         after = jnp.maximum(jnp.where(row_rest, k_row, low), jnp.where(below, k_below, low))
-        where = ((img * np.int32(height) + h) * np.int32(width) + w) * np.int32(cb) + lane
+        where = ((img * np.int32(height) + h) * np.int32(width) + w) * np.int32(cb) + lanes
         trailing = jnp.take(xb.reshape(-1), where, mode="clip")
         value = jnp.where(row_rest | below, _fold_decode(after, dtype, size), trailing)
-        return out.reshape(-1).at[jnp.where(live, entry, np.int32(total))].set(
-            value, mode="drop").reshape(out.shape), rank
+        value = jnp.where(nan, value, out[entry])
+        return out.at[jnp.where(live, entry, np.int32(total))].set(value, mode="drop")
 
-    def fix_all(out):  # under a cond: a loop alone cost clean data 1.6x
-        chunks = (count + np.int32(chunk - 1)) // np.int32(chunk)
-        rank = jnp.cumsum(has_nan.reshape(-1), dtype=np.int32) - np.int32(1)
-        return lax.fori_loop(np.int32(0), chunks, fix, (out, rank))[0]
-
-    return lax.cond(count > 0, fix_all, lambda out: out, out)
+    chunks = (count + np.int32(chunk - 1)) // np.int32(chunk)
+    return lax.fori_loop(np.int32(0), chunks, fix, out)
 
 
 def _values(x, rois, pooled, spatial_scale, rule):
@@ -365,8 +396,7 @@ def _values(x, rois, pooled, spatial_scale, rule):
     def masked(xb, flat, stride):  # in the loop: no kernel of its own to recompute the bins
         return jnp.where(read[:, None], answer(xb, flat, stride), zero)
 
-    v = _by_levels(spans, x, pooled, planes, combine, masked)
-    return _unblock(v, r, pooled, c)
+    return _by_levels(spans, x, r, pooled, planes, combine, masked)
 
 
 # ---- winners (gradient; the OpenVINO fold) ---------------------------------------------------

@@ -14,6 +14,8 @@ makes a table with static level counts; `fill` refills a carried table with trac
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -61,42 +63,65 @@ def build(planes, combine: Combine, height_axis: int, width_axis: int,
     return jax.tree.map(lambda t: t.reshape((-1,) + t.shape[2:]), table)
 
 
-def fill(table, planes, combine: Combine, height_axis: int, width_axis: int, stride: int,
-         few: int, counts):
+def fill(table, planes, combine: Combine, stride: int, spans):
     """`table` (a pytree in `build`'s layout for the full level counts ``(A, B)``, ``A`` the
-    `stride`: leaves of ``A * B`` levels, level ``(i, j)`` at ``j * A + i``) with levels
-    ``i < counts[0]``, ``j < counts[1]`` (traced int32 scalars, at most ``A`` and ``B``) made
-    those of `planes`; the others keep what they held (a caller carries one table through
-    its blocks, allocated and zeroed once). Width level ``j`` is doubled from level ``j - 1``
-    in slabs of `few` height levels (a static count, enough for most calls: one slab). The
-    levels equal `build`'s: the same combinations of the same elements."""
-    a, b = counts
+    `stride`: leaves of ``A * B`` levels of shape ``planes``' leaves, level ``(i, j)`` at ``j *
+    A + i``) with the levels every rectangle of at most `spans` rows and columns (a traced
+    int32 (2,) array, at least 1, below ``(2**A, 2**B)``) needs made those of `planes`
+    (leaves (N, H, W, Cb)): ``i <= floor(log2(spans[0]))``, ``j <= floor(log2(spans[1]))``.
+    The others keep what they held (a caller carries one table through its blocks,
+    allocated once).
 
-    def rows_step(i, state):
-        table, cur = state
-        table = jax.tree.map(lambda t, c: lax.dynamic_update_index_in_dim(t, c, i, 0),
-                             table, cur)
-        shift = np.int32(1) << i
-        return table, combine(cur, jax.tree.map(lambda v: _moved(v, height_axis, shift), cur))
+    One loop computes every level from the one before it, in `build`'s order (height levels
+    of width level 0, then each width level from the one below it): a level is the
+    combination of its source with the source moved back by ``2**k`` rows (``2**k * W``
+    flat positions of (N, H, W)) or ``2**k`` columns (``2**k`` positions), so both kinds of
+    step are one body; the level counts and the next level's slot ``j * A + i`` (one scalar)
+    are computed inside the loop's kernels (two loops and their level arithmetic were a
+    dozen kernels: XLA:CPU compiles each kernel separately, about 25 ms of CPU each).
+    Flat moves wrap into the next row or image only where a block would leave its axis:
+    positions never read. The levels equal `build`'s: the same combinations of the same
+    elements."""
+    width = jax.tree.leaves(planes)[0].shape[2]
+    table = jax.tree.map(lambda t, p: lax.dynamic_update_index_in_dim(t, p, 0, 0),
+                         table, planes)
+    one = np.int32(1)
 
-    table = lax.fori_loop(np.int32(0), a, rows_step, (table, planes))[0]
+    a_levels = np.int32(stride)
+    b_levels = jax.tree.leaves(table)[0].shape[0] // stride
 
-    # the doublings along the width: one slab of `few` height levels per step, ``ceil(a /
-    # few)`` slabs per width level (the last one overlapping the one before, recomputing some
-    # levels from the same complete level j - 1: equal values)
-    slabs = (a + np.int32(few - 1)) // np.int32(few)
+    def split(t):  # (i, j) of slot t by compares (cheap: copied into each kernel, no division)
+        j = functools.reduce(operator.add, [(t >= np.int32(m * stride)).astype(np.int32)
+                                            for m in range(1, b_levels)], np.int32(0))
+        return t - j * a_levels, j
 
-    def columns(k, table):
-        j = k // slabs + np.int32(1)
-        first = jnp.minimum((k % slabs) * np.int32(few), np.int32(stride - few))
-        src = jax.tree.map(lambda t: lax.dynamic_slice_in_dim(
-            t, (j - 1) * np.int32(stride) + first, few, 0), table)
-        shift = np.int32(1) << (j - 1)
-        new = combine(src, jax.tree.map(lambda v: _moved(v, width_axis + 1, shift), src))
-        return jax.tree.map(lambda t, v: lax.dynamic_update_slice_in_dim(
-            t, v, j * np.int32(stride) + first, 0), table, new)
+    def following(t):  # the slot of the level after slot t, and the width level count
+        counts = floor_log2(spans) + one
+        i = split(t)[0]
+        return jnp.where(i + one == counts[0], t - i + a_levels, t + one), counts[1]
 
-    return lax.fori_loop(np.int32(0), (b - np.int32(1)) * slabs, columns, table)
+    def more(state):
+        t, b = following(state[1])
+        return t < b * a_levels
+
+    def body(state):
+        table, t = state
+        t = following(t)[0]
+        i, j = split(t)
+        down = j == np.int32(0)  # a height step: level (i - 1, 0) moved by 2**(i-1) rows
+        k = jnp.where(down, i, j) - one
+        src = jnp.where(down, k, t - a_levels)
+        shift = jnp.where(down, np.int32(width), one) << k
+        prev = jax.tree.map(lambda t: lax.dynamic_index_in_dim(t, src, 0, keepdims=False),
+                            table)
+        moved = jax.tree.map(lambda v: _moved(v.reshape((-1,) + v.shape[3:]), 0, shift)
+                             .reshape(v.shape), prev)
+        new = combine(prev, moved)
+        table = jax.tree.map(lambda tb, v: lax.dynamic_update_index_in_dim(tb, v, t, 0),
+                             table, new)
+        return table, t
+
+    return lax.while_loop(more, body, (table, np.int32(0)))[0]
 
 
 def floor_log2(n: jax.Array) -> jax.Array:
