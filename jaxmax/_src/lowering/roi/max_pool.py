@@ -51,13 +51,13 @@ def roi_max_pool(x: jax.Array, rois: jax.Array, *, pooled: tuple[int, int],
 
     `x` is (N, C, H, W) floating, `rois` (R, 5) of its dtype; static arguments are validated.
     Invalid ROIs (batch index outside ``[0, N)``, a non-finite value, a corner outside int32)
-    give all ``+0.0``. A small eager call (`compile_options.small_eager`) compiles with
-    `compile_options.fast_compile()`: the same bits in about a third of the compile time.
+    give all ``+0.0``. A small eager call compiles with the fast options
+    (`compile_options.jit`): the same bits in about a third of the compile time.
     """
     if rule not in RULES:
         raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
-    jitted = _small() if compile_options.small_eager(x, rois) else _roi_max_pool_jit
-    return jitted(x, rois, pooled=pooled, spatial_scale=float(spatial_scale), rule=rule)
+    return _roi_max_pool_jit(x, rois, pooled=pooled, spatial_scale=float(spatial_scale),
+                             rule=rule)
 
 
 _STATIC = ("pooled", "spatial_scale", "rule")
@@ -77,15 +77,7 @@ def _roi_max_pool_body(x, rois, *, pooled, spatial_scale, rule):
     return explicit_axes.run(compute, (x, rois), out_spec)
 
 
-_roi_max_pool_jit = jax.jit(_roi_max_pool_body, static_argnames=_STATIC, inline=True)
-
-
-@functools.cache
-def _small():
-    """`_roi_max_pool_jit` with the fast-compile options (built on first use: the probe
-    compiles)."""
-    return jax.jit(_roi_max_pool_body, static_argnames=_STATIC,
-                   compiler_options=compile_options.fast_compile())
+_roi_max_pool_jit = compile_options.jit(_roi_max_pool_body, static_argnames=_STATIC)
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(2, 3, 4))
