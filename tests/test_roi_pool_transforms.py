@@ -5,11 +5,14 @@ sharded over channels and over the batch and the ROIs sharded: the unsharded ans
 bit.
 
 Compiles are what these tests cost: each jitted function below is built once per
-(face, pooled shape) (:func:`_jit_grad`, :func:`_jit_values`) and called with every data set
-of its shape, and the oracles of the sharded cases are computed once (:func:`_sharded_case`).
-The eager calls are the same program as the jitted ones (each public function runs one inner
-``jax.jit`` of the whole lowering; outside it only the arguments are checked), so the sharded
-and vmap cases run the jitted program only."""
+(face, pooled shape) (:func:`_jit_grad`) and called with every data set of its shape, and the
+oracles of the sharded cases are computed once (:func:`_sharded_case`). The eager calls are the
+same program as the jitted ones (each public function runs one inner ``jax.jit`` of the whole
+lowering; outside it only the arguments are checked; a small eager call compiles it with the
+library's fast-compile options, `compile_options.fast_compile()`: LLVM -O0 and the elemental
+emitter, the same HLO passes and SPMD partitioner). Programs whose subject is not XLA's code
+generation (the hard cases' gradients, most sharded layouts) use those options too; the
+seeded gradients, jit/vmap and one sharded layout per mesh kind keep the default options."""
 
 from __future__ import annotations
 
@@ -47,22 +50,25 @@ def _grad(f, x, rois, cotangent, **kw):
 
 
 @functools.cache
-def _jit_grad(rule, pooled):
-    """``dL/dX`` of ``L = sum(y * cotangent)``, jitted once per (rule, pooled shape)."""
+def _jit_grad(rule, pooled, fast=False):
+    """``dL/dX`` of ``L = sum(y * cotangent)``, jitted once per (rule, pooled shape); `fast`:
+    with the library's fast-compile options (`compile_options.fast_compile()`: the same HLO,
+    only code generation differs, a third of the compile time)."""
     f = FACES[rule]
-    return jax.jit(lambda v, r, c: _grad(f, v, r, c, pooled=pooled))
+    options = compile_options.fast_compile() if fast else None
+    return jax.jit(lambda v, r, c: _grad(f, v, r, c, pooled=pooled), compiler_options=options)
 
 
 def test_m18_m19_m20_p8():
     one = np.array([[0, 0, 0, 3, 3]], np.float32)
     ones = np.ones((1, 1, 2, 2), np.float32)
-    g = np.asarray(_jit_grad("onnx", (2, 2))(X4, one, ones))[0, 0]
+    g = np.asarray(_jit_grad("onnx", (2, 2), True)(X4, one, ones))[0, 0]
     assert_same(g, np.array([[0, 0, 0, 0], [0, 1, 0, 1], [0, 0, 0, 0], [0, 1, 0, 1]],
                             np.float32), "M18")
-    g = np.asarray(_jit_grad("onnx", (2, 2))(np.ones_like(X4), one, ones))[0, 0]
+    g = np.asarray(_jit_grad("onnx", (2, 2), True)(np.ones_like(X4), one, ones))[0, 0]
     assert_same(g, np.array([[1, 0, 1, 0], [0, 0, 0, 0], [1, 0, 1, 0], [0, 0, 0, 0]],
                             np.float32), "M19: the first of tied maxima")
-    g = np.asarray(_jit_grad("onnx", (3, 3))(X4, np.array([[0, 0, 0, 1, 1]], np.float32),
+    g = np.asarray(_jit_grad("onnx", (3, 3), True)(X4, np.array([[0, 0, 0, 1, 1]], np.float32),
                                              np.ones((1, 1, 3, 3), np.float32)))[0, 0]
     assert (g[0, 0], g[0, 1], g[1, 0], g[1, 1]) == (1, 2, 2, 4) and g.sum() == 9, "M20"
     x = X4.copy()
@@ -70,7 +76,7 @@ def test_m18_m19_m20_p8():
     x[0, 0, 1, :2] = -1
     cot = np.zeros((1, 1, 2, 2), np.float32)
     cot[0, 0, 0, 0] = 1
-    g = np.asarray(_jit_grad("fold", (2, 2))(x, one, cot))[0, 0]
+    g = np.asarray(_jit_grad("fold", (2, 2), True)(x, one, cot))[0, 0]
     assert g[0, 1] == 1 and g.sum() == 1, "P8: the last tied zero"
 
 
@@ -214,7 +220,8 @@ def test_batch_sharded_keeps_negative_zeros(axis_type):
     rois = np.concatenate([rng.integers(0, 8, (8, 1)), rng.uniform(-2, 9, (8, 4))],
                           1).astype(np.float32)
     xs = jax.device_put(x, NamedSharding(mesh, P(("a", "b"))))
-    got = jax.jit(_values)(xs, rois)
+    got = _values(xs, rois)  # the public eager calls (the same partitioned program: each a
+    # small eager call, compiled with the library's fast-compile options)
     for rule in FACES:
         want = oracle.max_roi_pool(x, rois, 1.0, (3, 2), rule=rule)
         assert np.signbit(want).any()
