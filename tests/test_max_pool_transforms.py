@@ -99,7 +99,8 @@ def _check_transforms(fn, x, other, scatter_indices):
     np.testing.assert_array_equal(jv, values)
     np.testing.assert_array_equal(ji, indices)
     batch = np.stack([x, other])
-    bv, bi = jax.vmap(fn)(batch)
+    # as NumPy arrays: indexing a jax.Array compiled a slice per row
+    bv, bi = (np.asarray(a) for a in jax.vmap(fn)(batch))
     for b in range(2):
         lv, li = fn(batch[b])
         np.testing.assert_array_equal(bv[b], lv)
@@ -117,7 +118,10 @@ def _check_grads_in_float64(fn, x):
     """``check_grads`` (forward and reverse mode against finite differences) in float64, where
     a step of 1e-3 on values 0.25 apart is far from every kink and rounding is negligible."""
     with jax.enable_x64(True):
-        check_grads(fn, (x.astype(np.float64),), order=1, modes=("fwd", "rev"), eps=1e-3)
+        # jitted: each derivative one program, instead of the linearised and transposed pool
+        # run primitive by primitive (a compile each); the same derivative rules
+        check_grads(jax.jit(fn), (x.astype(np.float64),), order=1, modes=("fwd", "rev"),
+                    eps=1e-3)
 
 
 @pytest.mark.parametrize("name", sorted(OV_CASES))
@@ -139,7 +143,9 @@ def test_onnx_gradient_routes_to_the_first_nan_and_the_first_minus_inf():
     y, indices = onnx.max_pool(x, kernel_shape=[2], strides=[2], return_indices=True)
     np.testing.assert_array_equal(y, [[[np.nan, np.nan, -np.inf]]])
     np.testing.assert_array_equal(indices, [[[1, 3, 4]]])
-    grad = jax.grad(lambda v: jnp.sum(onnx.max_pool(v, kernel_shape=[2], strides=[2])))(x)
+    # jitted, as in _check_transforms: one program, not the transpose piece by piece
+    grad = jax.jit(jax.grad(lambda v: jnp.sum(onnx.max_pool(v, kernel_shape=[2],
+                                                            strides=[2]))))(x)
     np.testing.assert_array_equal(grad, [[[0, 1, 0, 1, 1, 0]]])
 
 
@@ -149,8 +155,8 @@ def test_windows_without_input_elements():
     y, i = onnx.max_pool(x, kernel_shape=[1], strides=[1], pads=[2, 0], return_indices=True)
     np.testing.assert_array_equal(y, [[[-np.inf, -np.inf, 1, 2, 3, 4, 5, 6]]])
     np.testing.assert_array_equal(i, [[[-1, -1, 0, 1, 2, 3, 4, 5]]])
-    grad = jax.grad(lambda v: jnp.sum(onnx.max_pool(v, kernel_shape=[1], strides=[1],
-                                                    pads=[2, 0])))(x)
+    grad = jax.jit(jax.grad(lambda v: jnp.sum(onnx.max_pool(v, kernel_shape=[1], strides=[1],
+                                                            pads=[2, 0]))))(x)  # one program
     np.testing.assert_array_equal(grad, np.ones_like(x))
     # OpenVINO: lowest(T) and the plane start
     v, i = ov.max_pool(np.stack([x[0], x[0]]), kernel=1, strides=1, pads_begin=2, opset=8)
@@ -163,7 +169,7 @@ def test_global_max_pool():
     x = np.array([[[[1.0, 7.0], [7.0, -np.inf]], [[np.nan, 1.0], [2.0, 3.0]]]], np.float32)
     got = onnx.global_max_pool(x)
     np.testing.assert_array_equal(got, [[[[7.0]], [[np.nan]]]])
-    grad = jax.grad(lambda v: onnx.global_max_pool(v)[0, 0, 0, 0])(x)
+    grad = jax.jit(jax.grad(lambda v: onnx.global_max_pool(v)[0, 0, 0, 0]))(x)  # one program
     np.testing.assert_array_equal(grad[0, 0], [[0, 0.5], [0.5, 0]])  # ties share evenly
     np.testing.assert_array_equal(jax.jit(onnx.global_max_pool)(x), got)
     empty = onnx.global_max_pool(np.zeros((1, 2, 0, 3), np.float32))

@@ -89,10 +89,42 @@ def _branch_data(dtype):
     return xs, want
 
 
+_ACROSS: dict = {}
+
+
+def _across_lowerings(key, settings, fn, *args):
+    """`fn(*args)` under each lowering of `settings` (arguments of `_lowering`), in one program:
+    `fn` is traced to a jaxpr under each lowering's settings (the caches cleared before each, as
+    the fixtures do, so no trace of other settings is reused), and one jit evaluates every
+    jaxpr, so each reduction is the same static call, traced the same way, as in a program of its
+    own lowering. One compile for the group instead of one per lowering (XLA's common
+    subexpression elimination compiles once what two lowerings trace alike, such as the small
+    shapes below a block of the real sizes). ``{settings: outputs as NumPy arrays}``, computed
+    by the first test of the group (`key`) and read by the others."""
+    if key not in _ACROSS:
+        jaxprs = {}
+        for params in settings:
+            with pytest.MonkeyPatch.context() as patch:
+                _lowering(patch, *params)
+                jaxprs[params] = jax.make_jaxpr(fn, return_shape=True)(*args)
+        jax.clear_caches()  # traced with other settings than the calling test's
+
+        def every(*args):
+            flat = jax.tree.leaves(args)
+            return {params: jax.tree.unflatten(jax.tree.structure(shapes),
+                                               jax.core.eval_jaxpr(j.jaxpr, j.consts, *flat))
+                    for params, (j, shapes) in jaxprs.items()}
+
+        _ACROSS[key] = jax.tree.map(np.asarray, jax.jit(every)(*args))
+    return _ACROSS[key]
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16])
 def test_every_branch_gives_both_rules_exactly(lowering, dtype):
     xs, want = _branch_data(dtype)
-    got = jax.jit(lambda xs: _both_rules(xs, _every_axes))(xs)
+    # every lowering of LOWERINGS in one program per dtype (see _across_lowerings)
+    got = _across_lowerings(("branches", np.dtype(dtype).name), LOWERINGS,
+                            lambda xs: _both_rules(xs, _every_axes), xs)[lowering]
     for x, got_x, want_x in zip(xs, got, want, strict=True):
         for axes, (ov_got, onnx_got), (ov_want, onnx_want) in zip(
                 _every_axes(x.ndim), got_x, want_x, strict=True):
@@ -107,10 +139,11 @@ def test_float64_and_integers(lowering):
     every = [(0,), (1,), (0, 2), (1, 2), (0, 1, 2)]
     with jax.enable_x64(True):
         x = special_floats(rng, (6, 5, 4), np.float64, p_nan=0.1, p_ninf=0.1, p_inf=0.05)
-        # one program for the 15 reductions (see _both_rules)
-        floats, integers = jax.jit(lambda v, i: (
+        # one program for the 15 reductions (see _both_rules) under every lowering of LOWERINGS
+        # (see _across_lowerings)
+        floats, integers = _across_lowerings("float64 and int8", LOWERINGS, lambda v, i: (
             _both_rules([v], lambda _: every)[0],
-            [ov.reduce_max(i, axes) for axes in every]))(x, ints)
+            [ov.reduce_max(i, axes) for axes in every]), x, ints)[lowering]
         for axes, (ov_got, onnx_got), int_got in zip(every, floats, integers, strict=True):
             context = f"{lowering} axes {axes}"
             assert_same(ov_got, openvino_reduce_max_wide(x, axes), f"{context} float64 openvino")
@@ -120,8 +153,9 @@ def test_float64_and_integers(lowering):
 
 @pytest.mark.parametrize("flavour", ["openvino", "onnx"])
 @pytest.mark.parametrize("shape, axes", [(SHAPE, (0,)), ((6, 50, 7), (1,)), ((6, 50, 7), (0, 2))])
-def test_gradient_and_jvp_follow_the_tie_rule(devices, flavour, shape, axes, monkeypatch):
-    _lowering(monkeypatch, devices, block_bytes=256)  # the small shapes take the blocks
+def test_gradient_and_jvp_follow_the_tie_rule(devices, flavour, shape, axes):
+    # the small shapes take the blocks
+    settings = [(d, 256) for d in ("one-device", "multi-device")]
     f = (lambda v: ov.reduce_max(v, axes)) if flavour == "openvino" else (
         lambda v: onnx.reduce_max(v, axes, keepdims=0))
     rng = np.random.default_rng(1)
@@ -134,9 +168,12 @@ def test_gradient_and_jvp_follow_the_tie_rule(devices, flavour, shape, axes, mon
         share = np.where(np.isnan(x).any(axis=axes, keepdims=True), 0.0, share)
     ct = rng.standard_normal(np.max(x, axis=axes).shape).astype(np.float32)
     t = rng.standard_normal(shape).astype(np.float32)
-    # one program for both (eager, the transposed reduction ran primitive by primitive)
-    (grad,), (_, tangent) = jax.jit(lambda v, c, u: (
-        jax.vjp(f, v)[1](c), jax.jvp(f, (v,), (u,))))(x, ct, t)
+    # one program for both (eager, the transposed reduction ran primitive by primitive), and for
+    # both values of `devices` (see _across_lowerings)
+    (grad,), (_, tangent) = _across_lowerings(("gradient", flavour, shape, axes), settings,
+                                              lambda v, c, u: (jax.vjp(f, v)[1](c),
+                                                               jax.jvp(f, (v,), (u,))),
+                                              x, ct, t)[(devices, 256)]
     np.testing.assert_allclose(grad, share * np.expand_dims(ct, axes), rtol=1e-6)
     np.testing.assert_allclose(tangent, (share * t).sum(axis=axes), rtol=1e-5, atol=1e-6)
 
@@ -155,7 +192,11 @@ def test_vmap_over_a_middle_axis_equals_a_loop(devices, dtype):
     x = (np.random.default_rng(3).standard_normal((4, 3, 40000)) * 50).astype(dtype)
     if dtype != np.int8:
         x[1, 2, 5] = x[0, 0, 7] = np.nan
-    batched = jax.jit(jax.vmap(lambda v: ov.reduce_max(v, 0), in_axes=1))(x)
+    # both values of `devices` in one program (see _across_lowerings), as NumPy arrays (indexing
+    # a jax.Array compiled a slice per row)
+    batched = _across_lowerings(("vmap", np.dtype(dtype).name),
+                                [("one-device",), ("multi-device",)],
+                                jax.vmap(lambda v: ov.reduce_max(v, 0), in_axes=1), x)[(devices,)]
     for i in range(3):
         assert_same(batched[i], openvino_reduce_max_wide(x[:, i], (0,)) if dtype != np.int8
                      else np.max(x[:, i], axis=0))

@@ -18,6 +18,7 @@ from test_sharding import check_sharded, shard
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
+from jaxmax._src.lowering import compile_options
 from jaxmax._src.lowering.roi import align, samples
 
 
@@ -85,12 +86,14 @@ def test_each_guard_is_needed(face, guard, monkeypatch):
 @functools.cache
 def _adaptive(face, mode):
     """The jitted call of `face` and `mode`, built once for the three ROI scales (one program:
-    the ROIs are traced)."""
+    the ROIs are traced), with the library's fast-compile options (the switch and its branches
+    are the same HLO; only code generation differs: a third of the compile time)."""
+    jit = functools.partial(jax.jit, compiler_options=compile_options.fast_compile())
     if face == "onnx":
-        return jax.jit(lambda x, r, b: onnx.roi_align(
+        return jit(lambda x, r, b: onnx.roi_align(
             x, r, b, mode=mode, output_height=2, output_width=3, sampling_ratio=0,
             spatial_scale=0.5))
-    return jax.jit(lambda x, r, b: ov.roi_align(
+    return jit(lambda x, r, b: ov.roi_align(
         x, r, b, pooled_h=2, pooled_w=3, sampling_ratio=0, spatial_scale=0.5, mode=mode,
         aligned_mode="half_pixel"))
 
@@ -185,10 +188,25 @@ def test_grad_matches_finite_differences(mode, sr, block, monkeypatch, request):
 
     with jax.enable_x64(True):
         x64, r64 = x.astype(np.float64), rois.astype(np.float64)
-        jax.test_util.check_grads(lambda x: loss(x, r64), (x64,), order=1, modes=["rev"],
-                                  eps=1e-4)
-        jax.test_util.check_grads(lambda r: loss(x64, r), (r64,), order=1, modes=["rev"],
-                                  eps=1e-5)
+        _check_rev(lambda x: loss(x, r64), x64, eps=1e-4)
+        _check_rev(lambda r: loss(x64, r), r64, eps=1e-5)
+
+
+def _check_rev(f, arg, eps):
+    """``jax.test_util.check_grads(f, (arg,), order=1, modes=["rev"], eps=eps)`` with `f` and
+    its reverse-mode gradient each one jitted program compiled with the library's fast-compile
+    options (a third of the compile time; check_grads' own eager ``jax.vjp`` compiles a
+    forward and a backward program with the default ones). The same check: check_vjp with the
+    same random tangent and cotangent, tolerances and step; the VJP of a scalar ``f`` is the
+    cotangent times the gradient."""
+    options = compile_options.fast_compile()
+    value_and_grad = jax.jit(jax.value_and_grad(f), compiler_options=options)
+
+    def f_vjp(a):
+        value, grad = value_and_grad(a)
+        return value, lambda ct: (ct * grad,)
+
+    jax.test_util.check_vjp(jax.jit(f, compiler_options=options), f_vjp, (arg,), eps=eps)
 
 
 def test_dropped_rois_pass_no_gradient_and_no_nan():
@@ -200,7 +218,8 @@ def test_dropped_rois_pass_no_gradient_and_no_nan():
         return onnx.roi_align(x, r, b, mode="avg", output_height=2, output_width=2,
                               sampling_ratio=0).sum()
 
-    gx, gr = jax.jit(jax.grad(loss, argnums=(0, 1)))(x, rois, batch)
+    gx, gr = jax.jit(jax.grad(loss, argnums=(0, 1)),
+                     compiler_options=compile_options.fast_compile())(x, rois, batch)
     gr = np.asarray(gr)
     assert np.isfinite(gr).all() and (gr[1:] == 0).all() and (gr[0] != 0).any()
     assert (np.asarray(gx)[1] == 0).all()
@@ -231,7 +250,9 @@ def test_dropped_and_empty_rois_leave_every_image_gradient_alone(face, mode, sr)
                               spatial_scale=1.0, mode=mode)
         return (y * np.arange(1.0, 1 + y.size, dtype=np.float32).reshape(y.shape)).sum()
 
-    grad = jax.jit(jax.grad(loss))
+    # the fast-compile options (a third of the compile time): both gradients compare bit for
+    # bit with each other, under the same options
+    grad = jax.jit(jax.grad(loss), compiler_options=compile_options.fast_compile())
     alone = np.asarray(grad(x, good, np.array([1])))
     both = np.asarray(grad(x, np.concatenate([good, bad]), np.array([1, 7, 0, 0])[:1 + len(bad)]))
     assert np.isfinite(both).all()

@@ -5,11 +5,14 @@ sharded over channels and over the batch and the ROIs sharded: the unsharded ans
 bit.
 
 Compiles are what these tests cost: each jitted function below is built once per
-(face, pooled shape) (:func:`_jit_grad`, :func:`_jit_values`) and called with every data set
-of its shape, and the oracles of the sharded cases are computed once (:func:`_sharded_case`).
-The eager calls are the same program as the jitted ones (each public function runs one inner
-``jax.jit`` of the whole lowering; outside it only the arguments are checked), so the sharded
-and vmap cases run the jitted program only."""
+(face, pooled shape) (:func:`_jit_grad`) and called with every data set of its shape, and the
+oracles of the sharded cases are computed once (:func:`_sharded_case`). The eager calls are the
+same program as the jitted ones (each public function runs one inner ``jax.jit`` of the whole
+lowering; outside it only the arguments are checked; a small eager call compiles it with the
+library's fast-compile options, `compile_options.fast_compile()`: LLVM -O0 and the elemental
+emitter, the same HLO passes and SPMD partitioner). Programs whose subject is not XLA's code
+generation (the hard cases' gradients, most sharded layouts) use those options too; the
+seeded gradients, jit/vmap and one sharded layout per mesh kind keep the default options."""
 
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from jax.sharding import PartitionSpec as P
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
+from jaxmax._src.lowering import compile_options
 
 X4 = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
 
@@ -46,22 +50,25 @@ def _grad(f, x, rois, cotangent, **kw):
 
 
 @functools.cache
-def _jit_grad(rule, pooled):
-    """``dL/dX`` of ``L = sum(y * cotangent)``, jitted once per (rule, pooled shape)."""
+def _jit_grad(rule, pooled, fast=False):
+    """``dL/dX`` of ``L = sum(y * cotangent)``, jitted once per (rule, pooled shape); `fast`:
+    with the library's fast-compile options (`compile_options.fast_compile()`: the same HLO,
+    only code generation differs, a third of the compile time)."""
     f = FACES[rule]
-    return jax.jit(lambda v, r, c: _grad(f, v, r, c, pooled=pooled))
+    options = compile_options.fast_compile() if fast else None
+    return jax.jit(lambda v, r, c: _grad(f, v, r, c, pooled=pooled), compiler_options=options)
 
 
 def test_m18_m19_m20_p8():
     one = np.array([[0, 0, 0, 3, 3]], np.float32)
     ones = np.ones((1, 1, 2, 2), np.float32)
-    g = np.asarray(_jit_grad("onnx", (2, 2))(X4, one, ones))[0, 0]
+    g = np.asarray(_jit_grad("onnx", (2, 2), True)(X4, one, ones))[0, 0]
     assert_same(g, np.array([[0, 0, 0, 0], [0, 1, 0, 1], [0, 0, 0, 0], [0, 1, 0, 1]],
                             np.float32), "M18")
-    g = np.asarray(_jit_grad("onnx", (2, 2))(np.ones_like(X4), one, ones))[0, 0]
+    g = np.asarray(_jit_grad("onnx", (2, 2), True)(np.ones_like(X4), one, ones))[0, 0]
     assert_same(g, np.array([[1, 0, 1, 0], [0, 0, 0, 0], [1, 0, 1, 0], [0, 0, 0, 0]],
                             np.float32), "M19: the first of tied maxima")
-    g = np.asarray(_jit_grad("onnx", (3, 3))(X4, np.array([[0, 0, 0, 1, 1]], np.float32),
+    g = np.asarray(_jit_grad("onnx", (3, 3), True)(X4, np.array([[0, 0, 0, 1, 1]], np.float32),
                                              np.ones((1, 1, 3, 3), np.float32)))[0, 0]
     assert (g[0, 0], g[0, 1], g[1, 0], g[1, 1]) == (1, 2, 2, 4) and g.sum() == 9, "M20"
     x = X4.copy()
@@ -69,15 +76,15 @@ def test_m18_m19_m20_p8():
     x[0, 0, 1, :2] = -1
     cot = np.zeros((1, 1, 2, 2), np.float32)
     cot[0, 0, 0, 0] = 1
-    g = np.asarray(_jit_grad("fold", (2, 2))(x, one, cot))[0, 0]
+    g = np.asarray(_jit_grad("fold", (2, 2), True)(x, one, cot))[0, 0]
     assert g[0, 1] == 1 and g.sum() == 1, "P8: the last tied zero"
 
 
 @pytest.mark.parametrize("rule", ["onnx", "fold"])
 def test_seeded_gradients(rule):
     """Three seeded trials, each through the eager grad (JAX splits the inner jit into its
-    forward and backward programs) and the jitted one (built once for the three), and the ROIs'
-    gradient (zero)."""
+    forward and backward programs; X's and the ROIs' gradient (zero) from one call, so one pair
+    of programs) and the jitted one (built once for the three)."""
     rng = np.random.default_rng(8)
     f = FACES[rule]
     jitted = _jit_grad(rule, (3, 2))
@@ -92,10 +99,11 @@ def test_seeded_gradients(rule):
         rois[:, 1:] += rng.uniform(-0.4, 0.4, (6, 4)).astype(np.float32)
         cot = rng.integers(1, 5, (6, 3, 3, 2)).astype(np.float32)
         want = oracle.gradient(x, rois, 1.0, (3, 2), cot, rule=rule)
-        assert_same(_grad(f, x, rois, cot, pooled=(3, 2)), want, f"trial {trial}")
+        gx, gr = jax.grad(lambda v, r, c=cot: jnp.sum(f(v, r, pooled=(3, 2)) * c),
+                          argnums=(0, 1))(x, rois)
+        assert_same(gx, want, f"trial {trial}")
         assert_same(jitted(x, rois, cot), want, f"jit trial {trial}")
-        assert_same(jax.grad(lambda r, x=x: jnp.sum(f(x, r, pooled=(3, 2))))(rois),
-                    np.zeros_like(rois), f"ROIs trial {trial}")
+        assert_same(gr, np.zeros_like(rois), f"ROIs trial {trial}")
 
 
 def test_jit_vmap_and_no_retrace():
@@ -159,6 +167,20 @@ def _grads(v, r, c):
     return {rule: _grad(f, v, r, c, pooled=(3, 2)) for rule, f in FACES.items()}
 
 
+#: the layout whose values and gradients are jitted with XLA's default options (as a user's
+#: ``jax.jit``); the others run the values eagerly and jit the gradients with the fast-compile
+#: options (below)
+DEFAULT_OPTIONS_LAYOUT = (P("a", "b"), P(("a", "b")))
+
+
+@functools.cache
+def _fast_grads():
+    """`_grads` jitted with `compile_options.fast_compile()`, the options every small eager call
+    of the library compiles with (LLVM -O0, the elemental emitter: the same HLO passes, the
+    SPMD partitioner's among them, so the same collectives; a third of the compile time)."""
+    return jax.jit(_grads, compiler_options=compile_options.fast_compile())
+
+
 @pytest.mark.parametrize("axis_type", [AxisType.Explicit, AxisType.Auto], ids=str)
 @pytest.mark.parametrize("x_spec, r_spec", [(P(None, "b"), P()), (P("a"), P("b")),
                                             (P("a", "b"), P(("a", "b"))),
@@ -168,14 +190,19 @@ def _grads(v, r, c):
                                             (P("a"), P()), (P(), P("b")), (P(None, "a"), P("b"))],
                          ids=str)
 def test_sharded_exact(axis_type, x_spec, r_spec):
-    """The values (one jitted program of both faces) and the gradients (another): the eager
-    call would compile the values' program again."""
+    """The values and the gradients (one jitted program of both faces) of each layout. The
+    values of every layout but `DEFAULT_OPTIONS_LAYOUT` are the public eager calls (each a
+    small eager call, which the library compiles with its fast-compile options), the gradients
+    `_fast_grads`; that layout jits both with the default options (one program each). The
+    partitioning is the same under either options: they change only the code generation."""
     mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(axis_type,) * 2)
     x, rois, cot, want = _sharded_case()
     xs = jax.device_put(x, NamedSharding(mesh, x_spec))
     rs = jax.device_put(rois, NamedSharding(mesh, r_spec))
-    values = jax.jit(_values)(xs, rs)
-    grads = jax.jit(_grads)(xs, rs, cot)
+    if (x_spec, r_spec) == DEFAULT_OPTIONS_LAYOUT:
+        values, grads = jax.jit(_values)(xs, rs), jax.jit(_grads)(xs, rs, cot)
+    else:
+        values, grads = _values(xs, rs), _fast_grads()(xs, rs, cot)
     for rule in FACES:
         assert_same(values[rule], want[rule][0], f"{rule} values")
         assert_same(grads[rule], want[rule][1], f"{rule} gradient")
@@ -193,7 +220,8 @@ def test_batch_sharded_keeps_negative_zeros(axis_type):
     rois = np.concatenate([rng.integers(0, 8, (8, 1)), rng.uniform(-2, 9, (8, 4))],
                           1).astype(np.float32)
     xs = jax.device_put(x, NamedSharding(mesh, P(("a", "b"))))
-    got = jax.jit(_values)(xs, rois)
+    got = _values(xs, rois)  # the public eager calls (the same partitioned program: each a
+    # small eager call, compiled with the library's fast-compile options)
     for rule in FACES:
         want = oracle.max_roi_pool(x, rois, 1.0, (3, 2), rule=rule)
         assert np.signbit(want).any()

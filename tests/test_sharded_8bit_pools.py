@@ -11,10 +11,11 @@ it too.
 
 An abort kills the process, so the cases run in a child interpreter on four CPU devices, one
 after another (the fixture `outcomes`; a fresh child takes over after a case that kills one, and
-that case's test fails naming the sharding it was compiling), each writing its results to a
-file, compared here with the NumPy loops of tests/pool_oracle.py and
-tests/adaptive_unpool_oracle.py: int8 and uint8, the ONNX and OpenVINO faces, sharded along each
-spatial axis (D too for the 3-D pools) on ``Explicit`` and ``Auto`` meshes.
+that case's test fails naming the shardings it was compiling: one program per case and mesh
+axis type holds both dtypes sharded along each axis), each writing its results to a file,
+compared here with the NumPy loops of tests/pool_oracle.py and tests/adaptive_unpool_oracle.py:
+int8 and uint8, the ONNX and OpenVINO faces, sharded along each spatial axis (D too for the 3-D
+pools) on ``Explicit`` and ``Auto`` meshes.
 """
 
 from __future__ import annotations
@@ -113,15 +114,21 @@ _CHILD = """
         for axis_type in axis_types:
             mesh = jax.make_mesh((devices,), ("d",), devices=jax.devices()[:devices],
                                  axis_types=(getattr(AxisType, axis_type),))
-            for dtype in data.files:
-                x = data[dtype]
-                for axis in axes:
-                    spec = [None] * x.ndim
-                    spec[axis] = "d"
-                    print("compiling", dtype, "sharded along axis", axis, axis_type, flush=True)
-                    got = jax.jit(call(mesh))(jax.device_put(x, NamedSharding(mesh, P(*spec))))
-                    for i, g in enumerate(got if isinstance(got, tuple) else (got,)):
-                        out[f"{{axis_type}} {{dtype}} {{axis}} {{i}}"] = np.asarray(g)
+            # every (dtype, sharded axis) of this mesh in one program: one compile instead of
+            # one each, every call the same static call on an input of the same sharding
+            keys = [(dtype, axis) for dtype in data.files for axis in axes]
+            inputs = []
+            for dtype, axis in keys:
+                spec = [None] * data[dtype].ndim
+                spec[axis] = "d"
+                inputs.append(jax.device_put(data[dtype], NamedSharding(mesh, P(*spec))))
+            print("compiling", " and ".join(data.files), "sharded along axes", axes, axis_type,
+                  flush=True)
+            f = call(mesh)
+            every = jax.jit(lambda xs: [f(x) for x in xs])(inputs)
+            for (dtype, axis), got in zip(keys, every, strict=True):
+                for i, g in enumerate(got if isinstance(got, tuple) else (got,)):
+                    out[f"{{axis_type}} {{dtype}} {{axis}} {{i}}"] = np.asarray(g)
         np.savez(result, **out)
         print("done", name, flush=True)
 
