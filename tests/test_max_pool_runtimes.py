@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from functools import partial
 
-import jax
 import numpy as np
 import pool_oracle
 import pytest
@@ -26,7 +25,6 @@ from helpers import assert_same, lowest
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
-from jaxmax._src.lowering import rules
 
 
 def _data(rng, shape, dtype, specials):
@@ -57,22 +55,8 @@ def _fits(spatial, kernel, dilations, pads):
                for n, k, d, (lo, hi) in zip(spatial, kernel, dilations, pads, strict=True))
 
 
-def _same(actual, expected, context=""):
-    np.testing.assert_array_equal(np.asarray(actual), expected, err_msg=context)
-
-
-def _one_program(calls):
-    """jaxmax's outputs for `calls` (pairs of a function and its NumPy input), as NumPy arrays,
-    from one jitted program instead of one compile per call: `rules.cross_device_possible`
-    answers False while it is traced, as it does for an eager call on a concrete array on one
-    device, so each call is its eager call's program (the operator's jitted core with the same
-    static arguments, inlined)."""
-    fns = [f for f, _ in calls]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(rules, "cross_device_possible", lambda *arrays: False)
-        out = jax.jit(lambda xs: [f(x) for f, x in zip(fns, xs, strict=True)])(
-            [x for _, x in calls])
-    return jax.tree.map(np.asarray, out)
+def _same(actual, expected):
+    np.testing.assert_array_equal(np.asarray(actual), expected)
 
 
 # --------------------------------------------------------------------------------------------
@@ -87,7 +71,6 @@ def test_openvino_max_pool_8_and_14(seed):
     o14 = pytest.importorskip("openvino.opset14")
     rng = np.random.default_rng(100 + seed)
     done = 0
-    checks = []  # (context, call, x, oracle's values and indices): jaxmax runs after the loop
     while done < 40:
         spatial, kernel, strides, dilations, pads = _config(rng)
         dtype = [np.float32, np.float16, np.int32, np.int8, np.uint8][int(rng.integers(5))]
@@ -114,25 +97,13 @@ def test_openvino_max_pool_8_and_14(seed):
         _same(np.where(np.isneginf(runtime[0]), lowest(dtype), runtime[0])
               if dtype == np.float16 else runtime[0], want[0])
         _same(runtime[1], want[1])
-        checks.append((
-            f"{np.dtype(dtype).name} {shape} kernel {kernel} strides {strides} dilations "
-            f"{dilations} pads {pads} {auto_pad} {rounding} axis {axis} {index_type} "
-            f"opset {opset}",
-            partial(ov.max_pool, kernel=kernel, strides=strides,
-                    pads_begin=[p[0] for p in pads], pads_end=[p[1] for p in pads],
-                    dilations=dilations, rounding_type=rounding, auto_pad=auto_pad, axis=axis,
-                    index_element_type=index_type, opset=opset), x, want))
+        values, indices = ov.max_pool(
+            x, kernel=kernel, strides=strides, pads_begin=[p[0] for p in pads],
+            pads_end=[p[1] for p in pads], dilations=dilations, rounding_type=rounding,
+            auto_pad=auto_pad, axis=axis, index_element_type=index_type, opset=opset)
+        _same(values, want[0])
+        _same(indices, want[1])
         done += 1
-    _check_all(checks)
-
-
-def _check_all(checks):
-    """Every check's jaxmax outputs (`_one_program`) against its wanted outputs, exactly."""
-    got = _one_program([(call, x) for _, call, x, _ in checks])
-    for (context, _, _, want), outputs in zip(checks, got, strict=True):
-        assert len(outputs) == len(want), context
-        for i, (g, w) in enumerate(zip(outputs, want, strict=True)):
-            _same(g, w, f"{context}, output {i}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -159,7 +130,6 @@ def _ort_max_pool(x, attrs):
 def test_onnx_max_pool_against_onnxruntime(seed):
     rng = np.random.default_rng(200 + seed)
     done = 0
-    checks = []  # (context, call, x, oracle's Y and Indices): jaxmax runs after the loop
     while done < 35:
         spatial, kernel, strides, dilations, pads = _config(rng, max_pad=2)
         # onnxruntime deviations excluded: pads >= kernel are rejected
@@ -180,10 +150,10 @@ def test_onnx_max_pool_against_onnxruntime(seed):
         y, i = _ort_max_pool(x, attrs)
         _same(y, want[0])
         _same(i, want[1])
-        checks.append((f"{np.dtype(dtype).name} {shape} {attrs}",
-                       partial(onnx.max_pool, return_indices=True, **attrs), x, want))
+        got = onnx.max_pool(x, return_indices=True, **attrs)
+        _same(got[0], want[0])
+        _same(got[1], want[1])
         done += 1
-    _check_all(checks)
 
 
 @pytest.mark.parametrize("seed", range(2))
@@ -192,7 +162,6 @@ def test_onnx_max_pool_nan_empty_windows_and_same_against_the_oracle(seed):
     kernel, SAME) against the oracle of the documented rules."""
     rng = np.random.default_rng(300 + seed)
     done = 0
-    checks = []  # (context, call, x, oracle's Y and Indices): jaxmax runs after the loop
     while done < 40:
         spatial, kernel, strides, dilations, pads = _config(rng, max_pad=4)
         auto_pad = ["NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"][int(rng.integers(4))]
@@ -207,12 +176,12 @@ def test_onnx_max_pool_nan_empty_windows_and_same_against_the_oracle(seed):
         ceil_mode, order = int(rng.integers(2)), int(rng.integers(2))
         want = pool_oracle.onnx(x, kernel, strides, onnx_pads, dilations, ceil_mode, auto_pad,
                                 order)
-        attrs = dict(kernel_shape=kernel, strides=strides, dilations=dilations, pads=onnx_pads,
-                     ceil_mode=ceil_mode, storage_order=order, auto_pad=auto_pad)
-        checks.append((f"{x.shape} {attrs}", partial(onnx.max_pool, return_indices=True, **attrs),
-                       x, want))
+        got = onnx.max_pool(x, kernel_shape=kernel, strides=strides, dilations=dilations,
+                            pads=onnx_pads, ceil_mode=ceil_mode, storage_order=order,
+                            auto_pad=auto_pad, return_indices=True)
+        _same(got[0], want[0])
+        _same(got[1], want[1])
         done += 1
-    _check_all(checks)
 
 
 # --------------------------------------------------------------------------------------------
@@ -224,7 +193,6 @@ def test_max_pool_14_is_pytorch(seed):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(400 + seed)
     done = 0
-    checks = []  # (context, call, x, PyTorch's values and indices): jaxmax runs after the loop
     while done < 40:
         spatial, kernel, strides, dilations, pads = _config(rng, max_pad=2)
         pad = [lo for lo, _ in pads]
@@ -240,14 +208,13 @@ def test_max_pool_14_is_pytorch(seed):
                     return_indices=True)
         if torch.isinf(y).any():
             continue  # a dilated window with no input element: -inf in PyTorch, lowest(T) here
-        checks.append((
-            f"{x.shape} kernel {kernel} strides {strides} pads {pad} dilations {dilations} "
-            f"ceil {ceil}",
-            partial(ov.max_pool, kernel=kernel, strides=strides, pads_begin=pad, pads_end=pad,
-                    dilations=dilations, rounding_type="ceil_torch" if ceil else "floor",
-                    axis=2, opset=14), x, (y.numpy(), i.numpy())))
+        values, indices = ov.max_pool(x, kernel=kernel, strides=strides, pads_begin=pad,
+                                      pads_end=pad, dilations=dilations,
+                                      rounding_type="ceil_torch" if ceil else "floor", axis=2,
+                                      opset=14)
+        _same(values, y.numpy())
+        _same(indices, i.numpy())
         done += 1
-    _check_all(checks)
 
 
 # --------------------------------------------------------------------------------------------
