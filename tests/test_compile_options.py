@@ -99,3 +99,18 @@ def test_a_signature_called_in_a_loop_switches_to_the_plain_program():
     np.testing.assert_array_equal(f(small, k=5), small * 5)  # another signature: fast again
     np.testing.assert_array_equal(f(small[:3], k=2), small[:3] * 2)
     assert counts() == (1, 3)
+
+
+def test_without_fast_options_a_small_call_compiles_one_program(monkeypatch):
+    """An XLA that knows none of the options: the fast jit is the plain one, so a signature
+    that switches after `FAST_CALLS` calls does not compile the same program twice."""
+    monkeypatch.setattr(compile_options, "accepted", lambda options: False)
+    compile_options.fast_compile.cache_clear()
+    try:
+        f, counts = _counted()
+        small = np.arange(16, dtype=np.float32)
+        for _ in range(compile_options.FAST_CALLS + 2):
+            np.testing.assert_array_equal(f(small, k=2), small * 2)
+        assert f.fast() is f.plain and counts() == (1, 1)  # one cache, one compile
+    finally:
+        compile_options.fast_compile.cache_clear()

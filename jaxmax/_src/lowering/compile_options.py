@@ -102,7 +102,10 @@ def jit(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
 
     @functools.cache
     def fast() -> Callable:  # built on first use: `fast_compile()` compiles its probes
-        return jax.jit(fun, static_argnames=static_argnames, compiler_options=fast_compile())
+        options = fast_compile()
+        if not options:  # an XLA that knows none of them: the plain jit, compiled once
+            return plain
+        return jax.jit(fun, static_argnames=static_argnames, compiler_options=options)
 
     @functools.wraps(fun)
     def call(*args, **kwargs):
