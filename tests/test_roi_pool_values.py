@@ -315,3 +315,37 @@ def test_m15_other_dtypes_and_empty():
     assert _onnx(X4, np.zeros((0, 5), np.float32)).shape == (0, 1, 2, 2)
     assert_bits(_onnx(np.zeros((1, 2, 0, 3), np.float32), [0, 0, 0, 3, 3]),
                 np.zeros((1, 2, 2, 2), np.float32))
+
+
+@pytest.mark.parametrize("integer", [False, True], ids=["float32", "integer"])
+def test_nan_bin_ranks_and_rows_against_numpy(monkeypatch, integer):
+    """The OpenVINO fix-up's counts (`_ranks`: set flags before each, and their number) and
+    positions (`_row_column`) against NumPy, on the float32 forms and on the integer forms that
+    counts or maps beyond ``FLOAT32_EXACT`` take (forced here by a small threshold)."""
+    from jaxmax._src.lowering.roi import max_pool as roi_max_pool
+    if integer:
+        monkeypatch.setattr(roi_max_pool, "FLOAT32_EXACT", 100)
+    rng = np.random.default_rng(5)
+    flags = rng.random(5000) < 0.3
+    ranks, count = roi_max_pool._ranks(jnp.asarray(flags))
+    np.testing.assert_array_equal(ranks, np.cumsum(flags) - flags)
+    assert int(count) == int(flags.sum())
+    for height, width in [(50, 50), (7, 13), (1000, 3)]:
+        p = np.arange(height * width, dtype=np.int32)
+        h, w = roi_max_pool._row_column(jnp.asarray(p), width, height)
+        np.testing.assert_array_equal(h, p // width, f"{height}x{width}")
+        np.testing.assert_array_equal(w, p % width, f"{height}x{width}")
+
+
+def test_openvino_fold_on_nan_data_with_the_integer_forms(monkeypatch):
+    """ROIPooling-1 on NaN data through the integer counts and rows (what counts and maps
+    beyond ``FLOAT32_EXACT`` take), against the reference fold written from the spec."""
+    from jaxmax._src.lowering.roi import max_pool as roi_max_pool
+    monkeypatch.setattr(roi_max_pool, "FLOAT32_EXACT", 8)
+    rng = np.random.default_rng(23)
+    shape, pooled, scale = CONFIGS[0]
+    x = _data(rng, shape, np.float32, special=True)
+    rois = _rois(rng, 9, shape[0], shape[2], shape[3], scale).astype(np.float32)
+    got = jax.jit(lambda v, r: ov.roi_pooling(v, r, pooled_h=pooled[0], pooled_w=pooled[1],
+                                              spatial_scale=scale))(x, rois)
+    assert_bits(got, oracle.max_roi_pool(x, rois, scale, pooled, rule="fold"), "integer forms")

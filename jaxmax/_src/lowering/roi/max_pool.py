@@ -265,10 +265,16 @@ def _fold_decode(key, dtype, size: int):
 
 #: The bins of a block holding a NaN in some channel are answered in chunks of at most this
 #: share of its bins (compacted: a loop of as many chunks as they need, none without NaN).
+#: The bins holding a NaN are answered in chunks of at most this share of a block's bins (at
+#: least 128; a loop of as many chunks as they need, none on data without NaN).
 NAN_CHUNK_SHARE = 16
 
 #: Flags per group of :func:`_ranks`' two-level prefix sum.
 RANK_GROUP = 128
+
+#: Above this many flags (or map pixels) a float32 count or row estimate could be inexact:
+#: :func:`_ranks` and :func:`_row_column` then take the integer forms.
+FLOAT32_EXACT = 2**24
 
 
 def _ranks(flags):
@@ -276,8 +282,11 @@ def _ranks(flags):
     and their number. A two-level prefix sum by two products with triangular matrices of ones
     (exact: float32 sums of at most ``2**24`` ones): within groups of `RANK_GROUP`, then over
     the groups' totals; a few kernels where ``jnp.cumsum`` and ``jnp.sum`` compiled to a dozen
-    (chains of ``reduce_window``)."""
+    (chains of ``reduce_window``). Beyond `FLOAT32_EXACT` flags, ``jnp.cumsum`` of int32."""
     n, g = flags.shape[0], RANK_GROUP
+    if n > FLOAT32_EXACT:
+        inclusive = jnp.cumsum(flags, dtype=np.int32)
+        return inclusive - flags.astype(np.int32), inclusive[-1]
     m = -(-n // g)
     f = jnp.pad(flags, (0, m * g - n)).astype(np.float32).reshape(m, g)
     hi = lax.Precision.HIGHEST
@@ -291,10 +300,12 @@ def _ranks(flags):
 def _row_column(p, width: int, height: int):
     """``(p // width, p % width)`` of int32 positions ``0 <= p < height * width`` without an
     integer division (XLA:CPU gives each division its own kernel; these multiplications and
-    compares are copied into their consumers): a float estimate of the row (float64 when
-    ``p`` may pass ``2**24``), corrected by one either way, exactly."""
-    ft = np.float32 if height * width < 2**24 else np.float64
-    h = jnp.floor(p.astype(ft) * ft(1 / width)).astype(np.int32)
+    compares are copied into their consumers): a float32 estimate of the row, corrected by one
+    either way, exactly; a map of `FLOAT32_EXACT` pixels or more takes the integer division
+    (float64 would be float32 without ``jax_enable_x64``)."""
+    if height * width >= FLOAT32_EXACT:
+        return p // np.int32(width), p % np.int32(width)
+    h = jnp.floor(p.astype(np.float32) * np.float32(1 / width)).astype(np.int32)
     w = p - h * np.int32(width)
     h = h + (w >= np.int32(width)).astype(np.int32) - (w < 0).astype(np.int32)
     return h, p - h * np.int32(width)
