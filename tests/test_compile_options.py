@@ -13,7 +13,6 @@ from helpers import assert_same
 from jaxmax import onnx
 from jaxmax import openvino as ov
 from jaxmax._src.lowering import compile_options
-from jaxmax._src.lowering.roi import align
 
 
 def test_the_probe_keeps_only_options_xla_accepts():
@@ -41,19 +40,37 @@ def test_small_eager_call_same_bits_with_and_without_options(monkeypatch, fallba
     if fallback:  # an XLA that knows none of the options
         monkeypatch.setattr(compile_options, "accepted", lambda options: False)
         compile_options.fast_compile.cache_clear()
-        align.align.fast.cache_clear()
         assert compile_options.fast_compile() == {}
     try:
         assert_same(np.asarray(_call(*_args())), np.asarray(jitted))
     finally:
         compile_options.fast_compile.cache_clear()
-        align.align.fast.cache_clear()
 
 
 def _counted():
-    """A fresh `compile_options.jit` function, and its two jits' compile counts."""
+    """A fresh `compile_options.jit` function, and its compile counts: plain, fast."""
     f = compile_options.jit(lambda x, *, k: x * k, static_argnames=("k",))
-    return f, lambda: (f.plain._cache_size(), f.fast()._cache_size())
+    return f, lambda: (f.plain._cache_size(), f.fast_compiles())
+
+
+class _Events:
+    """How many times JAX traced, lowered and compiled a program (jax.monitoring) inside a
+    ``with`` block."""
+    NAMES = {"/jax/core/compile/jaxpr_trace_duration": "trace",
+             "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
+             "/jax/core/compile/backend_compile_duration": "compile"}
+
+    def __enter__(self):
+        self.counts = dict.fromkeys(self.NAMES.values(), 0)
+        jax.monitoring.register_event_duration_secs_listener(self._seen)
+        return self
+
+    def _seen(self, event, duration, **kwargs):
+        if event in self.NAMES:
+            self.counts[self.NAMES[event]] += 1
+
+    def __exit__(self, *exc):
+        jax.monitoring.unregister_event_duration_listener(self._seen)
 
 
 def test_a_small_concrete_call_compiles_with_the_fast_options():
@@ -80,11 +97,10 @@ def test_operator_entry_points_take_the_fast_options_when_small():
     """A public call on small data compiles only through the fast jit of its entry point."""
     from jaxmax._src.lowering import reduce
     x = np.arange(165, dtype=np.float32).reshape(5, 3, 11) - 70.5  # a shape no other test uses
-    fast = reduce._reduce_max_jit.fast()
-    plain = reduce._reduce_max_jit.plain
-    before = (plain._cache_size(), fast._cache_size())
+    entry = reduce._reduce_max_jit
+    before = (entry.plain._cache_size(), entry.fast_compiles())
     np.testing.assert_array_equal(ov.reduce_max(x, [0, 2]), x.max(axis=(0, 2)))
-    assert (plain._cache_size(), fast._cache_size()) == (before[0], before[1] + 1)
+    assert (entry.plain._cache_size(), entry.fast_compiles()) == (before[0], before[1] + 1)
 
 
 def test_a_signature_called_in_a_loop_switches_to_the_plain_program():
@@ -93,17 +109,21 @@ def test_a_signature_called_in_a_loop_switches_to_the_plain_program():
     for _ in range(compile_options.FAST_CALLS):
         np.testing.assert_array_equal(f(small, k=2), small * 2)
     assert counts() == (0, 1)  # one fast compile served every call so far
-    for _ in range(3):
+    with _Events() as switch:
         np.testing.assert_array_equal(f(small, k=2), small * 2)
-    assert counts() == (1, 1)  # the next call compiled the plain program, and it stays
+    # the next call compiled the plain program from the fast one's trace and lowering
+    assert counts() == (1, 1) and switch.counts == {"trace": 0, "lower": 0, "compile": 1}
+    for _ in range(2):
+        np.testing.assert_array_equal(f(small, k=2), small * 2)
+    assert counts() == (1, 1)  # and it stays
     np.testing.assert_array_equal(f(small, k=5), small * 5)  # another signature: fast again
     np.testing.assert_array_equal(f(small[:3], k=2), small[:3] * 2)
     assert counts() == (1, 3)
 
 
 def test_without_fast_options_a_small_call_compiles_one_program(monkeypatch):
-    """An XLA that knows none of the options: the fast jit is the plain one, so a signature
-    that switches after `FAST_CALLS` calls does not compile the same program twice."""
+    """An XLA that knows none of the options: a small call is a plain one, so a signature
+    called more than `FAST_CALLS` times does not compile the same program twice."""
     monkeypatch.setattr(compile_options, "accepted", lambda options: False)
     compile_options.fast_compile.cache_clear()
     try:
@@ -111,6 +131,17 @@ def test_without_fast_options_a_small_call_compiles_one_program(monkeypatch):
         small = np.arange(16, dtype=np.float32)
         for _ in range(compile_options.FAST_CALLS + 2):
             np.testing.assert_array_equal(f(small, k=2), small * 2)
-        assert f.fast() is f.plain and counts() == (1, 1)  # one cache, one compile
+        assert counts() == (1, 0)  # the plain program only, compiled once
     finally:
         compile_options.fast_compile.cache_clear()
+
+
+def test_a_static_argument_by_position_is_part_of_the_program():
+    """``jax.jit`` allows a static argument named in `static_argnames` to come by position;
+    the fast executable takes only the others."""
+    f = compile_options.jit(lambda x, k: x * k, static_argnames=("k",))
+    small = np.arange(6, dtype=np.float32)
+    np.testing.assert_array_equal(f(small, 2), small * 2)
+    np.testing.assert_array_equal(f(small, 3), small * 3)
+    np.testing.assert_array_equal(f(small, k=4), small * 4)
+    assert f.fast_compiles() == 3 and f.plain._cache_size() == 0
