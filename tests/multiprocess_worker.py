@@ -2,8 +2,11 @@
 on global arrays and compares every result, bit for bit, with the unsharded single-device one.
 
 Started by tests/multiprocess.py as ``python multiprocess_worker.py PROCESS_ID PROCESSES PORT
-DEVICES SUITE...``. Each suite prints one ``RESULT {json}`` line per check; every process runs
-the same checks in the same order (they meet in the same collectives) and prints the same lines.
+DEVICES [references=FILE] SUITE...`` (FILE: the one-device references `save_references` wrote,
+computed once by the test for all its processes instead of once in each). Each suite prints
+one ``RESULT {json}`` line per check; every process runs the same checks in the same order
+(they meet in the same collectives) and prints the same rows, each with its own verdict on the
+blocks of the outputs it holds.
 
 Suites (`run_suite`):
 
@@ -12,8 +15,9 @@ Suites (`run_suite`):
 * ``full``: every case on every layout, on Auto and on Explicit meshes, and every case eagerly.
 
 Each jitted check builds its inputs with ``jax.make_array_from_callback`` over a mesh of every
-device of the job, computes the outputs (and the gradient) in one program, gathers them with
-``process_allgather`` and compares them with the case jitted on the NumPy inputs on one device.
+device of the job, computes the outputs (and the gradient) in one program and compares every
+block of them this process holds with the same block of the case jitted on the NumPy inputs on
+one device (`differences`: no gather, so no program compiled beyond the two).
 """
 
 from __future__ import annotations
@@ -33,8 +37,28 @@ def _bits(a):
     return a
 
 
+def _leaf_differences(k: int, g, w) -> str | None:
+    import numpy as np
+
+    if g.shape != w.shape or g.dtype != w.dtype:
+        return f"output {k}: {g.dtype}{g.shape}, expected {w.dtype}{w.shape}"
+    bad = np.flatnonzero(_bits(g).ravel() != _bits(w).ravel())
+    if bad.size:
+        i = bad[0]
+        return (f"output {k}: {bad.size} of {g.size} elements differ in bits, first at "
+                f"{np.unravel_index(i, g.shape)}: got {g.ravel()[i]!r}, "
+                f"expected {w.ravel()[i]!r}")
+    return None
+
+
 def differences(got, want) -> str | None:
-    """None when `got` and `want` (pytrees of arrays) are equal bit for bit, else a sentence."""
+    """None when `got` (a pytree of arrays, global ones laid over the job's processes included)
+    and `want` (of NumPy or one-device arrays) are equal bit for bit, else a sentence.
+
+    A global array is checked where this process holds it: every shard on a local device (each
+    replica too) against the same block of `want`, with no collective and no program compiled.
+    Every block of a global array lives on some process, so the job's processes between them
+    check every element (tests/test_multiprocess.py fails a row that any process fails)."""
     import jax
     import numpy as np
 
@@ -42,15 +66,21 @@ def differences(got, want) -> str | None:
     if len(got_leaves) != len(want_leaves):
         return f"{len(got_leaves)} outputs, expected {len(want_leaves)}"
     for k, (g, w) in enumerate(zip(got_leaves, want_leaves, strict=True)):
-        g, w = np.asarray(g), np.asarray(w)
-        if g.shape != w.shape or g.dtype != w.dtype:
-            return f"output {k}: {g.dtype}{g.shape}, expected {w.dtype}{w.shape}"
-        bad = np.flatnonzero(_bits(g).ravel() != _bits(w).ravel())
-        if bad.size:
-            i = bad[0]
-            return (f"output {k}: {bad.size} of {g.size} elements differ in bits, first at "
-                    f"{np.unravel_index(i, g.shape)}: got {g.ravel()[i]!r}, "
-                    f"expected {w.ravel()[i]!r}")
+        w = np.asarray(w)
+        if not isinstance(g, jax.Array):
+            message = _leaf_differences(k, np.asarray(g), w)
+        elif g.shape != w.shape or g.dtype != w.dtype:
+            message = f"output {k}: {g.dtype}{g.shape}, expected {w.dtype}{w.shape}"
+        else:
+            message = None
+            for shard in g.addressable_shards:
+                message = _leaf_differences(k, np.asarray(shard.data), w[shard.index])
+                if message is not None:
+                    message = f"{message} (within the block {shard.index} of device " \
+                              f"{shard.device.id})"
+                    break
+        if message is not None:
+            return message
     return None
 
 
@@ -111,38 +141,128 @@ def _error(err: BaseException) -> str:
     return f"{type(err).__name__}: {str(err)[:600]}"
 
 
-def reference(case, inputs):
-    """The unsharded result: the case under ``jax.jit`` on NumPy inputs, on one device."""
+#: At most this many checks share one program (`run_jit`).
+BATCH = 16
+
+
+def _batched(calls: list, run_all, run_one) -> list:
+    """``run_all(calls)``: the results of every call from one program; when that raises, each
+    call alone (``run_one(call)``, an exception as its result), so that an error is laid at
+    the call that raises it."""
+    try:
+        return list(run_all(calls))
+    except Exception:  # noqa: BLE001 (found again call by call below)
+        pass
+    out = []
+    for call in calls:
+        try:
+            out.append(run_one(call))
+        except Exception as err:  # noqa: BLE001 (reported per check)
+            out.append(err)
+    return out
+
+
+def references(cases) -> list:
+    """The unsharded results: each case under ``jax.jit`` on its NumPy inputs, on one device;
+    the cases in one program (their computations independent), each alone should that raise.
+
+    The program is compiled with jaxmax's fast-compile options (LLVM -O0 and the elemental IR
+    emitter, jaxmax/_src/lowering/compile_options.py: the same program and bits in a third of
+    the compile time); the sharded programs under test keep XLA's defaults. A reference those
+    options changed could only make a check fail, never pass one that should fail."""
     import jax
 
-    return jax.jit(lambda *a: evaluate(case, a))(*inputs)
+    from jaxmax._src.lowering import compile_options
+
+    options = compile_options.fast_compile()
+    inputs = [c.inputs() for c in cases]
+    out: list = []
+    for first in range(0, len(cases), BATCH):
+        out += _batched(
+            list(range(first, min(first + BATCH, len(cases)))),
+            lambda ks: jax.jit(lambda all_in: [evaluate(cases[k], a) for k, a in zip(
+                ks, all_in, strict=True)], compiler_options=options)([inputs[k] for k in ks]),
+            lambda k: jax.jit(lambda *a: evaluate(cases[k], a),
+                              compiler_options=options)(*inputs[k]))
+    return out
 
 
-def run_jit(suite: str, selection) -> None:
-    """`selection`: (case, layouts, axis type) triples; the layouts of one triple that share a
-    mesh run in one program (one compilation), the gradient included."""
+def load_references(path: str) -> dict:
+    """The references `save_references` wrote: case name -> its output leaves as NumPy arrays,
+    or the text of the error its reference raised."""
+    import pickle
+
+    with open(path, "rb") as f:
+        return pickle.load(f)
+
+
+def save_references(cases, path: str) -> None:
+    """`references` of `cases` (computed in this process) as a file `load_references` reads:
+    the test computes them once for every process of its jobs."""
+    import pickle
+
     import jax
-    from jax.experimental import multihost_utils
+    import numpy as np
 
+    out = {}
+    for case, ref in zip(cases, references(cases), strict=True):
+        out[case.name] = (_error(ref) if isinstance(ref, Exception)
+                          else [np.asarray(leaf) for leaf in jax.tree.leaves(ref)])
+    with open(path, "wb") as f:
+        pickle.dump(out, f)
+
+
+def run_jit(suite: str, selection, given: dict | None = None) -> None:
+    """`selection`: (case, layouts, axis type) triples. The checks (case, layout) of one axis
+    type and mesh run in one program, up to `BATCH` of them (one compilation; each case's
+    computation is independent of the others'), the gradient included; should that program
+    raise, each check runs alone so that the error names its case. `given`: references
+    already computed (`load_references`), by case name; the others are computed here."""
+    import jax
+
+    given = given or {}
+    cases = list({id(c): c for c, _, _ in selection}.values())
+    missing = [c for c in cases if c.name not in given]
+    expected = dict(zip((id(c) for c in missing), references(missing), strict=True))
+    for c in cases:
+        if c.name in given:
+            ref = given[c.name]
+            expected[id(c)] = RuntimeError(ref) if isinstance(ref, str) else ref
+    groups: dict[tuple, list[tuple]] = {}
     for case, layouts, axis_type in selection:
-        mesh_by_name = meshes(axis_type)
-        inputs = case.inputs()
-        expected = reference(case, inputs)
-        groups: dict[str, list[str]] = {}
         for layout in layouts:
-            groups.setdefault(mesh_of(case.layouts[layout]), []).append(layout)
-        for mesh_name, group in groups.items():
-            mesh = mesh_by_name[mesh_name]
-            try:
-                args = [tuple(global_array(x, mesh, s)
-                              for x, s in zip(inputs, case.layouts[layout], strict=True))
-                        for layout in group]
-                outs = jax.jit(lambda all_args, c=case: [evaluate(c, a) for a in all_args])(args)
-                gathered = multihost_utils.process_allgather(outs, tiled=True)
-                messages = [differences(got, expected) for got in gathered]
-            except Exception as err:  # noqa: BLE001 (reported per case)
-                messages = [_error(err)] * len(group)
-            for layout, message in zip(group, messages, strict=True):
+            key = (axis_type, mesh_of(case.layouts[layout]))
+            groups.setdefault(key, []).append((case, layout))
+    for (axis_type, mesh_name), checks in groups.items():
+        mesh = meshes(axis_type)[mesh_name]
+
+        def place(check, mesh=mesh):
+            case, layout = check
+            return tuple(global_array(x, mesh, s)
+                         for x, s in zip(case.inputs(), case.layouts[layout], strict=True))
+
+        def run_all(batch, place=place):
+            args = [place(check) for check in batch]
+            return jax.jit(lambda all_args: [evaluate(c, a) for (c, _), a in zip(
+                batch, all_args, strict=True)])(args)
+
+        def run_one(check, place=place):
+            return jax.jit(lambda a, c=check[0]: evaluate(c, a))(place(check))
+
+        for first in range(0, len(checks), BATCH):
+            batch = checks[first:first + BATCH]
+            for (case, layout), got in zip(batch, _batched(batch, run_all, run_one),
+                                           strict=True):
+                want = expected[id(case)]
+                if isinstance(want, Exception):
+                    message = "the unsharded reference raised " + _error(want)
+                elif isinstance(got, Exception):
+                    message = _error(got)
+                else:
+                    try:
+                        message = differences(got, want)
+                    except Exception as err:  # noqa: BLE001
+                        message = _error(err)
                 _emit(suite=suite, case=case.name, layout=layout, mesh=axis_type.name,
                       ok=message is None, message=message)
 
@@ -150,7 +270,6 @@ def run_jit(suite: str, selection) -> None:
 def run_eager(suite: str, selection) -> None:
     """`selection`: (case, layout) pairs called eagerly on global arrays (Explicit mesh); then
     the calls that must raise."""
-    from jax.experimental import multihost_utils
     from jax.sharding import AxisType
     from multiprocess_cases import EAGER_ERRORS
 
@@ -162,8 +281,7 @@ def run_eager(suite: str, selection) -> None:
         try:
             expected = case.fn(*inputs)
             args = [global_array(x, mesh, s) for x, s in zip(inputs, specs, strict=True)]
-            got = multihost_utils.process_allgather(case.fn(*args), tiled=True)
-            message = differences(got, expected)
+            message = differences(case.fn(*args), expected)
         except Exception as err:  # noqa: BLE001
             message = _error(err)
         _emit(suite=suite, case=case.name, layout=layout, mesh="Explicit",
@@ -201,16 +319,18 @@ def run_tour(suite: str) -> None:
               f"process {jax.process_index()}", "process i"))
 
 
-def run_suite(name: str) -> None:
+def run_suite(name: str, given: dict | None = None) -> None:
     """``quick-2x2``/``quick-4x1``: the lists the test suite checks (tests/multiprocess_cases.py's
-    QUICK and EAGER_QUICK); ``full``: every case and layout, Auto and Explicit, and eagerly."""
+    QUICK and EAGER_QUICK); ``full``: every case and layout, Auto and Explicit, and eagerly.
+    `given`: the jitted checks' references computed already (`run_jit`)."""
     from jax.sharding import AxisType
     from multiprocess_cases import CASES, EAGER_ONLY, EAGER_QUICK, QUICK, by_name
 
     types = (AxisType.Explicit, AxisType.Auto)
     if name.startswith("quick-"):
         run_jit(name, [(by_name(c), [layout], types[i % 2])
-                       for i, (c, layout) in enumerate(QUICK[name.removeprefix("quick-")])])
+                       for i, (c, layout) in enumerate(QUICK[name.removeprefix("quick-")])],
+                given)
         run_eager(name, [(by_name(c), layout) for c, layout in EAGER_QUICK])
         if name == "quick-2x2":
             run_tour(name)
@@ -250,10 +370,14 @@ def main(argv: list[str]) -> int:
                                process_id=process_id)
     print(f"process {jax.process_index()} of {jax.process_count()}: "
           f"{jax.local_device_count()} local devices, {jax.device_count()} in all", flush=True)
+    given = {}
     for suite in argv[4:]:
+        if suite.startswith("references="):  # a file of save_references: for the next suites
+            given = load_references(suite.removeprefix("references="))
+            continue
         start = time.perf_counter()
         try:
-            run_suite(suite)
+            run_suite(suite, given)
         except Exception:  # noqa: BLE001 (a failure outside any case: report, fail the process)
             traceback.print_exc()
             return 1

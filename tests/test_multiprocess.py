@@ -6,8 +6,9 @@ Every process runs the checks of tests/multiprocess_worker.py over the table of
 tests/multiprocess_cases.py: inputs built with ``jax.make_array_from_callback`` and sharded
 along the batch, the channels, the pooled / reduced / top-k / segment / scatter axis, or with
 indices and updates sharded, on Explicit and Auto meshes, under ``jax.jit`` (values, indices and
-the gradient in one program) and eagerly; outputs gathered with ``process_allgather`` and
-compared bit for bit (zero signs count) with the case jitted on one device. The data hold NaN,
+the gradient in one program) and eagerly; each process compares every block of the outputs it
+holds bit for bit (zero signs count) with the same block of the case jitted on one device, and
+a row passes when it passes in every process. The data hold NaN,
 -inf, zeros of both signs and ties.
 
 The job checks the QUICK lists (every public function, each on the layouts where process
@@ -21,6 +22,7 @@ import json
 import os
 
 import multiprocess
+import multiprocess_worker
 import pytest
 from multiprocess_cases import CASES, EAGER_ERRORS, EAGER_QUICK, QUICK, by_name
 
@@ -32,12 +34,21 @@ LAYOUTS = {"2x2": (2, 2), "4x1": (4, 1)}
 
 
 def results(finished: list[multiprocess.Finished]) -> list[dict]:
-    """The RESULT lines of the job, which every process must have printed alike."""
-    lines = [[line for line in f.stdout.splitlines() if line.startswith("RESULT ")]
-             for f in finished]
-    for f, mine in zip(finished[1:], lines[1:], strict=True):
-        assert mine == lines[0], f"process {f.process_id} saw other results than process 0"
-    return [json.loads(line.removeprefix("RESULT ")) for line in lines[0]]
+    """The RESULT rows of the job: every process must have printed the same rows (suite, case,
+    layout, mesh) in the same order, each judging the blocks of the outputs it holds; a row is
+    ok when it is ok in every process, and its message names each process that failed it."""
+    per_process = [[json.loads(line.removeprefix("RESULT ")) for line in f.stdout.splitlines()
+                    if line.startswith("RESULT ")] for f in finished]
+    key = lambda r: (r["suite"], r["case"], r["layout"], r["mesh"])  # noqa: E731
+    for f, mine in zip(finished[1:], per_process[1:], strict=True):
+        assert [key(r) for r in mine] == [key(r) for r in per_process[0]], \
+            f"process {f.process_id} ran other checks than process 0"
+    rows = []
+    for same in zip(*per_process, strict=True):
+        bad = [f"process {f.process_id}: {r['message']}"
+               for f, r in zip(finished, same, strict=True) if not r["ok"]]
+        rows.append(dict(same[0], ok=not bad, message="; ".join(bad) or None))
+    return rows
 
 
 def _failures(rows: list[dict]) -> list[str]:
@@ -45,10 +56,22 @@ def _failures(rows: list[dict]) -> list[str]:
             for r in rows if not r["ok"]]
 
 
+@pytest.fixture(scope="module")
+def quick_references(tmp_path_factory) -> str:
+    """The one-device references of every case of the QUICK lists, computed once in this
+    process (each case jitted on one device, tests/multiprocess_worker.py's `references`)
+    for every process of both jobs, which would otherwise each compute the same: a file."""
+    path = str(tmp_path_factory.mktemp("multiprocess") / "references.pickle")
+    names = list(dict.fromkeys(c for q in QUICK.values() for c, _ in q))
+    multiprocess_worker.save_references([by_name(n) for n in names], path)
+    return path
+
+
 @pytest.mark.parametrize("layout", list(LAYOUTS))
-def test_quick_table(layout):
+def test_quick_table(layout, quick_references):
     processes, devices = LAYOUTS[layout]
-    rows = results(multiprocess.launch(processes, devices, [f"quick-{layout}"], timeout=400))
+    rows = results(multiprocess.launch(
+        processes, devices, [f"references={quick_references}", f"quick-{layout}"], timeout=400))
     expected = len(QUICK[layout]) + len(EAGER_QUICK) + len(EAGER_ERRORS) + (layout == "2x2")
     assert len(rows) == expected
     failures = _failures(rows)

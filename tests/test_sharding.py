@@ -10,7 +10,8 @@ it must be the one the README documents (kept axes keep their sharding).
 Cases that differ only in their data (with and without NaN, ONNX ReduceMax with and without
 NaN) share one jitted function (`_jit`, and the cached call factories below), so each program is
 traced and compiled once and run on each data set; the loop oracles of the large leading-axis
-fold are computed once per data set and axes.
+fold are computed once per data set and axes, and its two faces (OpenVINO's and ONNX's
+ReduceMax) run jitted in one program (each face still eagerly on its own).
 """
 
 from __future__ import annotations
@@ -76,20 +77,20 @@ def _padded(spec, ndim):
     return spec + (None,) * (ndim - len(spec))
 
 
-def check_sharded(fn, args, expected, out_spec=None):
-    """`fn` on the unsharded inputs, eagerly on the sharded ones, and jitted on the sharded
-    ones: all equal `expected` exactly. When an input is sharded over ``Explicit`` axes, the
-    output's sharding must be `out_spec`."""
+def check_sharded(fn, args, expected, out_spec=None, *, jit=True, context=""):
+    """`fn` on the unsharded inputs, eagerly on the sharded ones, and (unless not `jit`: the
+    caller jits it) jitted on the sharded ones: all equal `expected` exactly. When an input is
+    sharded over ``Explicit`` axes, the output's sharding must be `out_spec`."""
     sharded, plain = args
-    assert_same(fn(*plain), expected)
+    assert_same(fn(*plain), expected, f"{context} unsharded")
     explicit = any(isinstance(a, jax.Array) and isinstance(a.sharding, NamedSharding)
                    and AxisType.Explicit in a.sharding.mesh.axis_types for a in sharded)
-    for run in (fn, _jit(fn)):
+    for run, how in ((fn, "eager"), (_jit(fn), "jit"))[:2 if jit else 1]:
         out = run(*sharded)
-        assert_same(out, expected)
+        assert_same(out, expected, f"{context} {how}")
         if explicit and out_spec is not None:
             assert _padded(out.sharding.spec, out.ndim) == _padded(out_spec, out.ndim), \
-                (out.sharding.spec, out_spec)
+                (context, how, out.sharding.spec, out_spec)
 
 
 @functools.cache
@@ -171,10 +172,24 @@ def test_ov_reduce_max_leading_axis_fold_sharded(spec, axes, with_nan, axis_type
     x = _fold_data(with_nan)
     xs = shard(x, mesh_1d(axis_type), spec)
     ov_want, onnx_want = _fold_oracles(axes, with_nan)
-    check_sharded(_ov_reduce_max(axes, False), ((xs,), (x,)), ov_want,
-                  _reduced_spec(spec, 3, axes, False))
-    check_sharded(_onnx_reduce_max(axes, False), ((xs,), (x,)), onnx_want,
-                  _reduced_spec(spec, 3, axes, False))
+    out_spec = _reduced_spec(spec, 3, axes, False)
+    # eagerly, each face alone
+    for fn, want, face in ((_ov_reduce_max(axes, False), ov_want, "OpenVINO"),
+                           (_onnx_reduce_max(axes, False), onnx_want, "ONNX")):
+        check_sharded(fn, ((xs,), (x,)), want, out_spec, jit=False, context=face)
+    # under jax.jit, both faces in one program (one compile of the million-element fold's
+    # sharded form instead of two; the two computations share nothing but the input)
+    got_ov, got_onnx = _jit(_both_reduce_max(axes))(xs)
+    for got, want, face in ((got_ov, ov_want, "OpenVINO"), (got_onnx, onnx_want, "ONNX")):
+        assert_same(got, want, f"jit {face}")
+        if axis_type == AxisType.Explicit:
+            assert _padded(got.sharding.spec, got.ndim) == _padded(out_spec, got.ndim), \
+                (face, got.sharding.spec, out_spec)
+
+
+@functools.cache
+def _both_reduce_max(axes):
+    return lambda d: (ov.reduce_max(d, axes), onnx.reduce_max(d, axes, keepdims=0))
 
 
 @functools.cache
