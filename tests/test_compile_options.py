@@ -145,3 +145,24 @@ def test_a_static_argument_by_position_is_part_of_the_program():
     np.testing.assert_array_equal(f(small, 3), small * 3)
     np.testing.assert_array_equal(f(small, k=4), small * 4)
     assert f.fast_compiles() == 3 and f.plain._cache_size() == 0
+
+
+@pytest.mark.parametrize("face", ["onnx", "openvino"])
+def test_bfloat16_nan_payloads_keep_their_bits_in_a_small_eager_top_k(face):
+    """XLA:CPU's elemental emitter computes bfloat16 in float32 and rounds every NaN back to
+    the canonical one: a small eager TopK returned 0x7FC0 for 0x7FC1 (and 0xFFC0 for 0xFFC3)
+    while its jitted program kept them. The selected elements keep their bits."""
+    import ml_dtypes
+
+    x = np.random.default_rng(0).standard_normal((1, 6, 2, 4)).astype(ml_dtypes.bfloat16)
+    bits = x.view(np.uint16)
+    bits[0, 1, 1, 2], bits[0, 3, 0, 0] = 0x7FC1, 0xFFC3
+    if face == "onnx":
+        def f(v):
+            return onnx.top_k(v, 2, axis=1)[0]
+    else:
+        def f(v):
+            return ov.top_k(v, 2, axis=-2, mode="max", sort="index", opset=1)[0]
+    eager = np.asarray(f(x)).view(np.uint16)
+    assert {0x7FC1, 0xFFC3} <= set(eager.ravel().tolist())  # the payloads are selected
+    np.testing.assert_array_equal(eager, np.asarray(jax.jit(f)(x)).view(np.uint16))

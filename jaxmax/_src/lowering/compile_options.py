@@ -3,7 +3,10 @@
 A program whose run time is microseconds is dominated by its compile: the elemental IR emitter
 (``xla_cpu_use_fusion_emitters=False``) and LLVM's -O0 (``xla_backend_optimization_level=0``)
 compile RoiAlign's and the ROI poolings' small programs in a quarter to a third of the time,
-with the same bits (benchmarks/RESULTS.md: roi_align, and "ROI pooling compile"). Option names
+with the same bits (benchmarks/RESULTS.md: roi_align, and "ROI pooling compile"), except for
+bfloat16: the elemental emitter computes it in float32 and rounds a NaN back to the canonical
+one (TopK returned ``0x7FC0`` for an input ``0x7FC1``), so a call with a bfloat16 argument
+compiles without it (`NOT_FOR_BFLOAT16`). Option names
 come and go with XLA: jaxlib 0.10 knows both, jaxlib 0.12 rejects the first (``No such compile
 option``). `fast_compile()` keeps, of `WANTED`, the options the installed XLA compiles a
 trivial program with, and nothing when none works: a missing option only costs compile time.
@@ -24,6 +27,9 @@ import numpy as np
 
 #: in order of preference; each is tried alone
 WANTED = ({"xla_cpu_use_fusion_emitters": False}, {"xla_backend_optimization_level": 0})
+
+#: Options that change bfloat16 bits (NaN payloads), dropped for calls with a bfloat16 argument.
+NOT_FOR_BFLOAT16 = frozenset({"xla_cpu_use_fusion_emitters"})
 
 #: A call whose arguments hold at most this many bytes in all is small (`small_eager`).
 SMALL_BYTES = 1 << 16
@@ -86,6 +92,15 @@ def _signature(args: tuple, kwargs: dict) -> tuple:
     return tuple(of(a) for a in args), tuple(sorted((k, of(v)) for k, v in kwargs.items()))
 
 
+def options_for(args: tuple) -> dict:
+    """`fast_compile()` for a call with these positional arguments: without the options of
+    `NOT_FOR_BFLOAT16` when one of them is bfloat16."""
+    options = fast_compile()
+    if any(getattr(a, "dtype", None) == jnp.bfloat16 for a in args):
+        return {k: v for k, v in options.items() if k not in NOT_FOR_BFLOAT16}
+    return options
+
+
 def _static_positions(fun: Callable, static_argnames: Sequence[str]) -> frozenset[int]:
     """The positions of `fun`'s parameters named static (a static argument may come by
     position, as ``jax.jit`` allows)."""
@@ -129,7 +144,7 @@ def jit(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
 
     @functools.wraps(fun)
     def call(*args, **kwargs):
-        options = fast_compile() if small_eager(*args) else None
+        options = options_for(args) if small_eager(*args) else None
         if options:  # an XLA that knows none of them: the plain jit, compiled once
             try:
                 key = _signature(args, kwargs)
