@@ -263,13 +263,16 @@ def _entry(e):
     return () if e is None else e if isinstance(e, tuple) else (e,)
 
 
-def _check_sharded(name, spec, mesh, x, axis_type):
+def _check_sharded(name, spec, mesh, x, axis_type, jitted=None):
+    """`name`'s eager call and jitted call on `x` laid out by `spec` against the oracle (and the
+    unsharded eager call); `jitted`, when given, is the jitted call's output, computed by the
+    caller (`_sharded_jit_outputs`)."""
     xs = jax.device_put(x, NamedSharding(mesh, spec))
     assert len({s.device for s in xs.addressable_shards}) == 8
     fn, oracle, op_axis, keep = SHARDED_OPS[name]
     expected = oracle(x)
     assert_tree_bits(fn(x), expected, f"{name} unsharded")
-    for run in (fn, jax.jit(fn)):
+    for run in (fn, jax.jit(fn) if jitted is None else lambda _: jitted):
         out = run(xs)
         assert_tree_bits(out, expected, f"{name} {spec} {axis_type}")
         if axis_type == AxisType.Explicit:  # the op axis is replicated, the others kept
@@ -289,13 +292,28 @@ def _check_sharded(name, spec, mesh, x, axis_type):
                 assert got == want, (got, want)
 
 
+def _layout(layout, axis_type):
+    mesh_shape, names, spec = LAYOUTS[layout]
+    return jax.make_mesh(mesh_shape, names, axis_types=(axis_type,) * len(names)), spec
+
+
+@functools.cache
+def _sharded_jit_outputs(layout, axis_type):
+    """Every SHARDED_OPS op jitted on `sharded_data()` laid out by ``LAYOUTS[layout]``, in one
+    program per layout and mesh type instead of one per op (each op's eager call on the sharded
+    array stays its test's own)."""
+    mesh, spec = _layout(layout, axis_type)
+    xs = jax.device_put(sharded_data(), NamedSharding(mesh, spec))
+    return jax.jit(lambda v: {name: op[0](v) for name, op in SHARDED_OPS.items()})(xs)
+
+
 @pytest.mark.parametrize("layout", range(len(LAYOUTS)))
 @pytest.mark.parametrize("name", sorted(SHARDED_OPS))
 def test_sharded_equals_unsharded(name, layout, axis_type):
     """Data with NaN, ties and selected -0.0 (the exact key paths)."""
-    mesh_shape, names, spec = LAYOUTS[layout]
-    mesh = jax.make_mesh(mesh_shape, names, axis_types=(axis_type,) * len(names))
-    _check_sharded(name, spec, mesh, sharded_data(), axis_type)
+    mesh, spec = _layout(layout, axis_type)
+    _check_sharded(name, spec, mesh, sharded_data(), axis_type,
+                   _sharded_jit_outputs(layout, axis_type)[name])
 
 
 @pytest.fixture
