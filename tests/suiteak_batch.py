@@ -16,40 +16,43 @@ from collections.abc import Callable, Sequence
 from unittest import mock
 
 import jax
-import numpy as np
+import jit_batch
 
-from jaxmax._src.lowering import compile_options, rules
+from jaxmax._src.lowering import compile_options
 
 
-def _one_program(calls: Sequence[tuple[Callable, tuple]], options: dict) -> list:
-    """The calls' results from one ``jax.jit`` program compiled with `options`, each call traced
-    with `rules.cross_device_possible` answered as its eager call answers it (`jit_each`)."""
-    fns = [fn for fn, _ in calls]
-    args = [tuple(a) for _, a in calls]
-    eager = [rules.cross_device_possible(*a) for a in args]
+class _JaxWithOptions:
+    """``jax`` as `jit_batch` sees it, whose ``jit`` compiles with XLA `options` (jit_each
+    takes no options of its own)."""
 
-    def program(all_args):
-        out = []
-        for fn, a, cross in zip(fns, all_args, eager, strict=True):
-            with mock.patch.object(rules, "cross_device_possible", lambda *_, c=cross: c):
-                out.append(fn(*a))
-        return out
+    def __init__(self, options: dict):
+        self._options = options
 
-    compiled = jax.jit(program).lower(args).compile(compiler_options=options or None)
-    return [jax.tree.map(np.asarray, r) for r in compiled(args)]
+    def __getattr__(self, name: str):
+        return getattr(jax, name)
+
+    def jit(self, fun: Callable, **kwargs):
+        return jax.jit(fun, compiler_options=self._options, **kwargs)
 
 
 def eager_each(calls: Sequence[tuple[Callable, Sequence]], fast: bool = True) -> list:
     """The results of ``fn(*args)`` for each ``(fn, args)`` of `calls` (NumPy arrays, or tuples
-    of them), in at most two programs: the calls whose arguments are small compiled with the
-    fast options their eager calls take, the others plainly (all plainly without `fast`)."""
-    small = [fast and compile_options.small_eager(*args) for _, args in calls]
+    of them), in at most two `jit_batch.jit_each` programs: the calls whose arguments are small
+    compiled with the fast options their eager calls take, the others plainly (all plainly
+    without `fast`)."""
+    options = compile_options.fast_compile() if fast else {}
+    small = [bool(options) and compile_options.small_eager(*args) for _, args in calls]
     out: list = [None] * len(calls)
-    for options in (True, False):
-        chosen = [i for i, s in enumerate(small) if s == options]
-        if chosen:
-            got = _one_program([(calls[i][0], tuple(calls[i][1])) for i in chosen],
-                               compile_options.fast_compile() if options else {})
-            for i, g in zip(chosen, got, strict=True):
-                out[i] = g
+    for with_options in (True, False):
+        chosen = [i for i, s in enumerate(small) if s == with_options]
+        if not chosen:
+            continue
+        batch = [calls[i] for i in chosen]
+        if with_options:
+            with mock.patch.object(jit_batch, "jax", _JaxWithOptions(options)):
+                got = jit_batch.jit_each(batch)
+        else:
+            got = jit_batch.jit_each(batch)
+        for i, g in zip(chosen, got, strict=True):
+            out[i] = g
     return out
