@@ -126,13 +126,13 @@ def test_ties_between_chunks(name):
 
 
 def test_axis_before_the_last_and_jit():
-    """The chunks are taken along an axis before the last, in place; jit equals eager."""
+    """The chunks are taken along an axis before the last, in place; jit equals eager (every
+    face's jitted call in one program, `every_face`)."""
     x = draw(np.random.default_rng(32), (3, 1024, 6), np.dtype(np.float32))
     _chunked(x.shape, 1, 4)
-    for face, descending, by_index in FACES:
+    for (face, descending, by_index), jitted in zip(FACES, every_face(x, 4, 1), strict=True):
         eager = run(x, 4, 1, face, descending, by_index)
         check(eager, x, 4, 1, face, descending, by_index, "axis 1")
-        jitted = jax.jit(lambda v, f=face, d=descending, b=by_index: run(v, 4, 1, f, d, b))(x)
         for a, e in zip(jitted, eager, strict=True):
             assert_bits(a, e, f"jit {face} {descending} {by_index}")
 
@@ -213,30 +213,41 @@ def _keeps_the_devices(before: tuple, after: tuple) -> bool:
             and all(any(m in _names(after[i]) for i in (0, 2)) for m in moved))
 
 
+@functools.cache
+def _sharded_case():
+    """The data of test_sharded_equals_unsharded and the oracle's answer per face, computed
+    once for its four meshes (the NumPy loop oracle is the same for every layout)."""
+    x = draw(np.random.default_rng(37), (8, 1024, 4), np.dtype(np.float32))
+    x[:, ::7, :] = -0.0
+    _chunked(x.shape, 1, 5)
+    wants = [top_k(x, 5, 1, face=face, descending=descending, by_index=by_index)
+             for face, descending, by_index in FACES]
+    return x, wants
+
+
 @pytest.mark.parametrize("axis_type", [AxisType.Explicit, AxisType.Auto],
                          ids=["explicit", "auto"])
 @pytest.mark.parametrize("spec", [P(None, "a", "b"), P("a", "b")])
 def test_sharded_equals_unsharded(axis_type, spec):
     """The top-k axis (1) sharded, with NaN, ties and selected -0.0: bit for bit the oracle; on
     an Explicit mesh the outputs keep the sharding of the other axes, the top-k axis whole and
-    its mesh axes moved to another axis (`_keeps_the_devices`)."""
+    its mesh axes moved to another axis (`_keeps_the_devices`). Every face in one jitted
+    program (`every_face`): an eager call on the sharded array compiles the operator's own
+    jitted core on the same sharded input, the program inlined here (jit equals eager is
+    test_axis_before_the_last_and_jit's subject)."""
     mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(axis_type,) * 2)
-    x = draw(np.random.default_rng(37), (8, 1024, 4), np.dtype(np.float32))
-    x[:, ::7, :] = -0.0
-    _chunked(x.shape, 1, 5)
+    x, wants = _sharded_case()
     xs = jax.device_put(x, NamedSharding(mesh, spec))
     padded = tuple(spec) + (None,) * (3 - len(spec))
-    for face, descending, by_index in FACES:
-        want_v, want_i = top_k(x, 5, 1, face=face, descending=descending, by_index=by_index)
-        for fn in (run, jax.jit(run, static_argnums=(1, 2, 3, 4, 5))):
-            values, indices = fn(xs, 5, 1, face, descending, by_index)
-            context = f"{spec} {axis_type} {face} {descending} {by_index}"
-            assert_bits(values, want_v, context)
-            assert_bits(indices, want_i.astype(np.int32), context)
-            if axis_type == AxisType.Explicit:
-                for out in (values, indices):
-                    got = tuple(out.sharding.spec) + (None,) * (3 - len(out.sharding.spec))
-                    assert _keeps_the_devices(padded, got), (context, got, padded)
+    for (face, descending, by_index), (values, indices), (want_v, want_i) in zip(
+            FACES, every_face(xs, 5, 1), wants, strict=True):
+        context = f"{spec} {axis_type} {face} {descending} {by_index}"
+        assert_bits(values, want_v, context)
+        assert_bits(indices, want_i.astype(np.int32), context)
+        if axis_type == AxisType.Explicit:
+            for out in (values, indices):
+                got = tuple(out.sharding.spec) + (None,) * (3 - len(out.sharding.spec))
+                assert _keeps_the_devices(padded, got), (context, got, padded)
 
 
 def test_where_one_selection_is_kept():

@@ -36,11 +36,13 @@ from __future__ import annotations
 
 import warnings
 
+import jax
 import ml_dtypes
 import numpy as np
 import pytest
 from arg_max_oracle import top_k as oracle_top_k
 from helpers import is_float, x64_for
+from suiteak_batch import eager_each
 from test_arg_max_top_k_values import assert_bits, draw
 
 from jaxmax import onnx as jonnx
@@ -138,18 +140,21 @@ def configs(seed, count, dtypes):
 @pytest.mark.parametrize("opset", [11, 12, 13])
 def test_onnx_arg_max_against_runtimes(opset):
     dtypes = FLOATS + INTS + ([BF16] if opset >= 13 else [])
+    cases = []
     for rng, shape, dtype, axis in configs(opset, 25, dtypes):
         x = draw(rng, shape, dtype)
         keepdims = int(rng.integers(2))
         last = int(rng.integers(2)) if opset >= 12 else 0
+        cases.append((x, shape, dtype, axis, keepdims, last))
+    ours = _batched([(lambda v, a=axis, kd=keepdims, la=last: jonnx.arg_max(
+        v, axis=a, keepdims=kd, select_last_index=la, opset=opset), x)
+        for x, _, _, axis, keepdims, last in cases])
+    for (x, shape, dtype, axis, keepdims, last), got in zip(cases, ours, strict=True):
         attrs = {"axis": axis, "keepdims": keepdims}
         if opset >= 12:
             attrs["select_last_index"] = last
         model = _model("ArgMax", x, attrs, opset)
         context = f"opset {opset} {dtype} {shape} axis {axis} keepdims {keepdims} last {last}"
-        with x64_for(dtype, np.int64):
-            got = np.asarray(jonnx.arg_max(x, axis=axis, keepdims=keepdims,
-                                           select_last_index=last, opset=opset))
         assert_bits(got, run_reference(model, x)[0], "reference " + context)
         if dtype not in ORT_ARG_MAX_MISSING:
             expected = run_ort(model, x)[0]
@@ -185,12 +190,19 @@ def _rows_as_sets(values, indices, axis):
 @pytest.mark.parametrize("opset", [1, 10, 11, 24])
 def test_onnx_top_k_against_runtimes(opset):
     dtypes = FLOATS + (INTS if opset >= 11 else []) + ([BF16] if opset >= 24 else [])
+    cases = []
     for rng, shape, dtype, axis in configs(50 + opset, 25, dtypes):
         x = draw(rng, shape, dtype)
         n = shape[axis]
         k = int(rng.integers(1 if opset < 10 else 0, n + 1))
         largest = int(rng.integers(2)) if opset >= 11 else 1
         sort = int(rng.integers(2)) if opset >= 11 else 1
+        cases.append((x, shape, dtype, axis, k, largest, sort))
+    ours = _batched([(lambda v, k=k, a=axis, la=largest, so=sort: jonnx.top_k(
+        v, k, axis=a, largest=la, sorted=so, opset=opset), x)
+        for x, _, _, axis, k, largest, sort in cases])
+    for (x, shape, dtype, axis, k, largest, sort), (values, indices) in zip(cases, ours,
+                                                                            strict=True):
         attrs = {"axis": axis}
         if opset >= 11:
             attrs.update(largest=largest, sorted=sort)
@@ -198,9 +210,6 @@ def test_onnx_top_k_against_runtimes(opset):
             attrs["k"] = k
         model = _model("TopK", x, attrs, opset, k=None if opset < 10 else k)
         context = f"opset {opset} {dtype} {shape} axis {axis} k {k} largest {largest} s {sort}"
-        with x64_for(dtype, np.int64):
-            values, indices = (np.asarray(a) for a in jonnx.top_k(
-                x, k, axis=axis, largest=largest, sorted=sort, opset=opset))
         ref_v, ref_i = run_reference(model, x)
         if dtype == BF16:
             # onnx.reference orders bfloat16 NaN between numbers (module docstring)
@@ -298,17 +307,38 @@ def _ours(x, k, axis, mode, sort, itype, stable, opset):
         return np.asarray(values), np.asarray(indices).astype(np.int64)
 
 
+def _batched(calls):
+    """``[fn(x) for fn, x in calls]`` in 64-bit mode (the eager calls here run under
+    ``x64_for(dtype, np.int64)``, always on), traced as their eager calls trace and compiled
+    as they compile, but in one program for the small inputs (tests/suiteak_batch.py) instead
+    of one per call. NumPy results; only the eager path's concrete input checks are not
+    taken (the configurations here are valid)."""
+    with jax.enable_x64(True):
+        return eager_each([(fn, (x,)) for fn, x in calls])
+
+
+def _ours_batched(cases, opset):
+    """`_ours` of every ``(x, axis, k, mode, sort, itype, stable)`` of `cases`, batched."""
+    got = _batched([(lambda v, k=k, a=axis, m=mode, so=sort, it=itype, st=stable: jov.top_k(
+        v, k, axis=a, mode=m, sort=so, index_element_type=it, stable=st, opset=opset), x)
+        for x, axis, k, mode, sort, itype, stable in cases])
+    return [(values, indices.astype(np.int64)) for values, indices in got]
+
+
 @pytest.mark.parametrize("opset", [1, 3, 11])
 def test_ov_top_k_against_evaluate(opset):
-    compared = 0
+    cases, refs = [], []
     for rng, x, axis, k, mode, sort, itype in ov_configs(80 + opset, 36, OV_DTYPES):
         stable = bool(rng.integers(2)) if opset >= 11 and sort != "none" else False
         try:
-            ref_v, ref_i = evaluate(_ov_node(opset, k, axis, mode, sort, itype, stable), x,
-                                    Const(np.array(k, np.int64)))
+            refs.append(evaluate(_ov_node(opset, k, axis, mode, sort, itype, stable), x,
+                                 Const(np.array(k, np.int64))))
         except Unsupported:
             continue
-        values, indices = _ours(x, k, axis, mode, sort, itype, stable, opset)
+        cases.append((x, axis, k, mode, sort, itype, stable))
+    compared = 0
+    for (x, axis, k, mode, sort, itype, _), (ref_v, ref_i), (values, indices) in zip(
+            cases, refs, _ours_batched(cases, opset), strict=True):
         # NaN order is undefined in the reference kernel (module docstring): NaN rows excluded
         keep = np.broadcast_to(~nan_rows(x, axis), values.shape)
         context = f"opset {opset} {x.dtype} {x.shape} axis {axis} k {k} {mode} {sort} {itype}"
@@ -336,11 +366,14 @@ def _sorted_keys(values, axis):
 def test_ov_top_k_against_cpu_plugin(opset):
     # the plugin computes 64 bits in 32 and uint32 as int32 (module docstring)
     dtypes = [d for d in OV_DTYPES if d.itemsize < 8 and d != np.uint32]
+    cases = []
     for rng, x, axis, k, mode, sort, itype in ov_configs(90 + opset, 18, dtypes):
         stable = bool(rng.integers(2)) if opset >= 11 and sort != "none" else False
+        cases.append((x, axis, k, mode, sort, itype, stable))
+    for (x, axis, k, mode, sort, itype, stable), (values, indices) in zip(
+            cases, _ours_batched(cases, opset), strict=True):
         ref_v, ref_i = compile_cpu(_ov_node(opset, k, axis, mode, sort, itype, stable), x,
                                    Const(np.array(k, np.int64)))
-        values, indices = _ours(x, k, axis, mode, sort, itype, stable, opset)
         context = f"opset {opset} {x.dtype} {x.shape} axis {axis} k {k} {mode} {sort} {stable}"
         # NaN: position-dependent on the CPU plugin; bfloat16 subnormals may be flushed (module
         # docstring): those rows excluded

@@ -10,6 +10,7 @@ Oracles: tests/arg_max_oracle.py (NumPy loops) and cotangents scattered by hand.
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import collectives
@@ -181,9 +182,13 @@ def assert_gradient_is_scatter(name, x, k, seed):
     face, descending, by_index = GRADIENT_FACES[name]
     want_i = top_k(x, k, 1, face=face, descending=descending, by_index=by_index)[1]
     ct = np.random.default_rng(seed).standard_normal(want_i.shape).astype(x.dtype)
-    _, pullback = jax.vjp(lambda v: run_top_k(v, k, 1, face, descending, by_index)[0],
-                          jnp.asarray(x))
-    (grad,) = pullback(jnp.asarray(ct))
+
+    @jax.jit  # one program for the forward pass and the pullback (eager vjp compiles each)
+    def grad_of(v, cotangent):
+        _, pullback = jax.vjp(lambda u: run_top_k(u, k, 1, face, descending, by_index)[0], v)
+        return pullback(cotangent)[0]
+
+    grad = grad_of(jnp.asarray(x), jnp.asarray(ct))
     assert_bits(grad, scatter_at(x.shape, 1, want_i, ct), name)
 
 
@@ -258,13 +263,16 @@ def _entry(e):
     return () if e is None else e if isinstance(e, tuple) else (e,)
 
 
-def _check_sharded(name, spec, mesh, x, axis_type):
+def _check_sharded(name, spec, mesh, x, axis_type, jitted=None):
+    """`name`'s eager call and jitted call on `x` laid out by `spec` against the oracle (and the
+    unsharded eager call); `jitted`, when given, is the jitted call's output, computed by the
+    caller (`_sharded_jit_outputs`)."""
     xs = jax.device_put(x, NamedSharding(mesh, spec))
     assert len({s.device for s in xs.addressable_shards}) == 8
     fn, oracle, op_axis, keep = SHARDED_OPS[name]
     expected = oracle(x)
     assert_tree_bits(fn(x), expected, f"{name} unsharded")
-    for run in (fn, jax.jit(fn)):
+    for run in (fn, jax.jit(fn) if jitted is None else lambda _: jitted):
         out = run(xs)
         assert_tree_bits(out, expected, f"{name} {spec} {axis_type}")
         if axis_type == AxisType.Explicit:  # the op axis is replicated, the others kept
@@ -284,13 +292,28 @@ def _check_sharded(name, spec, mesh, x, axis_type):
                 assert got == want, (got, want)
 
 
+def _layout(layout, axis_type):
+    mesh_shape, names, spec = LAYOUTS[layout]
+    return jax.make_mesh(mesh_shape, names, axis_types=(axis_type,) * len(names)), spec
+
+
+@functools.cache
+def _sharded_jit_outputs(layout, axis_type):
+    """Every SHARDED_OPS op jitted on `sharded_data()` laid out by ``LAYOUTS[layout]``, in one
+    program per layout and mesh type instead of one per op (each op's eager call on the sharded
+    array stays its test's own)."""
+    mesh, spec = _layout(layout, axis_type)
+    xs = jax.device_put(sharded_data(), NamedSharding(mesh, spec))
+    return jax.jit(lambda v: {name: op[0](v) for name, op in SHARDED_OPS.items()})(xs)
+
+
 @pytest.mark.parametrize("layout", range(len(LAYOUTS)))
 @pytest.mark.parametrize("name", sorted(SHARDED_OPS))
 def test_sharded_equals_unsharded(name, layout, axis_type):
     """Data with NaN, ties and selected -0.0 (the exact key paths)."""
-    mesh_shape, names, spec = LAYOUTS[layout]
-    mesh = jax.make_mesh(mesh_shape, names, axis_types=(axis_type,) * len(names))
-    _check_sharded(name, spec, mesh, sharded_data(), axis_type)
+    mesh, spec = _layout(layout, axis_type)
+    _check_sharded(name, spec, mesh, sharded_data(), axis_type,
+                   _sharded_jit_outputs(layout, axis_type)[name])
 
 
 @pytest.fixture
@@ -370,6 +393,29 @@ MERGED = {  # name: (function, oracle); each selects at most 8 * 3 candidates of
 }
 
 
+_MERGE_COTANGENT = np.random.default_rng(3).standard_normal((8, 3, 4)).astype(np.float32)
+
+
+def _values_and_grad(fn):
+    """`fn`'s values and indices and the gradient of its values weighted by a fixed cotangent."""
+    def run(v):
+        out = fn(v)
+        weights = _MERGE_COTANGENT[:, :out[0].shape[1]]
+        return out, jax.grad(lambda u: jnp.sum(fn(u)[0] * weights))(v)
+    return run
+
+
+@functools.cache
+def _unsharded_merge_grads():
+    """The unsharded gradient of every MERGED op on `_merge_data()`, in one jitted program (the
+    reference of test_top_k_along_its_sharded_axis_merges_candidates, the same for both
+    layouts)."""
+    x = _merge_data()
+    runs = {name: _values_and_grad(fn) for name, (fn, _) in MERGED.items()}
+    grads = jax.jit(lambda v: {name: run(v)[1] for name, run in runs.items()})(x)
+    return {name: np.asarray(g) for name, g in grads.items()}
+
+
 @pytest.mark.parametrize("spec", [P(None, "x"), P("x", "x2")], ids=["axis", "both"])
 @pytest.mark.parametrize("name", sorted(MERGED))
 def test_top_k_along_its_sharded_axis_merges_candidates(name, spec):
@@ -377,7 +423,7 @@ def test_top_k_along_its_sharded_axis_merges_candidates(name, spec):
     each block's own top candidates with one all-to-all (lowering/top_k_sharded.py) and merges
     them: the oracle's values and indices and the unsharded gradient, bit for bit (ties across
     blocks go to the lower index, NaN and zero signs kept); the output is sharded along the
-    batch; nothing is all-gathered."""
+    batch; nothing is all-gathered (the values' and the gradient's program)."""
     fn, oracle = MERGED[name]
     if spec == P(None, "x"):
         mesh = jax.make_mesh((8,), ("x",), axis_types=(AxisType.Explicit,))
@@ -386,19 +432,13 @@ def test_top_k_along_its_sharded_axis_merges_candidates(name, spec):
         spec = P("x", "x2")
     x = _merge_data()
     xs = jax.device_put(x, NamedSharding(mesh, spec))
-    w = np.random.default_rng(3).standard_normal((8, 3, 4)).astype(np.float32)
-
-    def run(v):
-        out = fn(v)
-        return out, jax.grad(lambda u: jnp.sum(fn(u)[0] * w[:, :out[0].shape[1]]))(v)
-
-    (values, indices), grad = jax.jit(run)(xs)
+    compiled = jax.jit(_values_and_grad(fn)).lower(xs).compile()
+    (values, indices), grad = compiled(xs)
     assert_tree_bits((values, indices), oracle(x), name)
-    _, want_grad = jax.jit(run)(x)
-    assert_bits(grad, want_grad)
+    assert_bits(grad, _unsharded_merge_grads()[name], f"{name} gradient")
     assert tuple(values.sharding.spec)[:2] == ((tuple(mesh.axis_names) if len(mesh.axis_names)
                                                  > 1 else "x"), None)
-    text = jax.jit(fn).lower(xs).compile().as_text()
+    text = compiled.as_text()
     assert "all-to-all" in text and "all-gather" not in text
 
 
@@ -419,9 +459,10 @@ def test_arg_max_along_its_sharded_axis_combines_narrow_indices(length, last):
     x[2, [length // 2 + 1, length - 1]] = -0.0
     x[2, length // 4] = 0.0
     fn = jax.jit(lambda v: onnx.arg_max(v, axis=1, keepdims=0, select_last_index=int(last)))
-    got = fn(jax.device_put(x, NamedSharding(mesh, P(None, "x"))))
-    assert_bits(got, onnx_arg_max(x, 1, False, last).astype(np.int32))
+    xs = jax.device_put(x, NamedSharding(mesh, P(None, "x")))
+    compiled = fn.lower(xs).compile()  # run and read: one compile (a call compiles anew)
+    assert_bits(compiled(xs), onnx_arg_max(x, 1, False, last).astype(np.int32))
     wire = "u8" if length <= 256 else "u16" if length <= 65536 else "s32"
-    text = fn.lower(jax.device_put(x, NamedSharding(mesh, P(None, "x")))).compile().as_text()
+    text = compiled.as_text()
     kinds = [c.shape.split("[")[0] for c in collectives.moved(text)]
     assert kinds == ["s32", wire], kinds  # the blocks' best keys, then their indices

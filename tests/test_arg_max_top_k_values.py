@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from arg_max_oracle import onnx_arg_max, top_k
 from helpers import is_float, x64_for
-from jit_batch import jit_each
+from suiteak_batch import eager_each
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
@@ -94,19 +94,21 @@ def configs(seed: int, count: int, dtypes: list[str]):
         yield rng, shape, dtype, axis
 
 
-def jitted(calls):
+def jitted(calls, fast=True):
     """``[fn(x) for fn, x in calls]``, computed by one jitted program per 64-bit mode (x64 on
-    for the calls whose input is 64-bit, as `x64_for` does for an eager call) instead of one
-    compile per call (tests/jit_batch.py): each call is traced as an eager call traces it (the
-    adapters' static arguments, the lowerings' jitted cores inlined), so the forms chosen are
-    the same. The results come back as NumPy arrays."""
+    for the calls whose input is 64-bit, as `x64_for` does for an eager call) and input size
+    instead of one compile per call (tests/suiteak_batch.py): each call is traced as an eager
+    call traces it (the adapters' static arguments, the lowerings' jitted cores inlined), so
+    the forms chosen are the same, and (with `fast`) the small calls compile with the fast
+    options their eager calls take (`compile_options.fast_compile()`), the others plainly.
+    The results come back as NumPy arrays."""
     out = [None] * len(calls)
     for wide in (False, True):
         chosen = [i for i, (_, x) in enumerate(calls) if (np.dtype(x.dtype).itemsize >= 8) == wide]
         if not chosen:
             continue
         with x64_for(np.int64 if wide else np.int32):
-            got = jit_each([(calls[i][0], (calls[i][1],)) for i in chosen])
+            got = eager_each([(calls[i][0], (calls[i][1],)) for i in chosen], fast)
         for i, g in zip(chosen, got, strict=True):
             out[i] = g
     return out
@@ -309,7 +311,9 @@ def test_openvino_top_k_oracle(opset):
         cases.append((x, axis, k, mode, sort, itype))
         calls.append((lambda v, k=k, a=axis, m=mode, so=sort, it=itype, st=stable: ov.top_k(
             v, k, axis=a, mode=m, sort=so, index_element_type=it, stable=st, opset=opset), x))
-    for (x, axis, k, mode, sort, itype), (values, indices) in zip(cases, jitted(calls),
+    # plainly compiled: with the fast options (an eager call's) XLA:CPU's elemental emitter
+    # drops bfloat16 NaN payloads here (0x7FC1 comes back 0x7FC0; reported)
+    for (x, axis, k, mode, sort, itype), (values, indices) in zip(cases, jitted(calls, False),
                                                                 strict=True):
         context = f"opset {opset} {x.dtype} {x.shape} axis {axis} k {k} {mode} {sort} {itype}"
         with x64_for(x.dtype):
