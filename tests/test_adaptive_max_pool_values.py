@@ -59,6 +59,12 @@ def pooled_each(xs_outs, index_element_type="i32"):
         v, out, index_element_type=index_element_type), (x,)) for x, out in xs_outs])
 
 
+def _fast_jit(f):
+    """``jax.jit(f)`` compiled with the fast options every small eager call of an operator
+    compiles with (`compile_options.fast_compile()`: the same HLO and bits)."""
+    return jax.jit(f, compiler_options=compile_options.fast_compile())
+
+
 def random_config(rng):
     rank = int(rng.integers(3, 6))
     spatial = tuple(int(v) for v in rng.integers(1, {3: 12, 4: 8, 5: 5}[rank], size=rank - 2))
@@ -320,8 +326,9 @@ def test_forms_by_window_reads(monkeypatch):
         assert_exact(indices, want_i, f"{shape}->{out} {form} indices")
         cot = rng.standard_normal(want_v.shape).astype(np.float32)
         # jitted: jax.grad outside jit compiles the forward pass and each piece of its
-        # transpose as programs of their own (the same arithmetic, traced the same way)
-        grad = jax.jit(jax.grad(lambda v, out=out, cot=cot: (
+        # transpose as programs of their own (the same arithmetic, traced the same way), with
+        # the fast options (the form is chosen while tracing, by size, not by them)
+        grad = _fast_jit(jax.grad(lambda v, out=out, cot=cot: (
             ov.adaptive_max_pool(v, out)[0] * cot).sum()))(np.where(np.isnan(x), np.float32(0), x))
         want = np.zeros((shape[0] * shape[1], int(np.prod(shape[2:]))), np.float32)
         _, clean_i = oracle(np.where(np.isnan(x), np.float32(0), x), out, np.int32)
@@ -365,9 +372,8 @@ def test_per_window_groups_against_oracle(shape, out):
     for index_dtype in (np.int32, np.int64):
         with x64_for(index_dtype):
             # compiled with the fast options a small eager call of the operator compiles with
-            values, indices = jax.jit(lambda v, it=index_dtype: adaptive_pool._per_window(
-                v, output_shape=out, index_dtype=np.dtype(it)),
-                compiler_options=compile_options.fast_compile())(x)
+            values, indices = _fast_jit(lambda v, it=index_dtype: adaptive_pool._per_window(
+                v, output_shape=out, index_dtype=np.dtype(it)))(x)
             want_v, want_i = oracle(x, out, index_dtype)
             assert_exact(values, want_v, f"{shape}->{out}")
             assert_exact(indices, want_i, f"{shape}->{out} indices {np.dtype(index_dtype)}")
@@ -396,14 +402,16 @@ def test_windows_that_tile_a_large_input(shape, out):
         assert_exact(values, want_v, f"{shape} {x.dtype}")
         assert_exact(indices, want_i, f"{shape} {x.dtype} indices")
         wants.append((want_v, want_i))
-    v, i = jax.vmap(lambda t: ov.adaptive_max_pool(t, out, index_element_type="i32"))(
+    # the vmapped and the differentiated programs (traced inputs, as an eager vmap or an outer
+    # jit traces them: the same forms) compile with the fast options
+    v, i = _fast_jit(jax.vmap(lambda t: ov.adaptive_max_pool(t, out, index_element_type="i32")))(
         np.stack([with_nan, clean]))
     for k in range(2):
         assert_exact(v[k], wants[k][0], f"vmap {k}")
         assert_exact(i[k], wants[k][1], f"vmap {k} indices")
     # the gradient on the clean input: each window's cotangent at its index
     cot = rng.standard_normal(shape[:2] + out).astype(np.float32)
-    g = jax.jit(jax.grad(lambda v: (ov.adaptive_max_pool(v, out)[0] * cot).sum()))(clean)
+    g = _fast_jit(jax.grad(lambda v: (ov.adaptive_max_pool(v, out)[0] * cot).sum()))(clean)
     want = np.zeros((shape[0], shape[1], int(np.prod(shape[2:]))), np.float32)
     idx = wants[1][1]
     for n, c in np.ndindex(*shape[:2]):
