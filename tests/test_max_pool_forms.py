@@ -113,16 +113,20 @@ DTYPES = [np.float32, np.float16, jnp.bfloat16, np.int8, np.uint8]
 _BATCHES: dict = {}
 
 
-def _batched(test, form, calls, index):
-    """The result of case `index` of `calls` (``(fn, args)`` pairs: every case of `test`),
-    computed with the others under the current `form`; None when the batch failed."""
+def _batched(test, form, call, cases, case):
+    """The result of `case` of `cases` (every case of `test`; ``call(*case)`` is its
+    ``(fn, args)``), computed with the others under the current `form`, or alone (its eager
+    call) when the batch failed."""
     key = (test, form)
     if key not in _BATCHES:
         try:
-            _BATCHES[key] = jit_each_fast(calls())
+            _BATCHES[key] = jit_each_fast([call(*c) for c in cases])
         except Exception:  # noqa: BLE001 (each test then computes its case alone and says why)
             _BATCHES[key] = None
-    return None if _BATCHES[key] is None else _BATCHES[key][index]
+    if _BATCHES[key] is None:
+        fn, args = call(*case)
+        return fn(*args)
+    return _BATCHES[key][cases.index(case)]
 
 
 def _ov8_call(geometry, dtype):
@@ -148,18 +152,13 @@ def _ov8_oracle(geometry, dtype):
                            "ceil" if ceil else "floor", axis=2 if len(shape) == 4 else 0)
 
 
-OV8_CASES = [(g, d) for g in GEOMETRIES for d in DTYPES]
+POOL_CASES = [(g, d) for g in GEOMETRIES for d in DTYPES]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("geometry", GEOMETRIES)
 def test_openvino_max_pool_8_both_forms(pool_form, geometry, dtype):
-    got = _batched("ov8", pool_form, lambda: [_ov8_call(*c) for c in OV8_CASES],
-                   OV8_CASES.index((geometry, dtype)))
-    if got is None:
-        pool, args = _ov8_call(geometry, dtype)
-        got = pool(*args)
-    values, indices = got
+    values, indices = _batched("ov8", pool_form, _ov8_call, POOL_CASES, (geometry, dtype))
     want_v, want_i = _ov8_oracle(geometry, dtype)
     _same_bits(values, want_v, f"values, form={pool_form}, {geometry} {dtype}")
     assert_same(indices, want_i.astype(np.int32), f"indices, form={pool_form}")
@@ -187,12 +186,7 @@ def _onnx_oracle(geometry, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("geometry", GEOMETRIES)
 def test_onnx_max_pool_both_forms(pool_form, geometry, dtype):
-    got = _batched("onnx", pool_form, lambda: [_onnx_call(*c) for c in OV8_CASES],
-                   OV8_CASES.index((geometry, dtype)))
-    if got is None:
-        pool, args = _onnx_call(geometry, dtype)
-        got = pool(*args)
-    y, indices = got
+    y, indices = _batched("onnx", pool_form, _onnx_call, POOL_CASES, (geometry, dtype))
     want_y, want_i = _onnx_oracle(geometry, dtype)
     _same_bits(y, want_y, f"Y, form={pool_form}, {geometry} {dtype}")
     assert_same(indices, want_i.astype(indices.dtype), f"Indices, form={pool_form}")
@@ -267,10 +261,9 @@ def _adaptive_call(shape, out, dtype):
                          ids=[f"shape{i // 3}-out{i // 3}-{np.dtype(d).name}"
                               for i, (_, _, d) in enumerate(ADAPTIVE_CASES)])
 def test_adaptive_max_pool_both_forms(form, shape, out, dtype):
-    got = _batched("adaptive", form, lambda: [_adaptive_call(*c) for c in ADAPTIVE_CASES],
-                   ADAPTIVE_CASES.index((shape, out, dtype)))
-    pool, (x,) = _adaptive_call(shape, out, dtype)
-    values, indices = pool(x) if got is None else got
+    values, indices = _batched("adaptive", form, _adaptive_call, ADAPTIVE_CASES,
+                               (shape, out, dtype))
+    (x,) = _adaptive_call(shape, out, dtype)[1]
     want_v, want_i = adaptive_oracle(x, out, np.int32)
     _same_bits(values, want_v, f"values, compact={form}, {shape} -> {out} {dtype}")
     assert_same(indices, want_i, f"indices, compact={form}")
