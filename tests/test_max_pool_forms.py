@@ -161,7 +161,8 @@ def test_openvino_max_pool_8_both_forms(pool_form, geometry, dtype):
     values, indices = _batched("ov8", pool_form, _ov8_call, POOL_CASES, (geometry, dtype))
     want_v, want_i = _ov8_oracle(geometry, dtype)
     _same_bits(values, want_v, f"values, form={pool_form}, {geometry} {dtype}")
-    assert_same(indices, want_i.astype(np.int32), f"indices, form={pool_form}")
+    assert_same(indices, want_i.astype(np.int32),
+                f"indices, form={pool_form}, {geometry} {dtype}")
 
 
 def _onnx_call(geometry, dtype):
@@ -189,7 +190,8 @@ def test_onnx_max_pool_both_forms(pool_form, geometry, dtype):
     y, indices = _batched("onnx", pool_form, _onnx_call, POOL_CASES, (geometry, dtype))
     want_y, want_i = _onnx_oracle(geometry, dtype)
     _same_bits(y, want_y, f"Y, form={pool_form}, {geometry} {dtype}")
-    assert_same(indices, want_i.astype(indices.dtype), f"Indices, form={pool_form}")
+    assert_same(indices, want_i.astype(indices.dtype),
+                f"Indices, form={pool_form}, {geometry} {dtype}")
 
 
 GRADIENT_CASES = [(g, opset) for g in GEOMETRIES if set(g[5]) == {1} for opset in (1, 8)]
@@ -266,7 +268,7 @@ def test_adaptive_max_pool_both_forms(form, shape, out, dtype):
     (x,) = _adaptive_call(shape, out, dtype)[1]
     want_v, want_i = adaptive_oracle(x, out, np.int32)
     _same_bits(values, want_v, f"values, compact={form}, {shape} -> {out} {dtype}")
-    assert_same(indices, want_i, f"indices, compact={form}")
+    assert_same(indices, want_i, f"indices, compact={form}, {shape} -> {out} {dtype}")
 
 
 def _lowered(f, platforms) -> str:
