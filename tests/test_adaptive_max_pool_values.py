@@ -17,8 +17,10 @@ import numpy as np
 import pytest
 from adaptive_unpool_oracle import adaptive_max_pool as oracle
 from helpers import x64_for
+from suitemp_batch import jit_each_fast
 
 from jaxmax import openvino as ov
+from jaxmax._src.lowering import compile_options
 
 
 def assert_exact(actual, expected, context=""):
@@ -48,6 +50,21 @@ def tricky(rng, shape, dtype):
     return x.astype(dtype)
 
 
+def pooled_each(xs_outs, index_element_type="i32"):
+    """``ov.adaptive_max_pool(x, out, index_element_type=...)`` of each (x, out): every call
+    traced as its eager call is (the same form) into one program compiled with the fast options
+    those eager calls compile with (tests/suitemp_batch.py): one compile for a loop of cases
+    instead of one per case."""
+    return jit_each_fast([(lambda v, out=out: ov.adaptive_max_pool(
+        v, out, index_element_type=index_element_type), (x,)) for x, out in xs_outs])
+
+
+def _fast_jit(f):
+    """``jax.jit(f)`` compiled with the fast options every small eager call of an operator
+    compiles with (`compile_options.fast_compile()`: the same HLO and bits)."""
+    return jax.jit(f, compiler_options=compile_options.fast_compile())
+
+
 def random_config(rng):
     rank = int(rng.integers(3, 6))
     spatial = tuple(int(v) for v in rng.integers(1, {3: 12, 4: 8, 5: 5}[rank], size=rank - 2))
@@ -71,11 +88,13 @@ DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.int32, np.int8, np.uint
 @pytest.mark.parametrize("seed", range(4))
 def test_against_oracle_random(seed):
     rng = np.random.default_rng(seed)
+    cases = []
     for trial in range(15):
         shape, out = random_config(rng)
         dtype = DTYPES[(seed * 15 + trial) % len(DTYPES)]
-        x = tricky(rng, shape, dtype)
-        values, indices = ov.adaptive_max_pool(x, out, index_element_type="i32")
+        cases.append((tricky(rng, shape, dtype), out))
+    for (x, out), (values, indices) in zip(cases, pooled_each(cases), strict=True):
+        shape, dtype = x.shape, x.dtype
         want_v, want_i = oracle(x, out, np.int32)
         assert_exact(values, want_v, f"{shape}->{out} {np.dtype(dtype)}")
         assert_exact(indices, want_i, f"{shape}->{out} {np.dtype(dtype)} indices")
@@ -164,9 +183,10 @@ def test_i64_without_x64_is_int32_with_warning():
 def test_every_small_geometry_1d_2d():
     """Every (L, O) with L, O <= 6 in 1-D, against the oracle, with ties and NaN."""
     rng = np.random.default_rng(11)
-    for length, outputs in itertools.product(range(1, 7), range(1, 7)):
-        x = tricky(rng, (1, 2, length), np.float32)
-        v, i = ov.adaptive_max_pool(x, [outputs], index_element_type="i32")
+    cases = [(tricky(rng, (1, 2, length), np.float32), (outputs,))
+             for length, outputs in itertools.product(range(1, 7), range(1, 7))]
+    for (x, (outputs,)), (v, i) in zip(cases, pooled_each(cases), strict=True):
+        length = x.shape[-1]
         wv, wi = oracle(x, [outputs], np.int32)
         assert_exact(v, wv, f"{length}->{outputs}")
         assert_exact(i, wi, f"{length}->{outputs}")
@@ -196,11 +216,13 @@ def test_against_openvino_cpu_plugin(seed):
     Integer data: only values that float32 holds exactly (the plugin computes integers in f32;
     beyond 2**24 its answer differs, see test_integers_beyond_float32_are_exact)."""
     rng = np.random.default_rng(300 + seed)
+    cases = []
     for trial in range(12):
         shape, out = random_config(rng)
         dtype = [np.float32, np.int32, np.float16, np.uint8][trial % 4]
-        x = tricky(rng, shape, dtype)
-        values, indices = ov.adaptive_max_pool(x, out, index_element_type="i32")
+        cases.append((tricky(rng, shape, dtype), out))
+    for (x, out), (values, indices) in zip(cases, pooled_each(cases), strict=True):
+        shape, dtype = x.shape, x.dtype
         want_v, want_i = _openvino(x, out)
         ctx = f"{shape}->{out} {np.dtype(dtype)}"
         assert_exact(values, want_v.astype(x.dtype), ctx)
@@ -222,15 +244,17 @@ def test_against_torch(rank):
     fn = {3: torch.nn.functional.adaptive_max_pool1d, 4: torch.nn.functional.adaptive_max_pool2d,
           5: torch.nn.functional.adaptive_max_pool3d}[rank]
     rng = np.random.default_rng(400 + rank)
+    cases = []
     for _ in range(8):
         shape, out = random_config(rng)
         while len(shape) != rank:
             shape, out = random_config(rng)
         x = rng.permutation(int(np.prod(shape))).reshape(shape).astype(np.float32)  # NaN-free
         x[rng.random(shape) < 0.3] = 1.0  # ties: torch keeps the first too
-        values, indices = ov.adaptive_max_pool(x, out, index_element_type="i64") \
-            if jax.config.jax_enable_x64 else ov.adaptive_max_pool(x, out,
-                                                                  index_element_type="i32")
+        cases.append((x, out))
+    got = pooled_each(cases, "i64" if jax.config.jax_enable_x64 else "i32")
+    for (x, out), (values, indices) in zip(cases, got, strict=True):
+        shape = x.shape
         tv, ti = fn(torch.from_numpy(x), list(out), return_indices=True)
         assert_exact(values, tv.numpy(), f"{shape}->{out}")
         np.testing.assert_array_equal(np.asarray(indices), ti.numpy(), f"{shape}->{out}")
@@ -251,6 +275,7 @@ def test_compact_forms_against_oracle(monkeypatch, gather_all):
     rng = np.random.default_rng(23)
     cases = [random_config(rng) for _ in range(24)]
     cases += [((1, 2, 3, 3), (5, 7)), ((2, 1, 14, 14), (5, 3)), ((1, 1, 4, 5, 6), (2, 3, 4))]
+    inputs = []
     for trial, (shape, out) in enumerate(cases):
         dtype = DTYPES[trial % len(DTYPES)]
         x = tricky(rng, shape, dtype)
@@ -258,7 +283,9 @@ def test_compact_forms_against_oracle(monkeypatch, gather_all):
             x.reshape(-1)[::2] = np.nan  # many windows start with NaN
         if trial % 3 == 1 and np.dtype(dtype).kind in "iu":
             x = np.full(shape, np.iinfo(dtype).min, dtype)  # ties with the reduction's init
-        values, indices = ov.adaptive_max_pool(x, out, index_element_type="i32")
+        inputs.append((x, out))
+    for (x, out), (values, indices) in zip(inputs, pooled_each(inputs), strict=True):
+        shape, dtype = x.shape, x.dtype
         want_v, want_i = oracle(x, out, np.int32)
         context = f"{shape}->{out} {np.dtype(dtype)} gather_all={gather_all}"
         assert_exact(values, want_v, context)
@@ -298,8 +325,11 @@ def test_forms_by_window_reads(monkeypatch):
         assert_exact(values, want_v, f"{shape}->{out} {form}")
         assert_exact(indices, want_i, f"{shape}->{out} {form} indices")
         cot = rng.standard_normal(want_v.shape).astype(np.float32)
-        grad = jax.grad(lambda v, out=out, cot=cot: (ov.adaptive_max_pool(v, out)[0] * cot).sum())(
-            np.where(np.isnan(x), np.float32(0), x))
+        # jitted: jax.grad outside jit compiles the forward pass and each piece of its
+        # transpose as programs of their own (the same arithmetic, traced the same way), with
+        # the fast options (the form is chosen while tracing, by size, not by them)
+        grad = _fast_jit(jax.grad(lambda v, out=out, cot=cot: (
+            ov.adaptive_max_pool(v, out)[0] * cot).sum()))(np.where(np.isnan(x), np.float32(0), x))
         want = np.zeros((shape[0] * shape[1], int(np.prod(shape[2:]))), np.float32)
         _, clean_i = oracle(np.where(np.isnan(x), np.float32(0), x), out, np.int32)
         for plane, (ids, c) in enumerate(zip(clean_i.reshape(len(want), -1),
@@ -341,7 +371,8 @@ def test_per_window_groups_against_oracle(shape, out):
     x = tricky(rng, shape, np.float32)
     for index_dtype in (np.int32, np.int64):
         with x64_for(index_dtype):
-            values, indices = jax.jit(lambda v, it=index_dtype: adaptive_pool._per_window(
+            # compiled with the fast options a small eager call of the operator compiles with
+            values, indices = _fast_jit(lambda v, it=index_dtype: adaptive_pool._per_window(
                 v, output_shape=out, index_dtype=np.dtype(it)))(x)
             want_v, want_i = oracle(x, out, index_dtype)
             assert_exact(values, want_v, f"{shape}->{out}")
@@ -371,14 +402,16 @@ def test_windows_that_tile_a_large_input(shape, out):
         assert_exact(values, want_v, f"{shape} {x.dtype}")
         assert_exact(indices, want_i, f"{shape} {x.dtype} indices")
         wants.append((want_v, want_i))
-    v, i = jax.vmap(lambda t: ov.adaptive_max_pool(t, out, index_element_type="i32"))(
+    # the vmapped and the differentiated programs (traced inputs, as an eager vmap or an outer
+    # jit traces them: the same forms) compile with the fast options
+    v, i = _fast_jit(jax.vmap(lambda t: ov.adaptive_max_pool(t, out, index_element_type="i32")))(
         np.stack([with_nan, clean]))
     for k in range(2):
         assert_exact(v[k], wants[k][0], f"vmap {k}")
         assert_exact(i[k], wants[k][1], f"vmap {k} indices")
     # the gradient on the clean input: each window's cotangent at its index
     cot = rng.standard_normal(shape[:2] + out).astype(np.float32)
-    g = jax.jit(jax.grad(lambda v: (ov.adaptive_max_pool(v, out)[0] * cot).sum()))(clean)
+    g = _fast_jit(jax.grad(lambda v: (ov.adaptive_max_pool(v, out)[0] * cot).sum()))(clean)
     want = np.zeros((shape[0], shape[1], int(np.prod(shape[2:]))), np.float32)
     idx = wants[1][1]
     for n, c in np.ndindex(*shape[:2]):

@@ -8,6 +8,7 @@ MaxPool-1 gradients against the hand-computed cotangent.
 
 from __future__ import annotations
 
+import functools
 import re
 import warnings
 
@@ -20,9 +21,11 @@ from helpers import assert_same, is_float
 from pool_oracle import max_pool_1_grad
 from pool_oracle import onnx as onnx_oracle
 from pool_oracle import openvino as openvino_oracle
+from suitemp_batch import jit_each_fast
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
+from jaxmax._src.lowering import compile_options
 from jaxmax._src.lowering.pooling import compact as pool_compact
 
 #: The (FORCE, PAIRS) that the programs in JAX's caches were traced under, None before any.
@@ -34,6 +37,7 @@ def _clear_caches_around_the_module():
     """The forms are chosen while tracing: the programs compiled under a forced form leave with
     the module (the next module finds empty caches)."""
     _TRACED_UNDER[0] = None
+    _BATCHES.clear()
     jax.clear_caches()
     yield
     jax.clear_caches()
@@ -101,42 +105,99 @@ GEOMETRIES = [
 DTYPES = [np.float32, np.float16, jnp.bfloat16, np.int8, np.uint8]
 
 
+# Each test below checks one case of one form, as before; the cases of one test function and
+# one form are computed together, by one program compiled with the fast options their eager
+# calls compiled with (tests/suitemp_batch.py: each call traced as its eager call is, so in the
+# form its eager call reaches), the first time a test of that form asks (`_batched`). A batch
+# that fails to compute leaves each of its tests to call its case alone, as it did before.
+_BATCHES: dict = {}
+
+
+def _batched(test, form, call, cases, case):
+    """The result of `case` of `cases` (every case of `test`; ``call(*case)`` is its
+    ``(fn, args)``), computed with the others under the current `form`, or alone (its eager
+    call) when the batch failed."""
+    key = (test, form)
+    if key not in _BATCHES:
+        try:
+            _BATCHES[key] = jit_each_fast([call(*c) for c in cases])
+        except Exception:  # noqa: BLE001 (each test then computes its case alone and says why)
+            _BATCHES[key] = None
+    if _BATCHES[key] is None:
+        fn, args = call(*case)
+        return fn(*args)
+    return _BATCHES[key][cases.index(case)]
+
+
+def _ov8_call(geometry, dtype):
+    shape, k, s, pb, pe, d, ceil = geometry
+    x = _data(shape, dtype, len(shape) + sum(k))
+    axis = 2 if len(shape) == 4 else 0
+
+    def pool(v):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ov.max_pool(v, kernel=k, strides=s, pads_begin=pb, pads_end=pe,
+                               dilations=d, rounding_type="ceil" if ceil else "floor",
+                               opset=8, axis=axis, index_element_type="i32")
+
+    return pool, (x,)
+
+
+@functools.cache
+def _ov8_oracle(geometry, dtype):
+    shape, k, s, pb, pe, d, ceil = geometry
+    (x,) = _ov8_call(geometry, dtype)[1]
+    return openvino_oracle(x, k, s, list(zip(pb, pe, strict=True)), list(d),
+                           "ceil" if ceil else "floor", axis=2 if len(shape) == 4 else 0)
+
+
+POOL_CASES = [(g, d) for g in GEOMETRIES for d in DTYPES]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("geometry", GEOMETRIES)
 def test_openvino_max_pool_8_both_forms(pool_form, geometry, dtype):
+    values, indices = _batched("ov8", pool_form, _ov8_call, POOL_CASES, (geometry, dtype))
+    want_v, want_i = _ov8_oracle(geometry, dtype)
+    _same_bits(values, want_v, f"values, form={pool_form}, {geometry} {dtype}")
+    assert_same(indices, want_i.astype(np.int32),
+                f"indices, form={pool_form}, {geometry} {dtype}")
+
+
+def _onnx_call(geometry, dtype):
     shape, k, s, pb, pe, d, ceil = geometry
-    x = _data(shape, dtype, len(shape) + sum(k))
-    rounding = "ceil" if ceil else "floor"
-    axis = 2 if len(shape) == 4 else 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        values, indices = ov.max_pool(x, kernel=k, strides=s, pads_begin=pb, pads_end=pe,
-                                      dilations=d, rounding_type=rounding, opset=8, axis=axis,
-                                      index_element_type="i32")
-    want_v, want_i = openvino_oracle(x, k, s, list(zip(pb, pe, strict=True)), list(d),
-                                     rounding, axis=axis)
-    _same_bits(values, want_v, f"values, form={pool_form}")
-    assert_same(indices, want_i.astype(np.int32), f"indices, form={pool_form}")
+    x = _data(shape, dtype, len(shape) + sum(k) + 1)
+
+    def pool(v):
+        return onnx.max_pool(v, kernel_shape=k, strides=s, pads=pb + pe, dilations=d,
+                             ceil_mode=int(ceil), storage_order=int(len(shape) == 5),
+                             return_indices=True)
+
+    return pool, (x,)
+
+
+@functools.cache
+def _onnx_oracle(geometry, dtype):
+    shape, k, s, pb, pe, d, ceil = geometry
+    (x,) = _onnx_call(geometry, dtype)[1]
+    return onnx_oracle(x, k, s, pb + pe, list(d), int(ceil), storage_order=int(len(shape) == 5))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("geometry", GEOMETRIES)
 def test_onnx_max_pool_both_forms(pool_form, geometry, dtype):
-    shape, k, s, pb, pe, d, ceil = geometry
-    x = _data(shape, dtype, len(shape) + sum(k) + 1)
-    order = int(len(shape) == 5)
-    y, indices = onnx.max_pool(x, kernel_shape=k, strides=s, pads=pb + pe, dilations=d,
-                               ceil_mode=int(ceil), storage_order=order, return_indices=True)
-    want_y, want_i = onnx_oracle(x, k, s, pb + pe, list(d), int(ceil), storage_order=order)
-    _same_bits(y, want_y, f"Y, form={pool_form}")
-    assert_same(indices, want_i.astype(indices.dtype), f"Indices, form={pool_form}")
+    y, indices = _batched("onnx", pool_form, _onnx_call, POOL_CASES, (geometry, dtype))
+    want_y, want_i = _onnx_oracle(geometry, dtype)
+    _same_bits(y, want_y, f"Y, form={pool_form}, {geometry} {dtype}")
+    assert_same(indices, want_i.astype(indices.dtype),
+                f"Indices, form={pool_form}, {geometry} {dtype}")
 
 
-@pytest.mark.parametrize("opset", [1, 8])
-@pytest.mark.parametrize("geometry", [g for g in GEOMETRIES if set(g[5]) == {1}])
-def test_openvino_max_pool_1_gradient_both_forms(pool_form, geometry, opset):
-    # opset 8 computes the indices beside the values (the compact form: from one reduction),
-    # whose values must differentiate as MaxPool-1's
+GRADIENT_CASES = [(g, opset) for g in GEOMETRIES if set(g[5]) == {1} for opset in (1, 8)]
+
+
+def _gradient_data(geometry, opset):
     shape, k, s, pb, pe, _, ceil = geometry
     x = _data(shape, np.float32, 7)
     x = np.where(np.isnan(x), 0.0, x).astype(np.float32) + np.float32(0.0)  # no -0.0 ties
@@ -147,25 +208,67 @@ def test_openvino_max_pool_1_gradient_both_forms(pool_form, geometry, opset):
                           rounding_type=rounding, opset=opset)
         return out[0] if opset == 8 else out
 
-    # one jitted program for the forward pass and its transpose (jax.vjp outside jit compiles
-    # the forward pass, then each piece of the transpose, separately: the same arithmetic)
     out = jax.eval_shape(pooled, jax.ShapeDtypeStruct(x.shape, x.dtype))
     ct = np.arange(1, out.size + 1, dtype=np.float32).reshape(out.shape)
-    (grad,) = jax.jit(lambda v, c: jax.vjp(pooled, v)[1](c))(x, ct)
-    want = max_pool_1_grad(x, ct, k, s, pb, pe, rounding)
-    assert_same(np.asarray(grad, np.float64), want, f"gradient, form={pool_form}")
+    return pooled, x, ct
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8])
-@pytest.mark.parametrize("shape,out", [((2, 3, 7, 9), (3, 4)), ((1, 2, 5, 14), (7, 3)),
-                                       ((1, 2, 3, 3), (5, 7)), ((1, 1, 13), (4,)),
-                                       ((1, 2, 4, 5, 6), (2, 3, 4)), ((2, 3, 16, 16), (4, 4))])
+#: the gradients' programs were plain jax.jit programs (traced inputs: the forms an outer jit
+#: reaches); they are still, all cases of a form in one, compiled with the fast options
+_fast_jit = functools.partial(jax.jit, compiler_options=compile_options.fast_compile())
+
+
+def _gradients(form):
+    key = ("gradient", form)
+    if key not in _BATCHES:
+        cases = [_gradient_data(*c) for c in GRADIENT_CASES]
+
+        def program(args):
+            return [jax.vjp(pooled, v)[1](c)[0]
+                    for (pooled, _, _), (v, c) in zip(cases, args, strict=True)]
+
+        _BATCHES[key] = [np.asarray(g) for g in
+                         _fast_jit(program)([(x, ct) for _, x, ct in cases])]
+    return _BATCHES[key]
+
+
+@pytest.mark.parametrize("opset", [1, 8])
+@pytest.mark.parametrize("geometry", [g for g in GEOMETRIES if set(g[5]) == {1}])
+def test_openvino_max_pool_1_gradient_both_forms(pool_form, geometry, opset):
+    # opset 8 computes the indices beside the values (the compact form: from one reduction),
+    # whose values must differentiate as MaxPool-1's; each case's forward pass and transpose
+    # are jitted (jax.vjp outside jit compiles the forward pass, then each piece of the
+    # transpose, separately: the same arithmetic), every case of the form in one program
+    shape, k, s, pb, pe, _, ceil = geometry
+    _, x, ct = _gradient_data(geometry, opset)
+    grad = _gradients(pool_form)[GRADIENT_CASES.index((geometry, opset))]
+    want = max_pool_1_grad(x, ct, k, s, pb, pe, "ceil" if ceil else "floor")
+    assert_same(np.asarray(grad, np.float64), want,
+                f"gradient, form={pool_form}, {geometry} opset {opset}")
+
+
+ADAPTIVE_CASES = [(shape, out, dtype)
+                  for shape, out in [((2, 3, 7, 9), (3, 4)), ((1, 2, 5, 14), (7, 3)),
+                                     ((1, 2, 3, 3), (5, 7)), ((1, 1, 13), (4,)),
+                                     ((1, 2, 4, 5, 6), (2, 3, 4)), ((2, 3, 16, 16), (4, 4))]
+                  for dtype in [np.float32, np.float16, np.int8]]
+
+
+def _adaptive_call(shape, out, dtype):
+    return (lambda v: ov.adaptive_max_pool(v, out, index_element_type="i32"),
+            (_data(shape, dtype, sum(shape)),))
+
+
+@pytest.mark.parametrize("shape,out,dtype", ADAPTIVE_CASES,
+                         ids=[f"shape{i // 3}-out{i // 3}-{np.dtype(d).name}"
+                              for i, (_, _, d) in enumerate(ADAPTIVE_CASES)])
 def test_adaptive_max_pool_both_forms(form, shape, out, dtype):
-    x = _data(shape, dtype, sum(shape))
-    values, indices = ov.adaptive_max_pool(x, out, index_element_type="i32")
+    values, indices = _batched("adaptive", form, _adaptive_call, ADAPTIVE_CASES,
+                               (shape, out, dtype))
+    (x,) = _adaptive_call(shape, out, dtype)[1]
     want_v, want_i = adaptive_oracle(x, out, np.int32)
-    _same_bits(values, want_v, f"values, compact={form}")
-    assert_same(indices, want_i, f"indices, compact={form}")
+    _same_bits(values, want_v, f"values, compact={form}, {shape} -> {out} {dtype}")
+    assert_same(indices, want_i, f"indices, compact={form}, {shape} -> {out} {dtype}")
 
 
 def _lowered(f, platforms) -> str:
