@@ -20,12 +20,37 @@ from unittest import mock
 import jax
 import numpy as np
 
-from jaxmax._src.lowering import rules
+from jaxmax._src.lowering import compile_options, rules
 
 
-def jit_each(calls: Sequence[tuple[Callable, Sequence]]) -> list:
+def jit_each(calls: Sequence[tuple[Callable, Sequence]], as_eager: bool = False) -> list:
     """The results of ``fn(*args)`` for each ``(fn, args)`` of `calls`, computed by one jitted
-    program (NumPy arrays, or tuples of them for a call that returns several)."""
+    program (NumPy arrays, or tuples of them for a call that returns several).
+
+    With `as_eager`, compiled as the calls' eager calls compile: the calls whose arguments are
+    small (`compile_options.small_eager`) with the fast options they would take
+    (`compile_options.options_for`), one program per set of options, the others plainly. A
+    batch of small calls in one plain program can cost more compile than the eager calls it
+    stands for (35 MaxPool-8 calls: 2.2 s of CPU eagerly, 4.1 s as one plain program, 1.0 s
+    with the fast options). Only values of eager calls are batched so: a traced call (jit,
+    vmap, grad) always compiles plainly, and tests of those keep plain ``jax.jit``."""
+    if as_eager:
+        groups: dict[tuple, list[int]] = {}
+        for i, (_, args) in enumerate(calls):
+            small = compile_options.small_eager(*args)
+            options = compile_options.options_for(tuple(args)) if small else {}
+            groups.setdefault(tuple(sorted(options.items())), []).append(i)
+        out: list = [None] * len(calls)
+        for options, chosen in groups.items():
+            got = _one_program([calls[i] for i in chosen], dict(options) or None)
+            for i, g in zip(chosen, got, strict=True):
+                out[i] = g
+        return out
+    return _one_program(calls, None)
+
+
+def _one_program(calls: Sequence[tuple[Callable, Sequence]], compiler_options: dict | None
+                 ) -> list:
     if not calls:
         return []
     fns = [fn for fn, _ in calls]
@@ -40,5 +65,5 @@ def jit_each(calls: Sequence[tuple[Callable, Sequence]]) -> list:
                 out.append(fn(*a))
         return out
 
-    out = jax.jit(program)(args)
+    out = jax.jit(program, compiler_options=compiler_options)(args)
     return [jax.tree.map(np.asarray, r) for r in out]

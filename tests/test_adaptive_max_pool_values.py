@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from adaptive_unpool_oracle import adaptive_max_pool as oracle
 from helpers import x64_for
-from suitemp_batch import jit_each_fast
+from jit_batch import jit_each
 
 from jaxmax import openvino as ov
 from jaxmax._src.lowering import compile_options
@@ -53,10 +53,11 @@ def tricky(rng, shape, dtype):
 def pooled_each(xs_outs, index_element_type="i32"):
     """``ov.adaptive_max_pool(x, out, index_element_type=...)`` of each (x, out): every call
     traced as its eager call is (the same form) into one program compiled with the fast options
-    those eager calls compile with (tests/suitemp_batch.py): one compile for a loop of cases
+    those eager calls compile with (tests/jit_batch.py): one compile for a loop of cases
     instead of one per case."""
-    return jit_each_fast([(lambda v, out=out: ov.adaptive_max_pool(
-        v, out, index_element_type=index_element_type), (x,)) for x, out in xs_outs])
+    return jit_each([(lambda v, out=out: ov.adaptive_max_pool(
+        v, out, index_element_type=index_element_type), (x,)) for x, out in xs_outs],
+        as_eager=True)
 
 
 def _fast_jit(f):

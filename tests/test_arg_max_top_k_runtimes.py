@@ -42,7 +42,7 @@ import numpy as np
 import pytest
 from arg_max_oracle import top_k as oracle_top_k
 from helpers import is_float, x64_for
-from suiteak_batch import eager_each
+from jit_batch import jit_each
 from test_arg_max_top_k_values import assert_bits, draw
 
 from jaxmax import onnx as jonnx
@@ -310,11 +310,11 @@ def _ours(x, k, axis, mode, sort, itype, stable, opset):
 def _batched(calls):
     """``[fn(x) for fn, x in calls]`` in 64-bit mode (the eager calls here run under
     ``x64_for(dtype, np.int64)``, always on), traced as their eager calls trace and compiled
-    as they compile, but in one program for the small inputs (tests/suiteak_batch.py) instead
+    as they compile, but in one program for the small inputs (tests/jit_batch.py) instead
     of one per call. NumPy results; only the eager path's concrete input checks are not
     taken (the configurations here are valid)."""
     with jax.enable_x64(True):
-        return eager_each([(fn, (x,)) for fn, x in calls])
+        return jit_each([(fn, (x,)) for fn, x in calls], as_eager=True)
 
 
 def _ours_batched(cases, opset):

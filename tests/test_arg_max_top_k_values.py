@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from arg_max_oracle import onnx_arg_max, top_k
 from helpers import is_float, x64_for
-from suiteak_batch import eager_each
+from jit_batch import jit_each
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
@@ -97,10 +97,10 @@ def configs(seed: int, count: int, dtypes: list[str]):
 def jitted(calls, fast=True):
     """``[fn(x) for fn, x in calls]``, computed by one jitted program per 64-bit mode (x64 on
     for the calls whose input is 64-bit, as `x64_for` does for an eager call) and input size
-    instead of one compile per call (tests/suiteak_batch.py): each call is traced as an eager
+    instead of one compile per call (tests/jit_batch.py): each call is traced as an eager
     call traces it (the adapters' static arguments, the lowerings' jitted cores inlined), so
     the forms chosen are the same, and (with `fast`) the small calls compile with the fast
-    options their eager calls take (`compile_options.fast_compile()`), the others plainly.
+    options their eager calls take (`compile_options.options_for`), the others plainly.
     The results come back as NumPy arrays."""
     out = [None] * len(calls)
     for wide in (False, True):
@@ -108,7 +108,7 @@ def jitted(calls, fast=True):
         if not chosen:
             continue
         with x64_for(np.int64 if wide else np.int32):
-            got = eager_each([(calls[i][0], (calls[i][1],)) for i in chosen], fast)
+            got = jit_each([(calls[i][0], (calls[i][1],)) for i in chosen], as_eager=fast)
         for i, g in zip(chosen, got, strict=True):
             out[i] = g
     return out

@@ -20,7 +20,7 @@ import max_cases as mc
 import numpy as np
 import pytest
 from helpers import assert_same, is_float, x64_for
-from suitemp_batch import jit_each_fast
+from jit_batch import jit_each
 
 from jaxmax import onnx as jonnx
 from jaxmax import openvino as ov_max
@@ -119,7 +119,7 @@ def _shape_sets(opset):
                          ids=str)
 def test_onnx_max_against_runtimes(opset, dtype):
     # every case of the test in one jitted program (one compile with the fast options,
-    # tests/suitemp_batch.py), one onnx.reference model and one onnxruntime session (one Max
+    # tests/jit_batch.py), one onnx.reference model and one onnxruntime session (one Max
     # node per case)
     rng = np.random.default_rng(7 * opset + mc.ALL.index(dtype))
     use_ort = dtype not in ORT_MISSING and not (opset < 8 and dtype == np.float64)
@@ -127,7 +127,8 @@ def test_onnx_max_against_runtimes(opset, dtype):
         cases = [(round_, shapes, [mc.values(rng, dtype, s) for s in shapes])
                  for round_ in range(2) for shapes in _shape_sets(opset)]
         batch = [xs for _, _, xs in cases]
-        got = jit_each_fast([(lambda *xs: jonnx.max(*xs, opset=opset), xs) for xs in batch])
+        got = jit_each([(lambda *xs: jonnx.max(*xs, opset=opset), xs) for xs in batch],
+                       as_eager=True)
         reference = run_reference_batch(batch, opset)
         runtime = run_ort_batch(batch, opset) if use_ort else [None] * len(cases)
         for (round_, shapes, xs), y, want_ref, want_ort in zip(cases, got, reference, runtime,
@@ -174,15 +175,15 @@ def ov_evaluate(a, b, rule):
 @pytest.mark.parametrize("rule", ["numpy", "none", "pdpd"])
 def test_ov_maximum_against_evaluate(dtype, rule):
     # every case of the test in one jitted program (one compile with the fast options,
-    # tests/suitemp_batch.py)
+    # tests/jit_batch.py)
     rng = np.random.default_rng(31 * mc.ALL.index(dtype) + len(rule))
     pairs = {"numpy": mc.BROADCAST_PAIRS, "pdpd": mc.PDPD_PAIRS,
              "none": [(s, s) for s, _ in mc.BROADCAST_PAIRS]}[rule]
     with x64_for(dtype):
         cases = [(round_, sa, sb, mc.values(rng, dtype, sa), mc.values(rng, dtype, sb))
                  for round_ in range(2) for sa, sb in pairs]
-        got = jit_each_fast([(lambda a, b: ov_max.maximum(a, b, auto_broadcast=rule), (a, b))
-                        for *_, a, b in cases])
+        got = jit_each([(lambda a, b: ov_max.maximum(a, b, auto_broadcast=rule), (a, b))
+                        for *_, a, b in cases], as_eager=True)
         for (round_, sa, sb, a, b), y in zip(cases, got, strict=True):
             assert_matches(y, ov_evaluate(a, b, rule), f"{rule} {dtype} {sa} {sb} {round_}")
 

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 from adaptive_unpool_oracle import adaptive_max_pool as adaptive_oracle
 from helpers import assert_same, is_float
+from jit_batch import jit_each
 from pool_oracle import max_pool_1_grad
 from pool_oracle import onnx as onnx_oracle
 from pool_oracle import openvino as openvino_oracle
-from suitemp_batch import jit_each_fast
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
@@ -107,7 +107,7 @@ DTYPES = [np.float32, np.float16, jnp.bfloat16, np.int8, np.uint8]
 
 # Each test below checks one case of one form, as before; the cases of one test function and
 # one form are computed together, by one program compiled with the fast options their eager
-# calls compiled with (tests/suitemp_batch.py: each call traced as its eager call is, so in the
+# calls compiled with (tests/jit_batch.py: each call traced as its eager call is, so in the
 # form its eager call reaches), the first time a test of that form asks (`_batched`). A batch
 # that fails to compute leaves each of its tests to call its case alone, as it did before.
 _BATCHES: dict = {}
@@ -120,7 +120,7 @@ def _batched(test, form, call, cases, case):
     key = (test, form)
     if key not in _BATCHES:
         try:
-            _BATCHES[key] = jit_each_fast([call(*c) for c in cases])
+            _BATCHES[key] = jit_each([call(*c) for c in cases], as_eager=True)
         except Exception:  # noqa: BLE001 (each test then computes its case alone and says why)
             _BATCHES[key] = None
     if _BATCHES[key] is None:
