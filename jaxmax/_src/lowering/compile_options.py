@@ -17,7 +17,6 @@ compile with those options: every operator's entry point is one.
 from __future__ import annotations
 
 import functools
-import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -75,8 +74,7 @@ def fast_compile() -> dict:
 #: rule, never worse than twice the best choice in hindsight (benchmarks/small_eager.py).
 FAST_CALLS = 8
 
-#: Signatures counted per function, each holding its fast executable until its switch, before
-#: the counts start again (a bound on their memory).
+#: Signatures counted per function before the counts start again (a bound on their memory).
 MAX_SIGNATURES = 4096
 
 
@@ -101,46 +99,24 @@ def options_for(args: tuple) -> dict:
     return options
 
 
-def _static_positions(fun: Callable, static_argnames: Sequence[str]) -> frozenset[int]:
-    """The positions of `fun`'s parameters named static (a static argument may come by
-    position, as ``jax.jit`` allows)."""
-    try:
-        parameters = list(inspect.signature(fun).parameters.values())
-    except (TypeError, ValueError):  # no signature to read: statics come by name only
-        return frozenset()
-    return frozenset(i for i, p in enumerate(parameters) if p.name in static_argnames
-                     and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
-
-
 def jit(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
         inline: bool = True) -> Any:
     """``jax.jit(fun, static_argnames=..., inline=...)``, tiered for small eager calls: the
     first `FAST_CALLS` calls of a signature whose arguments are small (`small_eager` of the
-    positional arguments) run the program compiled with `fast_compile()` options (the same
-    program and bits, compiled in a third to a half of the time); from the next call of that
-    signature on, the plain program runs. The fast executable is compiled from the plain jit's
-    own trace and lowering, so the switch compiles only: a shape called in a loop pays one more
-    backend compile, then runs at full speed, and the fast executable is dropped. Traced
-    arguments (under ``jit``, ``vmap``, ``grad``) always take the plain ``jax.jit``, inlined
-    into the caller's program. Usable as a decorator, with or without arguments;
-    ``__wrapped__`` is `fun`, ``.plain`` the plain jit and ``.fast_compiles()`` how many fast
-    executables it has compiled."""
+    positional arguments) run the same function jitted with the fast options
+    (`options_for`: the same program and bits, compiled in a third to a half of the time);
+    from the next call of that signature on, the plain program runs, compiled then (its code
+    is faster: a shape called in a loop pays one more compile, then runs at full speed).
+    Traced arguments (under ``jit``, ``vmap``, ``grad``) always take the plain ``jax.jit``,
+    inlined into the caller's program. Every program lives in a ``jax.jit`` cache, so
+    ``jax.clear_caches()`` drops them all. Usable as a decorator, with or without arguments;
+    ``__wrapped__`` is `fun`, ``.plain`` the plain jit and ``.fast`` the fast jits by their
+    options (a sorted tuple of items)."""
     if fun is None:
         return functools.partial(jit, static_argnames=static_argnames, inline=inline)
     plain = jax.jit(fun, static_argnames=static_argnames, inline=inline)
-    static_positions = _static_positions(fun, static_argnames)
-    # per signature: [calls so far, its fast executable until the switch]
-    calls: dict[tuple, list] = {}
-    compiled = [0]
-
-    def fast(options: dict, args: tuple, kwargs: dict):
-        compiled[0] += 1
-        return plain.trace(*args, **kwargs).lower().compile(compiler_options=options)
-
-    def dynamic(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-        """The arguments an executable takes: the static ones are part of its program."""
-        return (tuple(a for i, a in enumerate(args) if i not in static_positions),
-                {k: v for k, v in kwargs.items() if k not in static_argnames})
+    fast: dict[tuple, Callable] = {}  # one jit per set of options
+    calls: dict[tuple, int] = {}
 
     @functools.wraps(fun)
     def call(*args, **kwargs):
@@ -148,22 +124,19 @@ def jit(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
         if options:  # an XLA that knows none of them: the plain jit, compiled once
             try:
                 key = _signature(args, kwargs)
-                entry = calls.get(key)
+                seen = calls.get(key, 0)
             except TypeError:  # an unhashable argument: jax.jit will say so
                 return plain(*args, **kwargs)
-            if entry is None:
+            if seen < FAST_CALLS:
                 if len(calls) >= MAX_SIGNATURES:
                     calls.clear()
-                entry = calls[key] = [0, fast(options, args, kwargs)]
-            if entry[0] < FAST_CALLS:
-                entry[0] += 1
-                executable = entry[1]
-                if entry[0] == FAST_CALLS:
-                    entry[1] = None  # the next call compiles the plain program
-                dynamic_args, dynamic_kwargs = dynamic(args, kwargs)
-                return executable(*dynamic_args, **dynamic_kwargs)
+                calls[key] = seen + 1
+                frozen = tuple(sorted(options.items()))
+                if frozen not in fast:
+                    fast[frozen] = jax.jit(fun, static_argnames=static_argnames,
+                                           compiler_options=options)
+                return fast[frozen](*args, **kwargs)
         return plain(*args, **kwargs)
 
-    call.plain = plain  # type: ignore[attr-defined]
-    call.fast_compiles = lambda: compiled[0]  # type: ignore[attr-defined]
+    call.plain, call.fast = plain, fast  # type: ignore[attr-defined]
     return call
