@@ -20,7 +20,6 @@ from helpers import x64_for
 from jit_batch import jit_each
 
 from jaxmax import openvino as ov
-from jaxmax._src.lowering import compile_options
 
 
 def assert_exact(actual, expected, context=""):
@@ -58,12 +57,6 @@ def pooled_each(xs_outs, index_element_type="i32"):
     return jit_each([(lambda v, out=out: ov.adaptive_max_pool(
         v, out, index_element_type=index_element_type), (x,)) for x, out in xs_outs],
         as_eager=True)
-
-
-def _fast_jit(f):
-    """``jax.jit(f)`` compiled with the fast options every small eager call of an operator
-    compiles with (`compile_options.fast_compile()`: the same HLO and bits)."""
-    return jax.jit(f, compiler_options=compile_options.fast_compile())
 
 
 def random_config(rng):
@@ -329,7 +322,7 @@ def test_forms_by_window_reads(monkeypatch):
         # jitted: jax.grad outside jit compiles the forward pass and each piece of its
         # transpose as programs of their own (the same arithmetic, traced the same way), with
         # the fast options (the form is chosen while tracing, by size, not by them)
-        grad = _fast_jit(jax.grad(lambda v, out=out, cot=cot: (
+        grad = jax.jit(jax.grad(lambda v, out=out, cot=cot: (
             ov.adaptive_max_pool(v, out)[0] * cot).sum()))(np.where(np.isnan(x), np.float32(0), x))
         want = np.zeros((shape[0] * shape[1], int(np.prod(shape[2:]))), np.float32)
         _, clean_i = oracle(np.where(np.isnan(x), np.float32(0), x), out, np.int32)
@@ -373,7 +366,7 @@ def test_per_window_groups_against_oracle(shape, out):
     for index_dtype in (np.int32, np.int64):
         with x64_for(index_dtype):
             # compiled with the fast options a small eager call of the operator compiles with
-            values, indices = _fast_jit(lambda v, it=index_dtype: adaptive_pool._per_window(
+            values, indices = jax.jit(lambda v, it=index_dtype: adaptive_pool._per_window(
                 v, output_shape=out, index_dtype=np.dtype(it)))(x)
             want_v, want_i = oracle(x, out, index_dtype)
             assert_exact(values, want_v, f"{shape}->{out}")
@@ -405,14 +398,14 @@ def test_windows_that_tile_a_large_input(shape, out):
         wants.append((want_v, want_i))
     # the vmapped and the differentiated programs (traced inputs, as an eager vmap or an outer
     # jit traces them: the same forms) compile with the fast options
-    v, i = _fast_jit(jax.vmap(lambda t: ov.adaptive_max_pool(t, out, index_element_type="i32")))(
+    v, i = jax.jit(jax.vmap(lambda t: ov.adaptive_max_pool(t, out, index_element_type="i32")))(
         np.stack([with_nan, clean]))
     for k in range(2):
         assert_exact(v[k], wants[k][0], f"vmap {k}")
         assert_exact(i[k], wants[k][1], f"vmap {k} indices")
     # the gradient on the clean input: each window's cotangent at its index
     cot = rng.standard_normal(shape[:2] + out).astype(np.float32)
-    g = _fast_jit(jax.grad(lambda v: (ov.adaptive_max_pool(v, out)[0] * cot).sum()))(clean)
+    g = jax.jit(jax.grad(lambda v: (ov.adaptive_max_pool(v, out)[0] * cot).sum()))(clean)
     want = np.zeros((shape[0], shape[1], int(np.prod(shape[2:]))), np.float32)
     idx = wants[1][1]
     for n, c in np.ndindex(*shape[:2]):

@@ -25,7 +25,6 @@ from pool_oracle import openvino as openvino_oracle
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
-from jaxmax._src.lowering import compile_options
 from jaxmax._src.lowering.pooling import compact as pool_compact
 
 #: The (FORCE, PAIRS) that the programs in JAX's caches were traced under, None before any.
@@ -213,11 +212,6 @@ def _gradient_data(geometry, opset):
     return pooled, x, ct
 
 
-#: the gradients' programs were plain jax.jit programs (traced inputs: the forms an outer jit
-#: reaches); they are still, all cases of a form in one, compiled with the fast options
-_fast_jit = functools.partial(jax.jit, compiler_options=compile_options.fast_compile())
-
-
 def _gradients(form):
     key = ("gradient", form)
     if key not in _BATCHES:
@@ -228,7 +222,7 @@ def _gradients(form):
                     for (pooled, _, _), (v, c) in zip(cases, args, strict=True)]
 
         _BATCHES[key] = [np.asarray(g) for g in
-                         _fast_jit(program)([(x, ct) for _, x, ct in cases])]
+                         jax.jit(program)([(x, ct) for _, x, ct in cases])]
     return _BATCHES[key]
 
 

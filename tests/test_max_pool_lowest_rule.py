@@ -132,11 +132,10 @@ def _oracle_grad(x, ct, window, strides, padding):
     return jnp.where(keep, pullback(ct)[0], 0)
 
 
-#: Every program of this file is compiled with the library's fast-compile options
-#: (`compile_options.fast_compile()`: LLVM -O0 and the elemental emitter, the options every small
-#: eager call of an operator compiles with; the same HLO and bits, compiled in a quarter to a half
-#: of the CPU time: 0.48 against 0.12 s for the stem case's value and pullback here).
-_jit = partial(jax.jit, compiler_options=compile_options.fast_compile())
+#: The oracles' programs compile with the library's fast-compile options
+#: (`compile_options.fast_compile()`: the same HLO, compiled in a quarter to a half of the CPU
+#: time); the programs under test compile as a user's jit, vmap or grad compiles them.
+_oracle_jit = partial(jax.jit, compiler_options=compile_options.fast_compile())
 
 
 @functools.cache
@@ -145,7 +144,7 @@ def _oracle_vjp_jitted(window, strides, padding):
     case: outside jit, jax.vjp compiles the pad, the reduce_window and each piece of the
     transpose as programs of their own (the same operations, one compile per shape and dtype
     instead of several)."""
-    return _jit(partial(_oracle_grad, window=window, strides=strides, padding=padding))
+    return _oracle_jit(partial(_oracle_grad, window=window, strides=strides, padding=padding))
 
 
 @functools.cache
@@ -153,7 +152,7 @@ def _oracle_jacobian(window, strides, padding):
     """The oracle's Jacobian of x: `_oracle_grad` applied to each row of `basis` (one
     cotangent per output), as one jitted program."""
     grad = partial(_oracle_grad, window=window, strides=strides, padding=padding)
-    return _jit(jax.vmap(grad, in_axes=(None, 0)))
+    return _oracle_jit(jax.vmap(grad, in_axes=(None, 0)))
 
 
 def _oracle_vjp(x, ct, window, strides, padding):
@@ -181,7 +180,7 @@ def _value_and_vjp(name):
     kinds of one dtype share a compile)."""
     _, window, strides, padding = CASES[name]
 
-    @_jit
+    @jax.jit
     def run(x, ct):
         out, pullback = jax.vjp(lambda v: at_least_lowest(v, window, strides, padding), x)
         return out, pullback(ct)[0]
@@ -213,10 +212,10 @@ def test_vmap_and_forward_mode(name):
     want = np.stack([np_lowest_rule(x, window, strides, padding) for x in xs])
     pool = jax.vmap(partial(at_least_lowest, window=window,
                             strides=strides, padding=padding))
-    np.testing.assert_array_equal(_jit(pool)(xs), want)
+    np.testing.assert_array_equal(jax.jit(pool)(xs), want)
     # forward mode: the tangent is the oracle's Jacobian (rows from reduce_window's pullback,
     # one per output) applied to t; integer tangents keep every sum exact
-    jvp = _jit(lambda x, t: jax.jvp(lambda v: at_least_lowest(v, window, strides, padding),
+    jvp = jax.jit(lambda x, t: jax.jvp(lambda v: at_least_lowest(v, window, strides, padding),
                                        (x,), (t,))[1])  # one compile for the three inputs
     basis = np.eye(want[0].size, dtype=np.float32).reshape((-1,) + want.shape[1:])
     for x in xs:
@@ -232,7 +231,7 @@ def test_integers_are_the_plain_pooling():
     shape, window, strides, padding = CASES["stem_k3_s2_p1"]
     x = np.random.default_rng(3).integers(-128, 128, shape).astype(np.int8)
     x.reshape(-1)[::7] = -128
-    got = _jit(lambda v: at_least_lowest(v, window, strides, padding))(x)
+    got = jax.jit(lambda v: at_least_lowest(v, window, strides, padding))(x)
     np.testing.assert_array_equal(got, np_lowest_rule(x, window, strides, padding))
 
 
@@ -245,14 +244,14 @@ def test_propagate_rule_gradient_with_132_taps():
         g = pool_geometry.geometry(v.shape, window, strides, padding)
         return pool_tangents.pooled(v, g, "propagate")
 
-    vjp = _jit(lambda x, ct: jax.vjp(ours, x)[1](ct)[0])  # one compile for both kinds
+    vjp = jax.jit(lambda x, ct: jax.vjp(ours, x)[1](ct)[0])  # one compile for both kinds
     for kind in ("clean", "special"):
         rng = np.random.default_rng(17)
         x = _data(rng, shape, np.float32, kind)
         ct = rng.integers(1, 5, (1, 2, 3, 3)).astype(np.float32)
         got = vjp(x, ct)
         if kind == "clean":
-            theirs = _jit(lambda v, c: jax.vjp(lambda u: lax.reduce_window(
+            theirs = _oracle_jit(lambda v, c: jax.vjp(lambda u: lax.reduce_window(
                 u, -np.inf, lax.max, window, strides, padding), v)[1](c)[0])(x, ct)
             np.testing.assert_array_equal(got, theirs)
         want = np.zeros(x.shape, np.float32)

@@ -29,7 +29,6 @@ from hypothesis import strategies as st
 from pool_oracle import max_pool_1, max_pool_1_empty_windows, max_pool_1_geometry, max_pool_1_shape
 
 from jaxmax import openvino as jov
-from jaxmax._src.lowering import compile_options
 
 OP = "MaxPool-1"
 AUTO_PADS = ("explicit", "valid", "same_upper", "same_lower")
@@ -118,15 +117,13 @@ def run_jaxmax(x, **kwargs):
 def run_jaxmax_jit(items):
     """jaxmax on many (x, kwargs) pairs inside one ``jax.jit``: one XLA compilation instead of
     one per configuration (compiling dominates these tests). Under x64 when any x is 64-bit.
-    Compiled with the fast options every small eager call compiles with
-    (`compile_options.fast_compile()`: LLVM -O0 and the elemental emitter, the same HLO and
-    bits, compiled in a third to a half of the CPU time)."""
+    Compiled as a user's ``jit`` compiles (the inputs are traced), without the fast options of
+    small eager calls."""
     xs = [x for x, _ in items]
     kws = [kw for _, kw in items]
     with x64_for(*(x.dtype for x in xs)):
         outs = jax.jit(
-            lambda xs: [jov.max_pool(x, **kw) for x, kw in zip(xs, kws, strict=True)],
-            compiler_options=compile_options.fast_compile())(xs)
+            lambda xs: [jov.max_pool(x, **kw) for x, kw in zip(xs, kws, strict=True)])(xs)
         return [np.asarray(o) for o in outs]
 
 
