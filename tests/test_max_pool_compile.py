@@ -33,44 +33,52 @@ def test_xla_error_pattern_is_recognised():
 def test_no_xla_error_line_compiling_every_pooling_operator():
     """Every pooling operator, both forms, odd shapes and 16-bit dtypes, values, indices and
     gradients: the compile prints no error-level line (one such was XLA's algebraic simplifier
-    cycling on the unrolled bfloat16 taps)."""
+    cycling on the unrolled bfloat16 taps). The calls of each form are compiled as one program
+    per set of compile options their eager calls take (tests/jit_batch.py), the gradients each
+    under ``jax.jit``: every operator's lowering is in a compiled module either way, and XLA's
+    simplifier runs over the whole module."""
     code = """
-        import warnings
+        import sys, warnings
+        from functools import partial
         warnings.simplefilter("ignore")
+        sys.path.insert(0, "tests")
         import jax, jax.numpy as jnp, numpy as np
+        from jit_batch import jit_each
         from jaxmax import onnx, openvino as ov
         from jaxmax._src.lowering.pooling import compact as pool_compact
         GEOMETRIES = [((2, 2, 3, 4, 3), [2, 4, 3], [4, 4, 2], [0, 0, 2], [3, 0, 0]),
                       ((1, 3, 5, 7), [3, 2], [2, 3], [1, 0], [2, 1]),
                       ((2, 1, 9), [4], [3], [2], [3])]
+
         rng = np.random.default_rng(0)
         for force in (True, False):
             pool_compact.FORCE = force
             jax.clear_caches()
+            calls, gradients, points = [], [], []
             for shape, k, s, pb, pe in GEOMETRIES:
+                ov_pool = partial(ov.max_pool, kernel=k, strides=s, pads_begin=pb, pads_end=pe)
+                onnx_pool = partial(onnx.max_pool, kernel_shape=k, strides=s, pads=pb + pe)
+                adaptive = partial(ov.adaptive_max_pool, output_shape=[3] * len(k))
                 for dtype in (jnp.bfloat16, np.float16, np.int8):
                     x = jnp.asarray(rng.standard_normal(shape) * 9, dtype)
-                    ov.max_pool(x, kernel=k, strides=s, pads_begin=pb, pads_end=pe,
-                                rounding_type="ceil")
-                    ov.max_pool(x, kernel=k, strides=s, pads_begin=pb, pads_end=pe,
-                                rounding_type="ceil_torch", dilations=2 if len(k) == 1 else 1,
-                                opset=14)
-                    if dtype != jnp.bfloat16:
-                        onnx.max_pool(x, kernel_shape=k, strides=s, pads=pb + pe, ceil_mode=1,
-                                      return_indices=True, opset=12)
-                    else:
-                        onnx.max_pool(x, kernel_shape=k, strides=s, pads=pb + pe, ceil_mode=1,
-                                      return_indices=True)
-                        if force:  # a reduction: the same program in both forms
-                            onnx.global_max_pool(x)
-                    ov.adaptive_max_pool(x, [3] * len(k))
+                    calls += [
+                        (partial(ov_pool, rounding_type="ceil"), (x,)),
+                        (partial(ov_pool, rounding_type="ceil_torch",
+                                 dilations=2 if len(k) == 1 else 1, opset=14), (x,)),
+                        (partial(onnx_pool, ceil_mode=1, return_indices=True,
+                                 opset=12 if dtype != jnp.bfloat16 else 22), (x,)),
+                        (adaptive, (x,))]
                     if dtype == jnp.bfloat16:
-                        jax.grad(lambda v: ov.max_pool(v, kernel=k, strides=s, pads_begin=pb,
-                                                       pads_end=pe).astype(float).sum())(x)
-                        jax.grad(lambda v: onnx.max_pool(v, kernel_shape=k, strides=s,
-                                                         pads=pb + pe).astype(float).sum())(x)
-                        jax.grad(lambda v: ov.adaptive_max_pool(v, [3] * len(k))[0]
-                                 .astype(float).sum())(x)
+                        if force:  # a reduction: the same program in both forms
+                            calls.append((onnx.global_max_pool, (x,)))
+                        gradients += [
+                            lambda v, f=ov_pool: f(v).astype(float).sum(),
+                            lambda v, f=onnx_pool: f(v).astype(float).sum(),
+                            lambda v, f=adaptive: f(v)[0].astype(float).sum()]
+                        points.append(x)
+            jit_each(calls, as_eager=True)
+            for i, loss in enumerate(gradients):
+                jax.block_until_ready(jax.jit(jax.grad(loss))(points[i // 3]))
         print("done")
     """
     result = _child(code, timeout=600)

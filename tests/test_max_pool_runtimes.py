@@ -22,6 +22,7 @@ import numpy as np
 import pool_oracle
 import pytest
 from helpers import assert_same, lowest
+from jit_batch import jit_each
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
@@ -55,8 +56,17 @@ def _fits(spatial, kernel, dilations, pads):
                for n, k, d, (lo, hi) in zip(spatial, kernel, dilations, pads, strict=True))
 
 
-def _same(actual, expected):
-    np.testing.assert_array_equal(np.asarray(actual), expected)
+def _same(actual, expected, label=""):
+    np.testing.assert_array_equal(np.asarray(actual), expected, err_msg=label)
+
+
+def _check_batch(calls, wants, labels):
+    """Each call's outputs (values, indices) against its expected pair, the calls compiled as
+    their eager calls compile (tests/jit_batch.py: the input checks of an eager call aside,
+    which these seeded configurations pass)."""
+    for got, want, label in zip(jit_each(calls, as_eager=True), wants, labels, strict=True):
+        _same(got[0], want[0], label)
+        _same(got[1], want[1], label)
 
 
 # --------------------------------------------------------------------------------------------
@@ -70,8 +80,8 @@ def test_openvino_max_pool_8_and_14(seed):
     o8 = pytest.importorskip("openvino.opset8")
     o14 = pytest.importorskip("openvino.opset14")
     rng = np.random.default_rng(100 + seed)
-    done = 0
-    while done < 40:
+    calls, wants, labels = [], [], []
+    while len(calls) < 40:
         spatial, kernel, strides, dilations, pads = _config(rng)
         dtype = [np.float32, np.float16, np.int32, np.int8, np.uint8][int(rng.integers(5))]
         auto_pad = ["explicit", "valid", "same_upper", "same_lower"][int(rng.integers(4))]
@@ -97,13 +107,14 @@ def test_openvino_max_pool_8_and_14(seed):
         _same(np.where(np.isneginf(runtime[0]), lowest(dtype), runtime[0])
               if dtype == np.float16 else runtime[0], want[0])
         _same(runtime[1], want[1])
-        values, indices = ov.max_pool(
-            x, kernel=kernel, strides=strides, pads_begin=[p[0] for p in pads],
+        calls.append((partial(
+            ov.max_pool, kernel=kernel, strides=strides, pads_begin=[p[0] for p in pads],
             pads_end=[p[1] for p in pads], dilations=dilations, rounding_type=rounding,
-            auto_pad=auto_pad, axis=axis, index_element_type=index_type, opset=opset)
-        _same(values, want[0])
-        _same(indices, want[1])
-        done += 1
+            auto_pad=auto_pad, axis=axis, index_element_type=index_type, opset=opset), (x,)))
+        wants.append(want)
+        labels.append(f"MaxPool-{opset} {shape} {np.dtype(dtype)} k{kernel} s{strides} "
+                      f"d{dilations} pads {pads} {auto_pad} {rounding} axis {axis} {index_type}")
+    _check_batch(calls, wants, labels)
 
 
 # --------------------------------------------------------------------------------------------
@@ -129,8 +140,8 @@ def _ort_max_pool(x, attrs):
 @pytest.mark.parametrize("seed", range(4))
 def test_onnx_max_pool_against_onnxruntime(seed):
     rng = np.random.default_rng(200 + seed)
-    done = 0
-    while done < 35:
+    calls, wants, labels = [], [], []
+    while len(calls) < 35:
         spatial, kernel, strides, dilations, pads = _config(rng, max_pad=2)
         # onnxruntime deviations excluded: pads >= kernel are rejected
         if any(p >= k for (lo, hi), k in zip(pads, kernel, strict=True) for p in (lo, hi)):
@@ -150,10 +161,10 @@ def test_onnx_max_pool_against_onnxruntime(seed):
         y, i = _ort_max_pool(x, attrs)
         _same(y, want[0])
         _same(i, want[1])
-        got = onnx.max_pool(x, return_indices=True, **attrs)
-        _same(got[0], want[0])
-        _same(got[1], want[1])
-        done += 1
+        calls.append((partial(onnx.max_pool, return_indices=True, **attrs), (x,)))
+        wants.append(want)
+        labels.append(f"{shape} {np.dtype(dtype)} {attrs}")
+    _check_batch(calls, wants, labels)
 
 
 @pytest.mark.parametrize("seed", range(2))
@@ -161,8 +172,8 @@ def test_onnx_max_pool_nan_empty_windows_and_same_against_the_oracle(seed):
     """The cases onnxruntime does not settle (NaN, windows with no input element, pads >=
     kernel, SAME) against the oracle of the documented rules."""
     rng = np.random.default_rng(300 + seed)
-    done = 0
-    while done < 40:
+    calls, wants, labels = [], [], []
+    while len(calls) < 40:
         spatial, kernel, strides, dilations, pads = _config(rng, max_pad=4)
         auto_pad = ["NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"][int(rng.integers(4))]
         if auto_pad != "NOTSET":
@@ -176,12 +187,14 @@ def test_onnx_max_pool_nan_empty_windows_and_same_against_the_oracle(seed):
         ceil_mode, order = int(rng.integers(2)), int(rng.integers(2))
         want = pool_oracle.onnx(x, kernel, strides, onnx_pads, dilations, ceil_mode, auto_pad,
                                 order)
-        got = onnx.max_pool(x, kernel_shape=kernel, strides=strides, dilations=dilations,
-                            pads=onnx_pads, ceil_mode=ceil_mode, storage_order=order,
-                            auto_pad=auto_pad, return_indices=True)
-        _same(got[0], want[0])
-        _same(got[1], want[1])
-        done += 1
+        calls.append((partial(onnx.max_pool, kernel_shape=kernel, strides=strides,
+                              dilations=dilations, pads=onnx_pads, ceil_mode=ceil_mode,
+                              storage_order=order, auto_pad=auto_pad, return_indices=True),
+                      (x,)))
+        wants.append(want)
+        labels.append(f"{x.shape} k{kernel} s{strides} d{dilations} pads {onnx_pads} "
+                      f"ceil_mode {ceil_mode} storage_order {order} {auto_pad}")
+    _check_batch(calls, wants, labels)
 
 
 # --------------------------------------------------------------------------------------------
@@ -192,8 +205,8 @@ def test_onnx_max_pool_nan_empty_windows_and_same_against_the_oracle(seed):
 def test_max_pool_14_is_pytorch(seed):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(400 + seed)
-    done = 0
-    while done < 40:
+    calls, wants, labels = [], [], []
+    while len(calls) < 40:
         spatial, kernel, strides, dilations, pads = _config(rng, max_pad=2)
         pad = [lo for lo, _ in pads]
         # PyTorch: symmetric pads at most half the kernel
@@ -208,13 +221,13 @@ def test_max_pool_14_is_pytorch(seed):
                     return_indices=True)
         if torch.isinf(y).any():
             continue  # a dilated window with no input element: -inf in PyTorch, lowest(T) here
-        values, indices = ov.max_pool(x, kernel=kernel, strides=strides, pads_begin=pad,
-                                      pads_end=pad, dilations=dilations,
-                                      rounding_type="ceil_torch" if ceil else "floor", axis=2,
-                                      opset=14)
-        _same(values, y.numpy())
-        _same(indices, i.numpy())
-        done += 1
+        calls.append((partial(ov.max_pool, kernel=kernel, strides=strides, pads_begin=pad,
+                              pads_end=pad, dilations=dilations,
+                              rounding_type="ceil_torch" if ceil else "floor", axis=2,
+                              opset=14), (x,)))
+        wants.append((y.numpy(), i.numpy()))
+        labels.append(f"{x.shape} k{kernel} s{strides} d{dilations} pad {pad} ceil {ceil}")
+    _check_batch(calls, wants, labels)
 
 
 # --------------------------------------------------------------------------------------------

@@ -10,8 +10,8 @@ import pytest
 from test_scatter import assert_bits
 
 onnx = pytest.importorskip("onnx")
-node_cases = pytest.importorskip("onnx.backend.test.case.node")
 ov_reference = pytest.importorskip("ov_reference")
+import onnx_node_cases  # noqa: E402
 import openvino.opset12 as ov12  # noqa: E402
 import openvino.opset15 as ov15  # noqa: E402
 
@@ -22,12 +22,7 @@ from jaxmax._src.node_binding import NodeBindingError  # noqa: E402
 _OPS = ("ScatterElements", "ScatterND")
 
 
-def _cases():
-    return {case.name: case for case in node_cases.collect_testcases(None)
-            if case.model.graph.node[0].op_type in _OPS and case.data_sets}
-
-
-CASES = _cases()
+CASES = onnx_node_cases.generated(*_OPS)
 
 
 def _reduction(node):
