@@ -18,7 +18,6 @@ from test_sharding import check_sharded, shard
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
-from jaxmax._src.lowering import compile_options
 from jaxmax._src.lowering.roi import align, samples
 
 
@@ -83,19 +82,25 @@ def test_each_guard_is_needed(face, guard, monkeypatch):
 
 # ----------------------------------------------------------- sampling_ratio=0 under jit
 
+def _adaptive_case(big):
+    x, rng = _data(11, (2, 3, 6, 7))
+    rois = _rois(rng, 40, 6, 7, 0.3, big)  # more than a block of the sorted loop
+    return x, rois, rng.integers(0, 2, 40)
+
+
 @functools.cache
-def _adaptive(face, mode):
-    """The jitted call of `face` and `mode`, built once for the three ROI scales (one program:
-    the ROIs are traced), with the library's fast-compile options (the switch and its branches
-    are the same HLO; only code generation differs: a third of the compile time)."""
-    jit = functools.partial(jax.jit, compiler_options=compile_options.fast_compile())
-    if face == "onnx":
-        return jit(lambda x, r, b: onnx.roi_align(
-            x, r, b, mode=mode, output_height=2, output_width=3, sampling_ratio=0,
-            spatial_scale=0.5))
-    return jit(lambda x, r, b: ov.roi_align(
-        x, r, b, pooled_h=2, pooled_w=3, sampling_ratio=0, spatial_scale=0.5, mode=mode,
-        aligned_mode="half_pixel"))
+def _adaptive():
+    """Both faces in both modes, one plain jitted program (the ROIs are traced, so the switch
+    and all its branches are compiled), called for the three ROI scales."""
+    def calls(x, r, b):
+        return {(face, mode): onnx.roi_align(x, r, b, mode=mode, output_height=2,
+                                             output_width=3, sampling_ratio=0,
+                                             spatial_scale=0.5)
+                if face == "onnx" else
+                ov.roi_align(x, r, b, pooled_h=2, pooled_w=3, sampling_ratio=0,
+                             spatial_scale=0.5, mode=mode, aligned_mode="half_pixel")
+                for face in ("onnx", "openvino") for mode in ("avg", "max")}
+    return jax.jit(calls)
 
 
 @pytest.mark.parametrize("face", ["onnx", "openvino"])
@@ -103,9 +108,8 @@ def _adaptive(face, mode):
 def test_adaptive_grid_under_jit_with_traced_rois(face, big):
     """Every branch of the switch (grids up to the map's bound, and ROIs much larger than the
     map: the windowed branch, whose window is smaller than the grid) equals the oracle."""
-    x, rng = _data(11, (2, 3, 6, 7))
-    rois = _rois(rng, 40, 6, 7, 0.3, big)  # more than a block of the sorted loop
-    batch = rng.integers(0, 2, 40)
+    x, rois, batch = _adaptive_case(big)
+    got = _adaptive()(x, rois, batch)
     for mode in ("avg", "max"):
         if face == "onnx":
             expected = oracle.roi_align(x, rois, batch, mode=mode, pooled=(2, 3),
@@ -113,8 +117,8 @@ def test_adaptive_grid_under_jit_with_traced_rois(face, big):
         else:
             expected = oracle.roi_align(x, rois, batch, face="openvino", mode=mode,
                                         pooled=(2, 3), spatial_scale=0.5, how="half_pixel")
-        np.testing.assert_array_equal(_bits(_adaptive(face, mode)(x, rois, batch)),
-                                      _bits(expected), err_msg=f"{face} {mode} big={big}")
+        np.testing.assert_array_equal(_bits(got[face, mode]), _bits(expected),
+                                      err_msg=f"{face} {mode} big={big}")
 
 
 def test_windowed_branch_keeps_the_fold_order_of_skipped_zeros():
@@ -171,9 +175,9 @@ def test_vmap_over_a_leading_axis(batched_rois):
 # ------------------------------------------------------------------------------ grad
 
 @pytest.mark.parametrize("sr, block", [(2, None), (0, None), (0, 1)])
-@pytest.mark.parametrize("mode", ["avg", "max"])
-def test_grad_matches_finite_differences(mode, sr, block, monkeypatch, request):
-    """sr = 0 also with blocks of one ROI: the loop over sorted blocks, and its unsorting."""
+def test_grad_matches_finite_differences(sr, block, monkeypatch, request):
+    """Both modes, with respect to X and to the ROIs; sr = 0 also with blocks of one ROI: the
+    loop over sorted blocks, and its unsorting."""
     if block is not None:
         monkeypatch.setattr(align, "BLOCK", block)
         jax.clear_caches()
@@ -182,48 +186,94 @@ def test_grad_matches_finite_differences(mode, sr, block, monkeypatch, request):
     rois = np.array([[1.3, 0.7, 5.2, 6.1], [2.1, 2.2, 7.4, 4.9]], np.float32)
     batch = np.array([0, 0])
 
-    def loss(x, r):
-        return onnx.roi_align(x, r, batch, mode=mode, output_height=2, output_width=3,
-                              sampling_ratio=sr).sum()
+    def losses(x, r):
+        return [onnx.roi_align(x, r, batch, mode=mode, output_height=2, output_width=3,
+                               sampling_ratio=sr).sum() for mode in ("avg", "max")]
 
     with jax.enable_x64(True):
         x64, r64 = x.astype(np.float64), rois.astype(np.float64)
-        _check_rev(lambda x: loss(x, r64), x64, eps=1e-4)
-        _check_rev(lambda r: loss(x64, r), r64, eps=1e-5)
+        both = jax.jit(lambda x, r: [jax.value_and_grad(lambda x, r, k=k: losses(x, r)[k],
+                                                        argnums=(0, 1))(x, r)
+                                     for k in range(2)])
+        at = both(x64, r64)
+        for k, mode in enumerate(("avg", "max")):
+            _check_rev(lambda x, k=k: both(x, r64)[k][0], x64, at[k][0], at[k][1][0],
+                       eps=1e-4, what=f"{mode} dX")
+            _check_rev(lambda r, k=k: both(x64, r)[k][0], r64, at[k][0], at[k][1][1],
+                       eps=1e-5, what=f"{mode} drois")
 
 
-def _check_rev(f, arg, eps):
+def _check_rev(f, arg, value, grad, eps, what):
     """``jax.test_util.check_grads(f, (arg,), order=1, modes=["rev"], eps=eps)`` with `f` and
-    its reverse-mode gradient each one jitted program compiled with the library's fast-compile
-    options (a third of the compile time; check_grads' own eager ``jax.vjp`` compiles a
-    forward and a backward program with the default ones). The same check: check_vjp with the
-    same random tangent and cotangent, tolerances and step; the VJP of a scalar ``f`` is the
-    cotangent times the gradient."""
-    options = compile_options.fast_compile()
-    value_and_grad = jax.jit(jax.value_and_grad(f), compiler_options=options)
-
+    its value and gradient at `arg` from one plain jitted program (the caller's: the values of
+    both modes and their gradients with respect to X and the ROIs; `f` reads its value). The
+    same check: check_vjp with the same random tangent and cotangent, tolerances and step; the
+    VJP of a scalar ``f`` is the cotangent times the gradient."""
     def f_vjp(a):
-        value, grad = value_and_grad(a)
+        np.testing.assert_array_equal(a, arg)
         return value, lambda ct: (ct * grad,)
 
-    jax.test_util.check_vjp(jax.jit(f, compiler_options=options), f_vjp, (arg,), eps=eps)
+    jax.test_util.check_vjp(f, f_vjp, (arg,), eps=eps, err_msg=what)
+
+
+def _dropped_cases():
+    """{(face, mode, sr): (loss, arguments of the valid ROI alone, arguments with the dropped
+    and empty ROIs too)} of the test below."""
+    x, _ = _data(11, (2, 2, 6, 6))
+    good = np.array([[1, 1, 5, 4]], np.float32)
+    cases = {}
+    for face in ("onnx", "openvino"):
+        for mode in ("avg", "max"):
+            for sr in (0, 2):
+                bad = np.array([[0, 0, 4, 4], [0, np.nan, 4, 4], [2, 2, 2, 2]], np.float32)
+                if sr or face == "openvino":  # a fixed grid samples a zero-area ROI at its
+                    bad = bad[:2]  # point, and OpenVINO widens it to 1 pixel: a valid ROI
+
+                def loss(x, r, b, face=face, mode=mode, sr=sr):
+                    if face == "onnx":
+                        y = onnx.roi_align(x, r, b, mode=mode, output_height=2,
+                                           output_width=2, sampling_ratio=sr)
+                    else:
+                        y = ov.roi_align(x, r, b, pooled_h=2, pooled_w=2, sampling_ratio=sr,
+                                         spatial_scale=1.0, mode=mode)
+                    weights = np.arange(1.0, 1 + y.size, dtype=np.float32).reshape(y.shape)
+                    return (y * weights).sum()
+
+                cases[face, mode, sr] = (loss, (x, good, np.array([1])), (
+                    x, np.concatenate([good, bad]), np.array([1, 7, 0, 0])[:1 + len(bad)]))
+    return cases
+
+
+def _dropped_loss(x, r, b):
+    return onnx.roi_align(x, r, b, mode="avg", output_height=2, output_width=2,
+                          sampling_ratio=0).sum()
+
+
+DROPPED = (_data(9, (2, 2, 6, 6))[0],
+           np.array([[0, 0, 4, 4], [0, np.nan, 4, 4], [1, 1, 3, 3]], np.float32),
+           np.array([0, 0, 5]))
+
+
+@functools.cache
+def _dropped_grads():
+    """Every gradient of the two tests below, one plain jitted program (each its own
+    subcomputation on its own arguments): {case: (alone, both)} and DROPPED's (dX, drois)."""
+    cases = _dropped_cases()
+
+    @jax.jit
+    def grads(args, dropped):
+        return ({key: tuple(jax.grad(loss)(*a) for a in args[key])
+                 for key, (loss, *_) in cases.items()},
+                jax.grad(_dropped_loss, argnums=(0, 1))(*dropped))
+
+    return jax.tree.map(np.asarray, grads({k: tuple(v[1:]) for k, v in cases.items()},
+                                          DROPPED))
 
 
 def test_dropped_rois_pass_no_gradient_and_no_nan():
-    x, _ = _data(9, (2, 2, 6, 6))
-    rois = np.array([[0, 0, 4, 4], [0, np.nan, 4, 4], [1, 1, 3, 3]], np.float32)
-    batch = np.array([0, 0, 5])
-
-    def loss(x, r, b):
-        return onnx.roi_align(x, r, b, mode="avg", output_height=2, output_width=2,
-                              sampling_ratio=0).sum()
-
-    gx, gr = jax.jit(jax.grad(loss, argnums=(0, 1)),
-                     compiler_options=compile_options.fast_compile())(x, rois, batch)
-    gr = np.asarray(gr)
+    gx, gr = _dropped_grads()[1]
     assert np.isfinite(gr).all() and (gr[1:] == 0).all() and (gr[0] != 0).any()
-    assert (np.asarray(gx)[1] == 0).all()
-
+    assert (gx[1] == 0).all()
 
 
 @pytest.mark.parametrize("face", ["onnx", "openvino"])
@@ -234,27 +284,8 @@ def test_dropped_and_empty_rois_leave_every_image_gradient_alone(face, mode, sr)
     lowering, and a zero-area ROI has a grid of 0 under sampling_ratio 0: none may touch the
     data's gradient (docs/semantics.md §12.6: they pass none). The gradient equals the one of
     the valid ROI alone, bit for bit, and holds no NaN (it did: 0/0 sample positions, times a
-    zero cotangent)."""
-    x, _ = _data(11, (2, 2, 6, 6))
-    good = np.array([[1, 1, 5, 4]], np.float32)
-    bad = np.array([[0, 0, 4, 4], [0, np.nan, 4, 4], [2, 2, 2, 2]], np.float32)
-    if sr or face == "openvino":  # a fixed grid samples a zero-area ROI at its point, and
-        bad = bad[:2]               # OpenVINO widens it to 1 pixel: a valid ROI with a value
-
-    def loss(x, r, b):
-        if face == "onnx":
-            y = onnx.roi_align(x, r, b, mode=mode, output_height=2, output_width=2,
-                               sampling_ratio=sr)
-        else:
-            y = ov.roi_align(x, r, b, pooled_h=2, pooled_w=2, sampling_ratio=sr,
-                              spatial_scale=1.0, mode=mode)
-        return (y * np.arange(1.0, 1 + y.size, dtype=np.float32).reshape(y.shape)).sum()
-
-    # the fast-compile options (a third of the compile time): both gradients compare bit for
-    # bit with each other, under the same options
-    grad = jax.jit(jax.grad(loss), compiler_options=compile_options.fast_compile())
-    alone = np.asarray(grad(x, good, np.array([1])))
-    both = np.asarray(grad(x, np.concatenate([good, bad]), np.array([1, 7, 0, 0])[:1 + len(bad)]))
+    zero cotangent). Both gradients come from one plain jitted program (`_dropped_grads`)."""
+    alone, both = _dropped_grads()[0][face, mode, sr]
     assert np.isfinite(both).all()
     assert_same(both, alone)
 

@@ -4,15 +4,17 @@ oracle tests/roi_align_oracle.py, compared bit for bit (zero signs included)."""
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import numpy as np
 import pytest
 import roi_align_oracle as oracle
 from helpers import assert_same
+from jit_batch import jit_each
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
-from jaxmax._src.lowering import compile_options
 
 X4 = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
 X4P = X4 + 1
@@ -191,30 +193,36 @@ def test_a17_bf16_before_22_is_a_type_error():
                        _box(0, 0, 4, 4, dtype=ml_dtypes.bfloat16), B0, opset=16)
 
 
-def _fast_grad(f):
-    """``jax.grad(f)`` as one jitted program compiled with the library's fast-compile options
-    (the eager ``jax.grad`` compiled a forward and a backward program with the default ones;
-    the same HLO, code generation only: a third of the compile time)."""
-    return jax.jit(jax.grad(f), compiler_options=compile_options.fast_compile())
+@functools.cache
+def _gradients():
+    """The gradients of A19 and A20 (max, avg) with respect to X4P, one plain jitted program
+    (a user's ``jax.grad`` compiles plainly, never with the fast options of small eager
+    calls)."""
+    def a19(x):
+        return onnx.roi_align(x, _box(0, 0, 4, 4), B0, mode="max", output_height=2,
+                              output_width=2, sampling_ratio=1,
+                              coordinate_transformation_mode="output_half_pixel").sum()
+
+    def a20(x, mode):
+        return onnx.roi_align(x, _box(0, 0, 3, 3), B0, mode=mode, sampling_ratio=1,
+                              coordinate_transformation_mode="output_half_pixel").sum()
+
+    grads = jax.jit(lambda x: {"a19": jax.grad(a19)(x),
+                               **{m: jax.grad(a20)(x, m) for m in ("max", "avg")}})
+    return {k: np.asarray(g) for k, g in grads(X4P).items()}
 
 
 def test_a19_gradient_to_the_winning_samples():
-    g = _fast_grad(lambda x: onnx.roi_align(
-        x, _box(0, 0, 4, 4), B0, mode="max", output_height=2, output_width=2, sampling_ratio=1,
-        coordinate_transformation_mode="output_half_pixel").sum())(X4P)
     expected = np.zeros((4, 4), np.float32)
     expected[1::2, 1::2] = 1
-    _bits_equal(np.asarray(g)[0, 0], expected)
+    _bits_equal(_gradients()["a19"][0, 0], expected)
 
 
 @pytest.mark.parametrize("mode", ["max", "avg"])
 def test_a20_gradient_to_the_four_corners(mode):
-    g = _fast_grad(lambda x: onnx.roi_align(
-        x, _box(0, 0, 3, 3), B0, mode=mode, sampling_ratio=1,
-        coordinate_transformation_mode="output_half_pixel").sum())(X4P)
     expected = np.zeros((4, 4), np.float32)
     expected[1:3, 1:3] = 0.25
-    _bits_equal(np.asarray(g)[0, 0], expected)
+    _bits_equal(_gradients()[mode][0, 0], expected)
 
 
 # ------------------------------------------------------------- OpenVINO hard cases (V*)
@@ -320,19 +328,23 @@ def test_seeded_sweep_against_the_oracle(face, how, sr):
     batch = rng.integers(0, 2, 24)
     scale = 0.75
     variants = [("avg", False), ("max", False)] + ([("max", True)] if face == "onnx" else [])
-    for mode, corners in variants:
+
+    def call(mode, corners):
+        if face == "onnx":
+            return lambda x, r, b: onnx.roi_align(
+                x, r, b, mode=mode, output_height=3, output_width=2, sampling_ratio=sr,
+                spatial_scale=scale, coordinate_transformation_mode=how,
+                max_sampling="weighted_corners" if corners else "interpolated")
+        return lambda x, r, b: ov.roi_align(x, r, b, pooled_h=3, pooled_w=2, sampling_ratio=sr,
+                                            spatial_scale=scale, mode=mode, aligned_mode=how)
+
+    # the variants' eager calls, batched as the library compiles them (one program)
+    got = jit_each([(call(*v), (x, rois, batch)) for v in variants], as_eager=True)
+    for (mode, corners), out in zip(variants, got, strict=True):
         expected = oracle.roi_align(x, rois, batch, face=face, mode=mode, pooled=(3, 2),
                                     sampling_ratio=sr, spatial_scale=scale, how=how,
                                     corners=corners)
-        if face == "onnx":
-            got = onnx.roi_align(x, rois, batch, mode=mode, output_height=3, output_width=2,
-                                 sampling_ratio=sr, spatial_scale=scale,
-                                 coordinate_transformation_mode=how,
-                                 max_sampling="weighted_corners" if corners else "interpolated")
-        else:
-            got = ov.roi_align(x, rois, batch, pooled_h=3, pooled_w=2, sampling_ratio=sr,
-                               spatial_scale=scale, mode=mode, aligned_mode=how)
-        _bits_equal(got, expected, f"{face} {how} {mode} corners={corners} sr={sr}")
+        _bits_equal(out, expected, f"{face} {how} {mode} corners={corners} sr={sr}")
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64"])
@@ -345,18 +357,21 @@ def test_every_floating_dtype_against_the_oracle(face, dtype):
     x = _sweep_data(rng, (2, 2, 6, 7)).astype(dt)
     rois = _sweep_rois(rng, 12, 6, 7).astype(dt)
     batch = rng.integers(0, 2, 12)
+    configs = [(mode, sr) for mode in ("avg", "max") for sr in (0, 2)]
+
+    def call(mode, sr):
+        if face == "onnx":
+            return lambda x, r, b: onnx.roi_align(x, r, b, mode=mode, output_height=2,
+                                                  output_width=3, sampling_ratio=sr,
+                                                  spatial_scale=0.75, opset=22)
+        return lambda x, r, b: ov.roi_align(x, r, b, pooled_h=2, pooled_w=3, sampling_ratio=sr,
+                                            spatial_scale=0.75, mode=mode,
+                                            aligned_mode="half_pixel")
+
     with jax.enable_x64(dt == np.float64):
-        for mode in ("avg", "max"):
-            for sr in (0, 2):
-                if face == "onnx":
-                    got = onnx.roi_align(x, rois, batch, mode=mode, output_height=2,
-                                         output_width=3, sampling_ratio=sr, spatial_scale=0.75,
-                                         opset=22)
-                    how = "half_pixel"
-                else:
-                    got = ov.roi_align(x, rois, batch, pooled_h=2, pooled_w=3, sampling_ratio=sr,
-                                       spatial_scale=0.75, mode=mode, aligned_mode="half_pixel")
-                    how = "half_pixel"
-                expected = oracle.roi_align(x, rois, batch, face=face, mode=mode, pooled=(2, 3),
-                                            sampling_ratio=sr, spatial_scale=0.75, how=how)
-                _bits_equal(got, expected, f"{face} {dtype} {mode} sr={sr}")
+        # the four eager calls, batched as the library compiles them (one program)
+        got = jit_each([(call(*c), (x, rois, batch)) for c in configs], as_eager=True)
+    for (mode, sr), out in zip(configs, got, strict=True):
+        expected = oracle.roi_align(x, rois, batch, face=face, mode=mode, pooled=(2, 3),
+                                    sampling_ratio=sr, spatial_scale=0.75, how="half_pixel")
+        _bits_equal(out, expected, f"{face} {dtype} {mode} sr={sr}")

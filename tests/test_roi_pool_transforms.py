@@ -4,15 +4,14 @@ axis of X with shared and batched ROIs, no retrace, and 8-device Explicit/Auto m
 sharded over channels and over the batch and the ROIs sharded: the unsharded answer bit for
 bit.
 
-Compiles are what these tests cost: each jitted function below is built once per
-(face, pooled shape) (:func:`_jit_grad`) and called with every data set of its shape, and the
-oracles of the sharded cases are computed once (:func:`_sharded_case`). The eager calls are the
-same program as the jitted ones (each public function runs one inner ``jax.jit`` of the whole
-lowering; outside it only the arguments are checked; a small eager call compiles it with the
-library's fast-compile options, `compile_options.fast_compile()`: LLVM -O0 and the elemental
-emitter, the same HLO passes and SPMD partitioner). Programs whose subject is not XLA's code
-generation (the hard cases' gradients, most sharded layouts) use those options too; the
-seeded gradients, jit/vmap and one sharded layout per mesh kind keep the default options."""
+Compiles are what these tests cost, so each program under test is compiled once for every case
+it checks: the hard cases' four gradients are one jitted program, the seeded trials are one
+batch of images (each ROI reads only its own image), and the gradients of a mesh's six sharded
+layouts are one jitted program (each layout its own arguments and subcomputation). Every
+program with traced inputs (jit, vmap, grad) compiles as a user's does: plain ``jax.jit``,
+never the fast options of the library's small eager calls (they differed once on bfloat16).
+Only the public eager calls of the sharded layouts' values are batched as eager calls
+(`jit_batch.jit_each` with ``as_eager``), which is how the library compiles them."""
 
 from __future__ import annotations
 
@@ -26,10 +25,10 @@ import roi_oracle as oracle
 from helpers import assert_same
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
+from jit_batch import jit_each
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
-from jaxmax._src.lowering import compile_options
 
 X4 = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
 
@@ -49,45 +48,41 @@ def _grad(f, x, rois, cotangent, **kw):
     return jax.grad(lambda v: jnp.sum(f(v, rois, **kw) * cotangent))(x)
 
 
-@functools.cache
-def _jit_grad(rule, pooled, fast=False):
-    """``dL/dX`` of ``L = sum(y * cotangent)``, jitted once per (rule, pooled shape); `fast`:
-    with the library's fast-compile options (`compile_options.fast_compile()`: the same HLO,
-    only code generation differs, a third of the compile time)."""
-    f = FACES[rule]
-    options = compile_options.fast_compile() if fast else None
-    return jax.jit(lambda v, r, c: _grad(f, v, r, c, pooled=pooled), compiler_options=options)
-
-
 def test_m18_m19_m20_p8():
+    """The four gradients, one plain jitted program (each its own subcomputation)."""
     one = np.array([[0, 0, 0, 3, 3]], np.float32)
     ones = np.ones((1, 1, 2, 2), np.float32)
-    g = np.asarray(_jit_grad("onnx", (2, 2), True)(X4, one, ones))[0, 0]
-    assert_same(g, np.array([[0, 0, 0, 0], [0, 1, 0, 1], [0, 0, 0, 0], [0, 1, 0, 1]],
-                            np.float32), "M18")
-    g = np.asarray(_jit_grad("onnx", (2, 2), True)(np.ones_like(X4), one, ones))[0, 0]
-    assert_same(g, np.array([[1, 0, 1, 0], [0, 0, 0, 0], [1, 0, 1, 0], [0, 0, 0, 0]],
-                            np.float32), "M19: the first of tied maxima")
-    g = np.asarray(_jit_grad("onnx", (3, 3), True)(X4, np.array([[0, 0, 0, 1, 1]], np.float32),
-                                             np.ones((1, 1, 3, 3), np.float32)))[0, 0]
-    assert (g[0, 0], g[0, 1], g[1, 0], g[1, 1]) == (1, 2, 2, 4) and g.sum() == 9, "M20"
-    x = X4.copy()
-    x[0, 0, 0, :2] = [0.0, -0.0]
-    x[0, 0, 1, :2] = -1
+    tied = X4.copy()
+    tied[0, 0, 0, :2] = [0.0, -0.0]
+    tied[0, 0, 1, :2] = -1
     cot = np.zeros((1, 1, 2, 2), np.float32)
     cot[0, 0, 0, 0] = 1
-    g = np.asarray(_jit_grad("fold", (2, 2), True)(x, one, cot))[0, 0]
-    assert g[0, 1] == 1 and g.sum() == 1, "P8: the last tied zero"
+
+    @jax.jit
+    def grads(x, ones_x, tied, one, ones, small, ones3, cot):
+        return (_grad(_onnx, x, one, ones, pooled=(2, 2)),
+                _grad(_onnx, ones_x, one, ones, pooled=(2, 2)),
+                _grad(_onnx, x, small, ones3, pooled=(3, 3)),
+                _grad(_ov, tied, one, cot, pooled=(2, 2)))
+
+    m18, m19, m20, p8 = (np.asarray(g)[0, 0] for g in grads(
+        X4, np.ones_like(X4), tied, one, ones, np.array([[0, 0, 0, 1, 1]], np.float32),
+        np.ones((1, 1, 3, 3), np.float32), cot))
+    assert_same(m18, np.array([[0, 0, 0, 0], [0, 1, 0, 1], [0, 0, 0, 0], [0, 1, 0, 1]],
+                              np.float32), "M18")
+    assert_same(m19, np.array([[1, 0, 1, 0], [0, 0, 0, 0], [1, 0, 1, 0], [0, 0, 0, 0]],
+                              np.float32), "M19: the first of tied maxima")
+    assert (m20[0, 0], m20[0, 1], m20[1, 0], m20[1, 1]) == (1, 2, 2, 4) and m20.sum() == 9, "M20"
+    assert p8[0, 1] == 1 and p8.sum() == 1, "P8: the last tied zero"
 
 
-@pytest.mark.parametrize("rule", ["onnx", "fold"])
-def test_seeded_gradients(rule):
-    """Three seeded trials, each through the eager grad (JAX splits the inner jit into its
-    forward and backward programs; X's and the ROIs' gradient (zero) from one call, so one pair
-    of programs) and the jitted one (built once for the three)."""
+def _seeded_trials():
+    """Three seeded trials (images 2, ROIs 6 each) laid side by side: trial t's images are
+    2t and 2t + 1 and its ROIs name them, so one call computes each trial's gradient on its
+    own images (a ROI reads only its image; the oracle works per ROI too). (x, rois, cot,
+    trial of each image)."""
     rng = np.random.default_rng(8)
-    f = FACES[rule]
-    jitted = _jit_grad(rule, (3, 2))
+    xs, all_rois, cots = [], [], []
     for trial in range(3):
         x = rng.integers(-3, 4, (2, 3, 7, 9)).astype(np.float32)
         u = rng.random(x.shape)
@@ -97,51 +92,70 @@ def test_seeded_gradients(rule):
         rois = np.array([[0, 0, 0, 8, 6], [1, 1, 1, 5, 5], [1, 1, 1, 5, 5], [0, 3, 2, 4, 3],
                          [1, -4, -3, 20, 20], [0, 6, 5, 2, 1]], np.float32)
         rois[:, 1:] += rng.uniform(-0.4, 0.4, (6, 4)).astype(np.float32)
-        cot = rng.integers(1, 5, (6, 3, 3, 2)).astype(np.float32)
-        want = oracle.gradient(x, rois, 1.0, (3, 2), cot, rule=rule)
-        gx, gr = jax.grad(lambda v, r, c=cot: jnp.sum(f(v, r, pooled=(3, 2)) * c),
-                          argnums=(0, 1))(x, rois)
-        assert_same(gx, want, f"trial {trial}")
-        assert_same(jitted(x, rois, cot), want, f"jit trial {trial}")
-        assert_same(gr, np.zeros_like(rois), f"ROIs trial {trial}")
+        rois[:, 0] += 2 * trial
+        cots.append(rng.integers(1, 5, (6, 3, 3, 2)).astype(np.float32))
+        xs.append(x)
+        all_rois.append(rois)
+    return (np.concatenate(xs), np.concatenate(all_rois), np.concatenate(cots),
+            np.repeat(np.arange(3), 2))
+
+
+@functools.cache
+def _jit_seeded_grads():
+    """Both faces' gradients of the seeded trials, one plain jitted program."""
+    return jax.jit(lambda v, r, c: {rule: _grad(f, v, r, c, pooled=(3, 2))
+                                    for rule, f in FACES.items()})
+
+
+@pytest.mark.parametrize("rule", ["onnx", "fold"])
+def test_seeded_gradients(rule):
+    """Three seeded trials (one batch, `_seeded_trials`) through the eager grad (JAX splits the
+    inner jit into its forward and backward programs and runs the custom VJP's backward op by
+    op; X's and the ROIs' gradient (zero) from one call) and the jitted one."""
+    f = FACES[rule]
+    x, rois, cot, trial_of = _seeded_trials()
+    want = oracle.gradient(x, rois, 1.0, (3, 2), cot, rule=rule)
+    gx, gr = jax.grad(lambda v, r: jnp.sum(f(v, r, pooled=(3, 2)) * cot), argnums=(0, 1))(x, rois)
+    jitted = _jit_seeded_grads()(x, rois, cot)[rule]
+    for trial in range(3):
+        image = trial_of == trial
+        assert_same(np.asarray(gx)[image], want[image], f"trial {trial}")
+        assert_same(np.asarray(jitted)[image], want[image], f"jit trial {trial}")
+    assert_same(gr, np.zeros_like(rois), "ROIs")
 
 
 def test_jit_vmap_and_no_retrace():
-    """vmap over a leading axis of X (ROIs shared, and batched), both faces in one program,
-    against the oracle per image; one jitted program of both faces, traced once for two calls
-    with other data, against the oracle too."""
+    """vmap over a leading axis of X (ROIs shared, and batched) and the plain call of both
+    faces, one jitted program traced once for two calls with other data, against the oracle
+    per image."""
     rng = np.random.default_rng(9)
     x = rng.integers(-5, 6, (3, 2, 4, 6, 5)).astype(np.float32)  # a leading axis of 3
     rois = np.array([[0, 0, 0, 4, 5], [1, 1, 2, 3, 3], [0, 2, 1, 9, 9]], np.float32)
     moved = rois.copy()
     moved[:, 1:] += 1
     batched = np.stack([rois, moved, rois[::-1]])
-
-    def mapped(x, rois, batched):
-        return {rule: (jax.vmap(lambda v, f=f: f(v, rois, pooled=(2, 3)))(x),
-                       jax.vmap(lambda v, r, f=f: f(v, r, pooled=(2, 3)))(x, batched))
-                for rule, f in FACES.items()}
-
     traces = []
 
-    def both(v, r):
+    def mapped(x, rois, batched):
         traces.append(1)
-        return {rule: f(v, r, pooled=(2, 3)) for rule, f in FACES.items()}
+        return {rule: (jax.vmap(lambda v, f=f: f(v, rois, pooled=(2, 3)))(x),
+                       jax.vmap(lambda v, r, f=f: f(v, r, pooled=(2, 3)))(x, batched),
+                       f(x[0], rois, pooled=(2, 3)))
+                for rule, f in FACES.items()}
 
-    got = jax.jit(mapped)(x, rois, batched)
-    once = jax.jit(both)
-    first, second = once(x[0], rois), once(x[1], moved)
+    once = jax.jit(mapped)
+    calls = [(x, rois, batched), (x[::-1] + 1, moved, batched[::-1])]
+    got = [once(*args) for args in calls]
     assert len(traces) == 1
-    for rule in FACES:
-        want_shared = np.stack([oracle.max_roi_pool(v, rois, 1.0, (2, 3), rule=rule)
-                                for v in x])
-        want = np.stack([oracle.max_roi_pool(v, r, 1.0, (2, 3), rule=rule)
-                         for v, r in zip(x, batched, strict=True)])
-        assert_same(got[rule][0], want_shared, f"{rule}: vmap, shared ROIs")
-        assert_same(got[rule][1], want, f"{rule}: vmap, batched ROIs")
-        assert_same(first[rule], want_shared[0], f"{rule}: jit")
-        assert_same(second[rule], oracle.max_roi_pool(x[1], moved, 1.0, (2, 3), rule=rule),
-                    f"{rule}: jit, second call")
+    for call, ((data, shared, each), out) in enumerate(zip(calls, got, strict=True)):
+        for rule in FACES:
+            want_shared = np.stack([oracle.max_roi_pool(v, shared, 1.0, (2, 3), rule=rule)
+                                    for v in data])
+            want = np.stack([oracle.max_roi_pool(v, r, 1.0, (2, 3), rule=rule)
+                             for v, r in zip(data, each, strict=True)])
+            assert_same(out[rule][0], want_shared, f"{rule} call {call}: vmap, shared ROIs")
+            assert_same(out[rule][1], want, f"{rule} call {call}: vmap, batched ROIs")
+            assert_same(out[rule][2], want_shared[0], f"{rule} call {call}: jit")
 
 
 @functools.cache
@@ -167,45 +181,48 @@ def _grads(v, r, c):
     return {rule: _grad(f, v, r, c, pooled=(3, 2)) for rule, f in FACES.items()}
 
 
-#: the layout whose values and gradients are jitted with XLA's default options (as a user's
-#: ``jax.jit``); the others run the values eagerly and jit the gradients with the fast-compile
-#: options (below)
-DEFAULT_OPTIONS_LAYOUT = (P("a", "b"), P(("a", "b")))
+LAYOUTS = [(P(None, "b"), P()), (P("a"), P("b")), (P("a", "b"), P(("a", "b"))),
+           # on Explicit axes: each device answers the ROIs of its images; each its own ROIs
+           # (lowering/roi_sharded.py)
+           (P("a"), P()), (P(), P("b")), (P(None, "a"), P("b"))]
+
+#: the layout whose values are also jitted (a user's ``jax.jit``); the values of every layout
+#: are the public eager calls
+JIT_VALUES_LAYOUT = (P("a", "b"), P(("a", "b")))
 
 
 @functools.cache
-def _fast_grads():
-    """`_grads` jitted with `compile_options.fast_compile()`, the options every small eager call
-    of the library compiles with (LLVM -O0, the elemental emitter: the same HLO passes, the
-    SPMD partitioner's among them, so the same collectives; a third of the compile time)."""
-    return jax.jit(_grads, compiler_options=compile_options.fast_compile())
+def _sharded_results(axis_type):
+    """{layout: (eager values, gradients, jitted values or None)} on a (2, 4) mesh of
+    `axis_type`. The gradients of the six layouts are one plain jitted program (each layout its
+    own arguments, cotangent included, so XLA's partitioner places each subcomputation from its
+    own inputs alone), with the jitted values of `JIT_VALUES_LAYOUT`; the eager values are the
+    public calls batched as the library compiles them (`jit_each` with ``as_eager``: one
+    program for the six, the fast options of small eager calls)."""
+    mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(axis_type,) * 2)
+    x, rois, cot, _ = _sharded_case()
+    args = [(jax.device_put(x, NamedSharding(mesh, x_spec)),
+             jax.device_put(rois, NamedSharding(mesh, r_spec))) for x_spec, r_spec in LAYOUTS]
+    chosen = LAYOUTS.index(JIT_VALUES_LAYOUT)
+    jitted, grads = jax.jit(lambda per: (_values(*per[chosen][:2]), [_grads(*a) for a in per]))(
+        [(xs, rs, cot.copy()) for xs, rs in args])
+    values = jit_each([(_values, a) for a in args], as_eager=True)
+    return {layout: (v, g, jitted if layout == JIT_VALUES_LAYOUT else None)
+            for layout, v, g in zip(LAYOUTS, values, grads, strict=True)}
 
 
 @pytest.mark.parametrize("axis_type", [AxisType.Explicit, AxisType.Auto], ids=str)
-@pytest.mark.parametrize("x_spec, r_spec", [(P(None, "b"), P()), (P("a"), P("b")),
-                                            (P("a", "b"), P(("a", "b"))),
-                                            # on Explicit axes: each device answers the ROIs
-                                            # of its images; each its own ROIs
-                                            # (lowering/roi_sharded.py)
-                                            (P("a"), P()), (P(), P("b")), (P(None, "a"), P("b"))],
-                         ids=str)
+@pytest.mark.parametrize("x_spec, r_spec", LAYOUTS, ids=str)
 def test_sharded_exact(axis_type, x_spec, r_spec):
-    """The values and the gradients (one jitted program of both faces) of each layout. The
-    values of every layout but `DEFAULT_OPTIONS_LAYOUT` are the public eager calls (each a
-    small eager call, which the library compiles with its fast-compile options), the gradients
-    `_fast_grads`; that layout jits both with the default options (one program each). The
-    partitioning is the same under either options: they change only the code generation."""
-    mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(axis_type,) * 2)
-    x, rois, cot, want = _sharded_case()
-    xs = jax.device_put(x, NamedSharding(mesh, x_spec))
-    rs = jax.device_put(rois, NamedSharding(mesh, r_spec))
-    if (x_spec, r_spec) == DEFAULT_OPTIONS_LAYOUT:
-        values, grads = jax.jit(_values)(xs, rs), jax.jit(_grads)(xs, rs, cot)
-    else:
-        values, grads = _values(xs, rs), _fast_grads()(xs, rs, cot)
+    """The values (the public eager calls, and for `JIT_VALUES_LAYOUT` jitted too) and the
+    gradients (jitted) of each layout (`_sharded_results`)."""
+    _, _, _, want = _sharded_case()
+    values, grads, jitted = _sharded_results(axis_type)[x_spec, r_spec]
     for rule in FACES:
         assert_same(values[rule], want[rule][0], f"{rule} values")
         assert_same(grads[rule], want[rule][1], f"{rule} gradient")
+        if jitted is not None:
+            assert_same(jitted[rule], want[rule][0], f"{rule} jitted values")
 
 
 @pytest.mark.parametrize("axis_type", [AxisType.Explicit, AxisType.Auto], ids=str)

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import roi_oracle as oracle
 from helpers import assert_same, x64_for
+from jit_batch import jit_each
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
-from jaxmax._src.lowering import compile_options
 from jaxmax._src.lowering.roi import bins as bins_lowering
 
 X4 = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
@@ -240,13 +240,14 @@ def test_rois_traced_invalid_give_zeros_only_there():
     and leave the others alone."""
     rois = np.array([[-1, 0, 0, 3, 3], [1, 0, 0, 3, 3], [2, 0, 0, 3, 3], [0, np.nan, 0, 3, 3],
                      [np.inf, 0, 0, 1, 1], [0, 0, 0, 1e30, 3]], np.float32)
-    for f in (lambda x, r: onnx.max_roi_pool(x, r, pooled_shape=(2, 2)),
-              lambda x, r: ov.roi_pooling(x, r, pooled_h=2, pooled_w=2, spatial_scale=1.0)):
-        # the library's fast-compile options: the same HLO, a third of the compile time
-        got = np.asarray(jax.jit(f, compiler_options=compile_options.fast_compile())(X2, rois))
+    both = jax.jit(lambda x, r: (  # one plain program, as a user's jit compiles it
+        onnx.max_roi_pool(x, r, pooled_shape=(2, 2)),
+        ov.roi_pooling(x, r, pooled_h=2, pooled_w=2, spatial_scale=1.0)))
+    for face, got in zip(("MaxRoiPool", "ROIPooling"), both(X2, rois), strict=True):
+        got = np.asarray(got)
         for r in (0, 2, 3, 4, 5):
-            assert_bits(got[r], np.zeros((1, 2, 2), np.float32), f"ROI {r}")
-        assert_bits(got[1, 0], [[105, 107], [113, 115]])
+            assert_bits(got[r], np.zeros((1, 2, 2), np.float32), f"{face} ROI {r}")
+        assert_bits(got[1, 0], [[105, 107], [113, 115]], face)
 
 
 @pytest.mark.parametrize("roi, what", [
@@ -307,11 +308,15 @@ def test_errors():
 
 
 def test_m15_other_dtypes_and_empty():
+    faces = [lambda x, r: onnx.max_roi_pool(x, r, pooled_shape=(2, 2), opset=22),
+             lambda x, r: ov.roi_pooling(x, r, pooled_h=2, pooled_w=2, spatial_scale=1.0)]
     for dtype in (np.float16, np.float64, ml_dtypes.bfloat16):
-        with x64_for(dtype):
-            got = _onnx(X4.astype(dtype), [0, 0, 0, 3, 3])
-            assert_bits(got, np.array([[[[5, 7], [13, 15]]]], dtype))
-            assert_bits(_ov(X4.astype(dtype), [0, 0, 0, 3, 3]), got)
+        with x64_for(dtype):  # both faces' eager calls, batched as the library compiles them
+            args = (X4.astype(dtype), np.array([[0, 0, 0, 3, 3]], dtype))
+            got, got_ov = jit_each([(f, args) for f in faces], as_eager=True)
+        name = np.dtype(dtype).name
+        assert_bits(got, np.array([[[[5, 7], [13, 15]]]], dtype), f"{name} MaxRoiPool")
+        assert_bits(got_ov, got, f"{name} ROIPooling")
     assert _onnx(X4, np.zeros((0, 5), np.float32)).shape == (0, 1, 2, 2)
     assert_bits(_onnx(np.zeros((1, 2, 0, 3), np.float32), [0, 0, 0, 3, 3]),
                 np.zeros((1, 2, 2, 2), np.float32))
@@ -327,12 +332,17 @@ def test_nan_bin_ranks_and_rows_against_numpy(monkeypatch, integer):
         monkeypatch.setattr(roi_max_pool, "FLOAT32_EXACT", 100)
     rng = np.random.default_rng(5)
     flags = rng.random(5000) < 0.3
-    ranks, count = roi_max_pool._ranks(jnp.asarray(flags))
+    maps = [(50, 50), (7, 13), (1000, 3)]
+    # one plain jitted program (the helpers run inside the lowering's traced programs; run
+    # eagerly they dispatched op by op, a compile per primitive)
+    ranks, count, rows = jax.jit(lambda f, ps: (*roi_max_pool._ranks(f), [
+        roi_max_pool._row_column(p, width, height)
+        for p, (height, width) in zip(ps, maps, strict=True)]))(
+        jnp.asarray(flags), [jnp.arange(h * w, dtype=jnp.int32) for h, w in maps])
     np.testing.assert_array_equal(ranks, np.cumsum(flags) - flags)
     assert int(count) == int(flags.sum())
-    for height, width in [(50, 50), (7, 13), (1000, 3)]:
+    for (height, width), (h, w) in zip(maps, rows, strict=True):
         p = np.arange(height * width, dtype=np.int32)
-        h, w = roi_max_pool._row_column(jnp.asarray(p), width, height)
         np.testing.assert_array_equal(h, p // width, f"{height}x{width}")
         np.testing.assert_array_equal(w, p % width, f"{height}x{width}")
 
