@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import pool_oracle
 import pytest
+import suitepl_oracles
 from helpers import assert_same, pool_form
 
 from jaxmax import onnx as jonnx
@@ -96,6 +97,36 @@ def _onnx_oracle(x, kernel, strides, dil, pb, pe):
     values, indices = pool_oracle.onnx(x, list(kernel), list(strides), list(pb) + list(pe),
                                        list(dil))
     return values, indices.astype(np.int32)  # int64 in 64-bit mode only
+
+
+def _ov_oracle_vectorised(x, kernel, strides, dil, pb, pe):
+    """`_ov_oracle` with the scan vectorised over planes (tests/suitepl_oracles.py), for the
+    inputs above `pool_stages.CHUNK_BYTES`, where the loop oracle took seconds."""
+    values, indices = suitepl_oracles.openvino(x, kernel, strides,
+                                               list(zip(pb, pe, strict=True)), dil)
+    return values, indices.astype(np.int32)
+
+
+def _onnx_oracle_vectorised(x, kernel, strides, dil, pb, pe):
+    """`_onnx_oracle` vectorised the same way."""
+    values, indices = suitepl_oracles.onnx(x, kernel, strides, list(pb) + list(pe), dil)
+    return values, indices.astype(np.int32)
+
+
+def test_vectorised_oracles_equal_the_loop_oracles():
+    """The vectorised oracles used on the large inputs below give the loop oracles' values and
+    indices, bit for bit (zero signs, NaN), on every path's data and on windows in padding
+    only (ONNX: -inf and index -1)."""
+    cases = [(name, _data(shape, 30 + i), geometry)
+             for i, (name, shape, *geometry) in enumerate(PATHS)]
+    cases.append(("padding_only_windows", _data((1, 3, 3), 40),
+                  [(2,), (1,), (1,), (3,), (3,)]))
+    for name, x, geometry in cases:
+        for loop, vectorised in [(_ov_oracle, _ov_oracle_vectorised),
+                                 (_onnx_oracle, _onnx_oracle_vectorised)]:
+            (want_v, want_i), (got_v, got_i) = loop(x, *geometry), vectorised(x, *geometry)
+            assert_same(got_v, want_v, f"{name} {vectorised.__name__} values")
+            assert_same(got_i, want_i, f"{name} {vectorised.__name__} indices")
 
 
 def _grad_oracle(x, ct, values, indices, raised_passes_none):
@@ -200,12 +231,15 @@ def test_onnx_gradient(path):
 
 
 def _values_and_oracle(face, x, kernel, strides, dil, pb, pe):
-    """The face's pooled values of `x` and its oracle's."""
+    """The face's pooled values of `x` and its oracle's (vectorised for a large `x`)."""
+    large = x.size > 1 << 16
     if face == "openvino":
+        oracle = _ov_oracle_vectorised if large else _ov_oracle
         return (_ov(x, kernel, strides, dil, pb, pe, False),
-                _ov_oracle(x, kernel, strides, dil, pb, pe)[0])
+                oracle(x, kernel, strides, dil, pb, pe)[0])
+    oracle = _onnx_oracle_vectorised if large else _onnx_oracle
     return (_onnx(x, kernel, strides, dil, pb, pe, False),
-            _onnx_oracle(x, kernel, strides, dil, pb, pe)[0])
+            oracle(x, kernel, strides, dil, pb, pe)[0])
 
 
 @pytest.mark.parametrize("face", ["openvino", "onnx"])
@@ -266,12 +300,12 @@ def test_chunked_large_window_against_the_oracle():
                                ((0, 0), (0, 0)) + tuple(zip(pb, pe, strict=True)))
     assert pool_stages.applies(g, 4)
     x = _data(shape, 21)
-    want_v, want_i = _ov_oracle(x, kernel, strides, dil, pb, pe)
+    want_v, want_i = _ov_oracle_vectorised(x, kernel, strides, dil, pb, pe)
     got_v, got_i = jax.jit(lambda v: _ov(v, kernel, strides, dil, pb, pe, True))(x)
     assert_same(got_v, want_v, "values")
     assert_same(got_i, want_i, "indices")
     np.testing.assert_array_equal(np.signbit(got_v), np.signbit(want_v))
-    onnx_v, onnx_i = _onnx_oracle(x, kernel, strides, dil, pb, pe)
+    onnx_v, onnx_i = _onnx_oracle_vectorised(x, kernel, strides, dil, pb, pe)
     got = jax.jit(lambda v: _onnx(v, kernel, strides, dil, pb, pe, True))(x)
     assert_same(got[0], onnx_v, "Y")
     assert_same(got[1], onnx_i, "Indices")
@@ -280,7 +314,7 @@ def test_chunked_large_window_against_the_oracle():
     batch = np.asarray(jax.vmap(lambda v: _ov(v, kernel, strides, dil, pb, pe, False))(
         np.stack([x, y])))  # NumPy: indexing compiled a slice each
     assert_same(batch[0], want_v, "vmap 0")
-    assert_same(batch[1], _ov_oracle(y, kernel, strides, dil, pb, pe)[0], "vmap 1")
+    assert_same(batch[1], _ov_oracle_vectorised(y, kernel, strides, dil, pb, pe)[0], "vmap 1")
     ct = np.random.default_rng(23).integers(1, 9, size=want_v.shape).astype(np.float32)
     grad = jax.jit(jax.grad(lambda v: (_ov(v, kernel, strides, dil, pb, pe, False) * ct).sum()))
     assert_same(grad(x), _grad_oracle(x, ct, want_v, want_i, True), "grad")

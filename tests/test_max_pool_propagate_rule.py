@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jax import lax
 from jax.test_util import check_grads
+from jit_batch import jit_each
 
 from jaxmax._src.lowering.pooling import geometry as pool_geometry
 from jaxmax._src.lowering.pooling import tangents as pool_tangents
@@ -162,13 +163,23 @@ def _assert_equal(got, want, err_msg=""):
     np.testing.assert_array_equal(got, want, err_msg=err_msg)
 
 
+def _oracle_windows(xs, window, strides, padding, dilation=None):
+    """``lax.reduce_window``'s max of each x of `xs`: an oracle's programs, compiled as eager
+    calls of them on these small inputs compile (`jit_batch.jit_each`, fast options), apart
+    from the plainly compiled program under test (one program for all of them cost more
+    compile CPU time than the two, measured here)."""
+    return jit_each([(lambda x: lax.reduce_window(x, _identity(x.dtype), lax.max, window,
+                                                  strides, padding, window_dilation=dilation),
+                      (x,)) for x in xs], as_eager=True)
+
+
 def _check_values(shape, window, strides, padding, seed, dtypes=DTYPES, special=True,
                   numpy_oracle=True):
     rng = np.random.default_rng(seed)
     xs = [_data(rng, shape, dt, special=special) for dt in dtypes]
-    both = jax.jit(lambda xs: [(propagating(x, window, strides, padding),
-                                _reduce_window(x, window, strides, padding)) for x in xs])
-    for x, (got, want) in zip(xs, both(xs), strict=True):
+    got_all = jax.jit(lambda xs: [propagating(x, window, strides, padding) for x in xs])(xs)
+    want_all = _oracle_windows(xs, window, strides, padding)
+    for x, got, want in zip(xs, got_all, want_all, strict=True):
         assert got.dtype == x.dtype and got.shape == want.shape, (x.dtype, got.shape, want.shape)
         _assert_equal(got, want, err_msg=str(x.dtype))
         if numpy_oracle:
@@ -240,11 +251,10 @@ def test_dilated_values_and_border_slabs(name):
     dilation = (1, 1) + d
     rng = np.random.default_rng(zlib.crc32(name.encode()))
     xs = [_data(rng, shape, dt, special=True) for dt in (np.float32, np.int8, np.bool_)]
-    both = jax.jit(lambda xs: [(
-        propagating(x, window, strides, padding, dilation),
-        lax.reduce_window(x, _identity(x.dtype), lax.max, window, strides, padding,
-                          window_dilation=dilation)) for x in xs])
-    for x, (got, want) in zip(xs, both(xs), strict=True):
+    got_all = jax.jit(lambda xs: [propagating(x, window, strides, padding, dilation)
+                                  for x in xs])(xs)
+    want_all = _oracle_windows(xs, window, strides, padding, dilation)
+    for x, got, want in zip(xs, got_all, want_all, strict=True):
         assert got.dtype == x.dtype
         _assert_equal(got, want, err_msg=str(x.dtype))
 

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from helpers import assert_same, special_floats
 from jax.test_util import check_grads
+from jit_batch import jit_each
 from reduce_oracle import onnx_reduce_max_wide, openvino_reduce_max_wide
 
 from jaxmax import onnx
@@ -92,7 +93,7 @@ def _branch_data(dtype):
 _ACROSS: dict = {}
 
 
-def _across_lowerings(key, settings, fn, *args):
+def _across_lowerings(key, settings, fn, *args, as_eager=False):
     """`fn(*args)` under each lowering of `settings` (arguments of `_lowering`), in one program:
     `fn` is traced to a jaxpr under each lowering's settings (the caches cleared before each, as
     the fixtures do, so no trace of other settings is reused), and one jit evaluates every
@@ -100,7 +101,10 @@ def _across_lowerings(key, settings, fn, *args):
     own lowering. One compile for the group instead of one per lowering (XLA's common
     subexpression elimination compiles once what two lowerings trace alike, such as the small
     shapes below a block of the real sizes). ``{settings: outputs as NumPy arrays}``, computed
-    by the first test of the group (`key`) and read by the others."""
+    by the first test of the group (`key`) and read by the others. With `as_eager` (a group
+    that stands for eager calls of `fn`'s operators), compiled as those eager calls compile
+    (`jit_batch.jit_each`): with the fast options of a small eager call when `args` are small,
+    without the option that changes bfloat16 bits when one is bfloat16."""
     if key not in _ACROSS:
         jaxprs = {}
         for params in settings:
@@ -109,13 +113,14 @@ def _across_lowerings(key, settings, fn, *args):
                 jaxprs[params] = jax.make_jaxpr(fn, return_shape=True)(*args)
         jax.clear_caches()  # traced with other settings than the calling test's
 
-        def every(*args):
-            flat = jax.tree.leaves(args)
+        def every(*flat):
             return {params: jax.tree.unflatten(jax.tree.structure(shapes),
                                                jax.core.eval_jaxpr(j.jaxpr, j.consts, *flat))
                     for params, (j, shapes) in jaxprs.items()}
 
-        _ACROSS[key] = jax.tree.map(np.asarray, jax.jit(every)(*args))
+        flat = jax.tree.leaves(args)  # the arrays themselves, for jit_each to size and type
+        _ACROSS[key] = (jit_each([(every, flat)], as_eager=True)[0] if as_eager
+                        else jax.tree.map(np.asarray, jax.jit(every)(*flat)))
     return _ACROSS[key]
 
 
@@ -124,7 +129,7 @@ def test_every_branch_gives_both_rules_exactly(lowering, dtype):
     xs, want = _branch_data(dtype)
     # every lowering of LOWERINGS in one program per dtype (see _across_lowerings)
     got = _across_lowerings(("branches", np.dtype(dtype).name), LOWERINGS,
-                            lambda xs: _both_rules(xs, _every_axes), xs)[lowering]
+                            lambda xs: _both_rules(xs, _every_axes), xs, as_eager=True)[lowering]
     for x, got_x, want_x in zip(xs, got, want, strict=True):
         for axes, (ov_got, onnx_got), (ov_want, onnx_want) in zip(
                 _every_axes(x.ndim), got_x, want_x, strict=True):
@@ -143,7 +148,7 @@ def test_float64_and_integers(lowering):
         # (see _across_lowerings)
         floats, integers = _across_lowerings("float64 and int8", LOWERINGS, lambda v, i: (
             _both_rules([v], lambda _: every)[0],
-            [ov.reduce_max(i, axes) for axes in every]), x, ints)[lowering]
+            [ov.reduce_max(i, axes) for axes in every]), x, ints, as_eager=True)[lowering]
         for axes, (ov_got, onnx_got), int_got in zip(every, floats, integers, strict=True):
             context = f"{lowering} axes {axes}"
             assert_same(ov_got, openvino_reduce_max_wide(x, axes), f"{context} float64 openvino")
