@@ -23,8 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pool_oracle
+import pool_oracle_planes
 import pytest
-import suitepl_oracles
 from helpers import assert_same, pool_form
 
 from jaxmax import onnx as jonnx
@@ -100,16 +100,16 @@ def _onnx_oracle(x, kernel, strides, dil, pb, pe):
 
 
 def _ov_oracle_vectorised(x, kernel, strides, dil, pb, pe):
-    """`_ov_oracle` with the scan vectorised over planes (tests/suitepl_oracles.py), for the
+    """`_ov_oracle` with the scan vectorised over planes (tests/pool_oracle_planes.py), for the
     inputs above `pool_stages.CHUNK_BYTES`, where the loop oracle took seconds."""
-    values, indices = suitepl_oracles.openvino(x, kernel, strides,
+    values, indices = pool_oracle_planes.openvino(x, kernel, strides,
                                                list(zip(pb, pe, strict=True)), dil)
     return values, indices.astype(np.int32)
 
 
 def _onnx_oracle_vectorised(x, kernel, strides, dil, pb, pe):
     """`_onnx_oracle` vectorised the same way."""
-    values, indices = suitepl_oracles.onnx(x, kernel, strides, list(pb) + list(pe), dil)
+    values, indices = pool_oracle_planes.onnx(x, kernel, strides, list(pb) + list(pe), dil)
     return values, indices.astype(np.int32)
 
 
