@@ -48,6 +48,9 @@ def generated(*op_types: str) -> dict:
                 raise LookupError(f"onnx.backend.test.case.node has no module {op.lower()!r} "
                                   f"for {op}: collect the cases another way")
             importlib.import_module(f"{node.__name__}.{op.lower()}")
+    # importing a case module runs its exporters, which append to this list (onnx's own
+    # `collect_testcases` imports every module and returns the same list): a private name, so
+    # its loss is an AttributeError here, never fewer cases
     found = {case.name: case for case in node._NodeTestCases
              if case.model is not None and case.model.graph.node[0].op_type in op_types
              and case.data_sets}
