@@ -77,17 +77,21 @@ def adaptive_max_pool(x: jax.Array, output_shape: tuple[int, ...], index_dtype: 
         # windows add up there)
         (x,), (t,) = primals, tangents
         values, indices = pool(x)
-        picked = explicit_axes.run(_picked, (t, indices), lambda _: out_spec)
-        return (values, indices), (picked, np.zeros(indices.shape, jax.dtypes.float0))
+        tangent = explicit_axes.run(picked, (t, indices), lambda _: out_spec)
+        return (values, indices), (tangent, np.zeros(indices.shape, jax.dtypes.float0))
 
     return pool(x)
 
 
-def _picked(t: jax.Array, indices: jax.Array) -> jax.Array:
-    planes = math.prod(t.shape[:2])
-    picked = jnp.take_along_axis(t.reshape(planes, -1), indices.reshape(planes, -1), axis=1,
-                                 mode="clip")
-    return picked.reshape(indices.shape)
+def picked(t: jax.Array, indices: jax.Array) -> jax.Array:
+    """`t` (``(N, C, ...)``) at each output's `indices`, flat within its own ``(n, c)`` plane:
+    a gather whose batch and channel axes stay batch axes, so that an input sharded along them
+    is gathered on each device alone (flattening ``N * C`` into one axis made XLA's partitioner
+    all-gather the output-sized cotangent and the indices of a channel-sharded gradient)."""
+    lead = t.shape[:2]
+    got = jnp.take_along_axis(t.reshape(lead + (-1,)), indices.reshape(lead + (-1,)), axis=2,
+                              mode="clip")
+    return got.reshape(indices.shape)
 
 
 class _Body:
