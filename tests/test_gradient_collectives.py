@@ -1,0 +1,141 @@
+"""Gradients move outputs, never inputs: the bytes each sharded gradient moves between devices.
+
+For every case of tests/multiprocess_cases.py marked ``grad`` and each of its layouts, the
+gradient tests/test_multiprocess.py checks across processes, ``d(sum(first output * weights))
+/ d(first input)`` (`collectives.gradient`), is jitted alone on 4 of the session's 8 CPU devices
+of an ``Explicit`` mesh and its compiled program read (tests/collectives.py). It is held to
+`collectives.gradient_violations`: at most the forward's outputs and halo plus the backward's
+allowance per device (`collectives.gradient_bound`: the output cotangent, one index per output
+element, the halo), and nothing of the differentiated input's size moved (the input, its
+cotangent or a partial sum of it, whole). What is over and no lowering fixes yet is listed in
+`OVER`, strictly expected to fail with its measured reason: a change that fixes one must move
+it out of the list, and a change that makes another gradient move its input fails here.
+
+The programs are compiled with jaxmax's fast-compile options, as tests/test_collectives.py
+compiles the values' programs (the collectives are placed before any code is generated);
+`test_the_fast_options_move_what_the_default_compile_moves` holds that on a sample of gradients
+that between them move data with collective-permute, all-gather, all-reduce and all-to-all.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import collectives
+import jax
+import pytest
+from multiprocess_cases import CASES, by_name
+
+from jaxmax._src.lowering import compile_options
+
+STRIDE_ONE = (
+    "MaxPool's derivative takes the tangent at each window's winner by its index flat over the "
+    "(H, W) plane (lowering/pooling/compact.py `_gather`, a take_along_axis): along a sharded "
+    "spatial axis XLA's partitioner cannot split that gather and its transposed scatter-add by "
+    "rows, so along H it sums a whole f32[4,8,256] partial input cotangent across devices "
+    "(all-reduce, op transpose(jvp(take_along_axis))/scatter-add) and along W it all-gathers "
+    "the winners and the cotangent whole (s32 and f32[4,8,16,16], ops jvp()/reshape and "
+    "transpose(jvp())/reshape). At stride 2 the same collectives carry the output's size "
+    "(f32[4,8,64]), within the bound; a backward by window taps, whose slices the partitioner "
+    "splits with halo exchanges as it does the forward's reduce_window, would move the halo "
+    "alone")
+SCATTER = (
+    "the scatter's derivative (lowering/scatter/rules.py `gradients`) runs under auto_axes, "
+    "the partitioner's form (lowering/scatter/across.py `_with_gradients`): it scatters the "
+    "winners' positions over the updates and gathers them back at the targets, and with the "
+    "data sharded XLA gathers or sums data-sized position and key arrays whole (s32/u32[128] "
+    "or [16,8], ops transpose(jvp())/gather, /scatter-max, /scatter-add, /reshape) where "
+    "each device's block of the data gradient needs only its block's positions (and, with the "
+    "updates sharded along the scatter axis, one all-reduce of output-sized keys)")
+ADAPTIVE_H_AND_W = (
+    "AdaptiveMaxPool's derivative takes the tangent at each output's index flat over the "
+    "(H, W) plane (lowering/adaptive_sharded.py `picked`, a take_along_axis outside its "
+    "shard_map): with H and W sharded on the 2-D mesh XLA's partitioner all-gathers the "
+    "cotangent and the indices along W and sums a half-input f32[4,8,128] partial cotangent "
+    "across devices (all-reduce, op transpose(jvp(take_along_axis))/scatter-add): 48 KiB for "
+    "a 32 KiB bound")
+SEU_12 = (
+    "ScatterElementsUpdate-12's forward already moves more than its output with the updates "
+    "sharded along the scatter axis (tests/test_collectives.py: the last NaN's device and the "
+    "runs' keys, 640 B for a 512 B output), and its backward all-reduces two data-sized "
+    "position arrays (s32[128], op transpose(jvp())/scatter-max; XLA fuses one with the "
+    "forward's pmax into a tuple all-reduce): 1664 B for a 1536 B bound")
+
+OVER = {
+    ("openvino.max_pool MaxPool-1 k3 s1 p1 (stride 1)", "H"): STRIDE_ONE,
+    ("openvino.max_pool MaxPool-1 k3 s1 p1 (stride 1)", "W"): STRIDE_ONE,
+    ("onnx.max_pool MaxPool-1 k3 s1 same_lower", "H"): STRIDE_ONE,
+    ("onnx.max_pool MaxPool-1 k3 s1 same_lower", "W"): STRIDE_ONE,
+    ("openvino.adaptive_max_pool AdaptiveMaxPool-8 (8, 8) i32", "H and W"): ADAPTIVE_H_AND_W,
+    ("onnx.scatter_elements ScatterElements-18 max axis 0", "scatter axis, all three"): SCATTER,
+    ("onnx.scatter_elements ScatterElements-18 max axis 0", "data only, scatter axis"): SCATTER,
+    ("onnx.scatter_elements ScatterElements-18 max axis 1", "other axis, all three"): SCATTER,
+    ("openvino.scatter_elements_update SEU-12 max axis 0", "scatter axis, all three"): SCATTER,
+    ("openvino.scatter_elements_update SEU-12 max axis 0", "data only, scatter axis"): SCATTER,
+    ("openvino.scatter_elements_update SEU-12 max axis 0", "indices and updates only"): SEU_12,
+    ("openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False",
+     "other axis, all three"): SCATTER,
+}
+
+GRADIENTS = [(c, layout) for c in CASES if c.grad for layout in c.layouts]
+
+
+def _params():
+    for case, layout in GRADIENTS:
+        marks = ()
+        reason = OVER.get((case.name, layout))
+        if reason is not None:
+            marks = (pytest.mark.xfail(strict=True, reason=reason),)
+        yield pytest.param(case, layout, marks=marks, id=f"{case.name} [{layout}]")
+
+
+@functools.cache
+def _measured(name: str, layout: str) -> collectives.Row:
+    """The gradient of case `name` on `layout` over 4 devices, compiled with the fast options
+    (once a process: the sample test reads the same rows)."""
+    return collectives.measure(by_name(name), layout, jax.devices()[:4],
+                               compile_options.fast_compile(), grad=True)
+
+
+@pytest.mark.parametrize("case,layout", list(_params()))
+def test_gradients_move_outputs_not_inputs(case, layout):
+    row = _measured(case.name, layout)
+    problems = collectives.gradient_violations(row, case)
+    assert not problems, f"{row.case} [{row.layout}]: " + "; ".join(problems) + "\n" + \
+        "\n".join(f"{c.shape} {c.kind} ({c.op_name})" for c in row.collectives)
+
+
+def test_every_over_entry_is_a_gradient_row():
+    assert set(OVER) <= {(c.name, layout) for c, layout in GRADIENTS}
+
+
+# (case, layout): between them collective-permute (a pool's halo), all-gather and all-reduce
+# (the scatter's backward, run by the partitioner), and all-to-all (TopK's forward)
+SAMPLE = [
+    ("openvino.max_pool MaxPool-1 k3 s2 same_upper", "H"),
+    ("onnx.top_k TopK-24 K 3 axis 1", "channels (reduced)"),
+    ("onnx.scatter_elements ScatterElements-18 max axis 0", "scatter axis, all three"),
+]
+
+
+@pytest.mark.parametrize("name,layout", SAMPLE, ids=[f"{n} [{lay}]" for n, lay in SAMPLE])
+def test_the_fast_options_move_what_the_default_compile_moves(name, layout):
+    """The same collectives, of the same shapes, with XLA's default options as with the fast
+    ones the test above compiles with."""
+    fast = _measured(name, layout)
+    default = collectives.measure(by_name(name), layout, jax.devices()[:4], grad=True)
+    assert default.collectives, f"{name} [{layout}] moves nothing: not a sample"
+    assert fast.collectives == default.collectives, f"{name} [{layout}]"
+
+
+def test_the_sample_holds_every_kind_a_gradient_moves():
+    kinds = {c.kind for name, layout in SAMPLE for c in _measured(name, layout).collectives}
+    assert kinds == {"collective-permute", "all-gather", "all-reduce", "all-to-all"}, kinds
+
+
+def test_the_bound_reads_the_backward_apart():
+    """`collectives.backward` tells the backward's collectives by JAX's ``transpose(...)`` op
+    names: a pool's forward halo exchange is not, its transposed gather is."""
+    row = _measured("openvino.max_pool MaxPool-1 k3 s2 same_upper", "H")
+    kinds = {(c.kind, collectives.backward(c)) for c in row.collectives}
+    assert ("collective-permute", False) in kinds and ("all-gather", True) in kinds, kinds
