@@ -47,13 +47,6 @@ SCATTER = (
     "or [16,8], ops transpose(jvp())/gather, /scatter-max, /scatter-add, /reshape) where "
     "each device's block of the data gradient needs only its block's positions (and, with the "
     "updates sharded along the scatter axis, one all-reduce of output-sized keys)")
-ADAPTIVE_H_AND_W = (
-    "AdaptiveMaxPool's derivative takes the tangent at each output's index flat over the "
-    "(H, W) plane (lowering/adaptive_sharded.py `picked`, a take_along_axis outside its "
-    "shard_map): with H and W sharded on the 2-D mesh XLA's partitioner all-gathers the "
-    "cotangent and the indices along W and sums a half-input f32[4,8,128] partial cotangent "
-    "across devices (all-reduce, op transpose(jvp(take_along_axis))/scatter-add): 48 KiB for "
-    "a 32 KiB bound")
 SEU_12 = (
     "ScatterElementsUpdate-12's forward already moves more than its output with the updates "
     "sharded along the scatter axis (tests/test_collectives.py: the last NaN's device and the "
@@ -66,7 +59,6 @@ OVER = {
     ("openvino.max_pool MaxPool-1 k3 s1 p1 (stride 1)", "W"): STRIDE_ONE,
     ("onnx.max_pool MaxPool-1 k3 s1 same_lower", "H"): STRIDE_ONE,
     ("onnx.max_pool MaxPool-1 k3 s1 same_lower", "W"): STRIDE_ONE,
-    ("openvino.adaptive_max_pool AdaptiveMaxPool-8 (8, 8) i32", "H and W"): ADAPTIVE_H_AND_W,
     ("onnx.scatter_elements ScatterElements-18 max axis 0", "scatter axis, all three"): SCATTER,
     ("onnx.scatter_elements ScatterElements-18 max axis 0", "data only, scatter axis"): SCATTER,
     ("onnx.scatter_elements ScatterElements-18 max axis 1", "other axis, all three"): SCATTER,
