@@ -9,7 +9,8 @@ this process's devices and returns the row of the collectives table.
 
 ``python tests/collectives.py`` prints the table (Markdown) for every case and layout, as
 docs/multi-host.md and benchmarks/RESULTS.md record it; run it with 8 CPU devices as the tests
-do (it sets them itself).
+do (it sets them itself). ``python tests/collectives.py --grad`` prints the gradients' table
+(`measure(..., grad=True)`, judged by `gradient_violations`).
 """
 
 from __future__ import annotations
@@ -190,21 +191,27 @@ def _kib(n: int) -> str:
     return f"{n / 1024:.1f}"
 
 
-def table(rows_and_cases) -> str:
-    """Markdown: one line per (row, case) pair, with whether it keeps the rules."""
+def table(rows_and_cases, judge=None) -> str:
+    """Markdown: one line per (row, case) pair, with whether it keeps the rules (`judge`:
+    `violations`, or `gradient_violations` for gradient rows, whose bound and differentiated
+    input get columns of their own)."""
+    grad = judge is gradient_violations
+    judge = judge or violations
+    extra = " bound (KiB) | first input (KiB) |" if grad else ""
     lines = ["| operator and form | sharding | collectives | moved per device (KiB) | "
-             "largest one (KiB) | output (KiB) | input (KiB) | keeps the rules |",
-             "|---|---|---|---|---|---|---|---|"]
+             "largest one (KiB) | output (KiB) | input (KiB) |" + extra + " keeps the rules |",
+             "|---|---|---|---|---|---|---|" + "---|" * (2 * grad) + "---|"]
     for r, case in rows_and_cases:
-        broken = violations(r, case)
+        broken = judge(r, case)
         verdict = "yes" if not broken else "no: " + "; ".join(broken)
         kinds: dict[str, int] = {}
         for c in r.collectives:
             kinds[c.kind] = kinds.get(c.kind, 0) + 1
         what = ", ".join(f"{v} {k}" for k, v in kinds.items()) or "none"
+        cells = f" {_kib(r.bound)} | {_kib(case.inputs()[0].nbytes)} |" if grad else ""
         lines.append(f"| {r.case} | {r.layout} | {what} | {_kib(r.moved_bytes)} | "
-                     f"{_kib(r.largest)} | {_kib(r.output_bytes)} | {_kib(r.input_bytes)} | "
-                     f"{verdict} |")
+                     f"{_kib(r.largest)} | {_kib(r.output_bytes)} | {_kib(r.input_bytes)} |"
+                     f"{cells} {verdict} |")
     return "\n".join(lines)
 
 
@@ -228,17 +235,22 @@ def violations(row: Row, case) -> list[str]:
     return out
 
 
-_WIDTH = re.compile(r"(?P<kind>pred|bf|[fsu])(?P<bits>\d*)")
+def _hlo_dtype(dtype) -> str:
+    """The name XLA's program text gives NumPy `dtype` (f32, bf16, s32, u8, pred, ...)."""
+    import numpy as np
+
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return "pred"
+    if dtype.name == "bfloat16":
+        return "bf16"
+    return {"f": "f", "i": "s", "u": "u"}[dtype.kind] + str(dtype.itemsize * 8)
 
 
-def _parts(c: Collective) -> list[tuple[int, int]]:
-    """(bits per element, elements) of every array `c` returns (and, for -start forms, reads)."""
-    out = []
-    for a in _ARRAY.finditer(c.shape):
-        m = _WIDTH.match(a["dtype"])
-        bits = 8 if m is None or m["kind"] == "pred" else int(m["bits"] or 8)
-        out.append((bits, math.prod(int(d) for d in a["dims"].split(",") if d)))
-    return out
+def _parts(c: Collective) -> list[tuple[str, int]]:
+    """(dtype, elements) of every array `c` returns (and, for -start forms, reads)."""
+    return [(a["dtype"], math.prod(int(d) for d in a["dims"].split(",") if d))
+            for a in _ARRAY.finditer(c.shape)]
 
 
 def backward(c: Collective) -> bool:
@@ -255,19 +267,20 @@ def gradient_violations(row: Row, case) -> list[str]:
       forward's outputs and halo plus the backward's `gradient_bound` (the output cotangent,
       one index per output element, the halo);
     * nothing input-sized moves. When the differentiated (first) input is sharded, no
-      collective returns an array of its element width and element count: the input gathered
-      whole, the input-sized cotangent gathered or summed whole, a partial sum of it (widths in
-      bits, so that a cotangent summed as integer bits counts). And the forward all-gathers no
-      other sharded input whole (its width and count), as `violations` asks of a values
-      program; the backward's arrays of such a size are the output's (a scatter's updates and
-      indices have the data's shape) and the bytes bound them.
+      collective returns an array of its dtype and element count: the input gathered whole,
+      the input-sized cotangent gathered or summed whole, a partial sum of it. And the forward
+      all-gathers no other sharded input whole (its dtype and count), as `violations` asks of a
+      values program; the backward's arrays of such a size are the output's (a scatter's
+      updates and indices have the data's shape) and the bytes bound them.
 
-    Sizes tell arrays apart, so where the output has the first input's shape (a stride-1 pool,
-    an elementwise maximum, a scatter's data) the whole output or output cotangent is flagged
-    alike: each device's block of the gradient needs only the outputs its elements win (those
-    of its own block and the halo), never all of them.
+    Arrays are told apart by dtype and size. So integer keys and positions of the output's
+    size (one per output element, the "indices" the bound allows) pass where the input is as
+    large, and a cotangent moved as integer bits would pass too (the bytes still bound it).
+    Where the output has the first input's shape and dtype (a stride-1 pool, an elementwise
+    maximum, a scatter's data) the whole output or output cotangent is flagged alike: each
+    device's block of the gradient needs only the outputs its elements win (those of its own
+    block and the halo), never all of them.
     """
-    import numpy as np
 
     out = []
     if row.moved_bytes > row.bound:
@@ -277,7 +290,7 @@ def gradient_violations(row: Row, case) -> list[str]:
     for i, (x, s) in enumerate(zip(case.inputs(), case.layouts[row.layout], strict=True)):
         if s is None or all(e is None for e in s):
             continue
-        whole = (np.dtype(x.dtype).itemsize * 8, x.size)
+        whole = (_hlo_dtype(x.dtype), x.size)
         for c in row.collectives:
             checked = i == 0 or (c.kind == "all-gather" and not backward(c))
             if checked and whole in _parts(c):
@@ -287,3 +300,18 @@ def gradient_violations(row: Row, case) -> list[str]:
                            "whole" + (" (or its cotangent, or a partial sum of it)" if i == 0
                                       else ""))
     return out
+
+
+if __name__ == "__main__":
+    import sys
+
+    import jax
+
+    jax.config.update("jax_num_cpu_devices", 8)
+    from multiprocess_cases import CASES
+
+    if "--grad" in sys.argv[1:]:
+        print(table(((measure(c, layout, grad=True), c) for c in CASES if c.grad
+                     for layout in c.layouts), gradient_violations))
+    else:
+        print(table((measure(c, layout), c) for c in CASES for layout in c.layouts))
