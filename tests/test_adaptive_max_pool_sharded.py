@@ -67,10 +67,13 @@ def test_sharded_adaptive_pool_is_the_oracles_bit_for_bit(sharded, output, dtype
     assert all(c.kind == "all-reduce" for c in moved), moved
 
 
-@pytest.mark.parametrize("sharded", ["H", "H and W"])
-def test_sharded_adaptive_pool_gradient_goes_to_the_winners(sharded):
+@pytest.mark.parametrize("output", [(5, 3), (8, 6)], ids=str)
+@pytest.mark.parametrize("sharded", list(SPECS))
+def test_sharded_adaptive_pool_gradient_goes_to_the_winners(sharded, output):
+    """The gradient adds each window's cotangent into its winner; the forward tangent is the
+    tangent at each winner (nonzero tangents: a ``-0.0`` one reads ``+0.0``, the module says).
+    (8, 6) divides over the sharded axes, so the output and its cotangent are sharded too."""
     x = _data(7, np.float32)
-    output = (5, 3)
     _, idx = oracle(x, output, np.int32)
     ct = ((np.arange(int(np.prod(idx.shape))) % 7) - 2.5).astype(np.float32).reshape(idx.shape)
     want = np.zeros(SHAPE, np.float32).reshape(SHAPE[0] * SHAPE[1], -1)
@@ -78,6 +81,14 @@ def test_sharded_adaptive_pool_gradient_goes_to_the_winners(sharded):
                                          strict=True)):
         np.add.at(want[plane], ii, cc)
     spec = SPECS[sharded]
-    xs = jax.device_put(x, NamedSharding(explicit_mesh(spec), spec))
+    sharding = NamedSharding(explicit_mesh(spec), spec)
+    xs = jax.device_put(x, sharding)
     got = jax.jit(jax.grad(lambda v: (ov.adaptive_max_pool(v, list(output))[0] * ct).sum()))(xs)
     np.testing.assert_array_equal(np.asarray(got), want.reshape(SHAPE))
+    t = ((np.arange(x.size) % 5) + 1).astype(np.float32).reshape(SHAPE)
+    _, tangent = jax.jit(lambda v, w: jax.jvp(
+        lambda u: ov.adaptive_max_pool(u, list(output))[0], (v,), (w,)))(
+            xs, jax.device_put(t, sharding))
+    planes = t.reshape(SHAPE[0] * SHAPE[1], -1)
+    wanted = np.take_along_axis(planes, idx.reshape(len(planes), -1), axis=1)
+    np.testing.assert_array_equal(np.asarray(tangent), wanted.reshape(idx.shape))

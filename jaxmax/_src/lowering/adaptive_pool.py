@@ -481,11 +481,8 @@ def _routed(forward, x: jax.Array):
     def routed_jvp(primals, tangents):
         (x,), (t,) = primals, tangents
         values, indices = forward(x)
-        planes = math.prod(x.shape[:2])
-        picked = jnp.take_along_axis(t.reshape(planes, -1), indices.reshape(planes, -1), axis=1,
-                                     mode="clip")
         zero_index = np.zeros(indices.shape, jax.dtypes.float0)
-        return (values, indices), (picked.reshape(values.shape), zero_index)
+        return (values, indices), (adaptive_sharded.picked(t, indices), zero_index)
 
     return routed(x)
 

@@ -20,8 +20,10 @@ from its offset, one axis at a time); ``lax.pmax`` of the codes, then ``lax.pmin
 positions of the devices whose code is the largest. Each axis's fold builds a (window, element)
 array along that axis: ``O`` times the block's size for ``O`` outputs there (adaptive pools have
 few). Only on ``Explicit`` axes, floating data;
-elsewhere the partitioner's form (docs/multi-host.md). The derivative is the one-device form's:
-the tangent at each index (`routed`).
+elsewhere the partitioner's form (docs/multi-host.md). The derivative is the one-device form's,
+the tangent at each index, taken by the device that holds the index's element and summed
+across the devices (`_Body.with_tangent`): the gradient moves the output cotangent, never the
+input's size.
 """
 
 from __future__ import annotations
@@ -72,22 +74,26 @@ def adaptive_max_pool(x: jax.Array, output_shape: tuple[int, ...], index_dtype: 
 
     @pool.defjvp
     def pool_jvp(primals, tangents):
-        # the one-device form's derivative: the tangent at each index, within its plane (so
-        # the cotangent of each window goes to the element its index names, and overlapping
-        # windows add up there)
+        # the one-device form's derivative, the tangent at each index, taken on the device that
+        # holds the index's element (`_Body.with_tangent`)
         (x,), (t,) = primals, tangents
-        values, indices = pool(x)
-        picked = explicit_axes.run(_picked, (t, indices), lambda _: out_spec)
-        return (values, indices), (picked, np.zeros(indices.shape, jax.dtypes.float0))
+        values, indices, tangent = jax.shard_map(
+            body.with_tangent, mesh=mesh, in_specs=(PartitionSpec(*spec),) * 2,
+            out_specs=(PartitionSpec(*out_spec),) * 3)(x, t)
+        return (values, indices), (tangent, np.zeros(indices.shape, jax.dtypes.float0))
 
     return pool(x)
 
 
-def _picked(t: jax.Array, indices: jax.Array) -> jax.Array:
-    planes = math.prod(t.shape[:2])
-    picked = jnp.take_along_axis(t.reshape(planes, -1), indices.reshape(planes, -1), axis=1,
-                                 mode="clip")
-    return picked.reshape(indices.shape)
+def picked(t: jax.Array, indices: jax.Array) -> jax.Array:
+    """`t` (``(N, C, ...)``) at each output's `indices`, flat within its own ``(n, c)`` plane:
+    a gather whose batch and channel axes stay batch axes, so that an input sharded along them
+    is gathered on each device alone (flattening ``N * C`` into one axis made XLA's partitioner
+    all-gather the output-sized cotangent and the indices of a channel-sharded gradient)."""
+    lead = t.shape[:2]
+    got = jnp.take_along_axis(t.reshape(lead + (-1,)), indices.reshape(lead + (-1,)), axis=2,
+                              mode="clip")
+    return got.reshape(indices.shape)
 
 
 class _Body:
@@ -100,16 +106,45 @@ class _Body:
         self.windows = [windows(n, o) for n, o in zip(shape[2:], output_shape, strict=True)]
 
     def __call__(self, block: jax.Array):
+        values, indices, _ = self._whole(block)
+        return self._own_part(values), self._own_part(indices)
+
+    def with_tangent(self, block: jax.Array, t: jax.Array):
+        """The values, the indices and their tangent: `t` at each index, taken by the device
+        whose block holds the index's element (zero on the others) and summed across the
+        devices (an all-reduce of the output's size; its transpose, the backward, sums the
+        output cotangent alike and scatters it into each device's own block: no input-sized
+        array moves, where XLA's partitioner of a gather at indices flat over the plane summed
+        a partial input cotangent). Floating-point sums, so a forward tangent of ``-0.0``
+        reads ``+0.0``; the gradient is the one-device form's (cotangents added to zeros)."""
+        values, indices, offsets = self._whole(block)
+        itype = self.index_dtype
+        mine = jnp.ones(indices.shape, bool)
+        local = jnp.zeros(indices.shape, itype)
+        for d, a in enumerate(range(2, block.ndim)):
+            coord = (indices // itype.type(math.prod(self.shape[a + 1:]))
+                     % itype.type(self.shape[a])) - jnp.asarray(offsets[d], itype)
+            mine = mine & (coord >= 0) & (coord < block.shape[a])
+            local = local + coord * itype.type(math.prod(block.shape[a + 1:]))
+        taken = picked(t, jnp.where(mine, local, itype.type(0)))
+        tangent = lax.psum(jnp.where(mine, taken, jnp.zeros((), t.dtype)), self._names(block))
+        return self._own_part(values), self._own_part(indices), self._own_part(tangent)
+
+    def _names(self, block: jax.Array) -> tuple[str, ...]:
+        return tuple(n for a in range(2, block.ndim)
+                     for n in explicit_axes.entry_names(self.spec[a]))
+
+    def _whole(self, block: jax.Array):
+        """Every window's value and index (on every device), and this block's offsets."""
         spatial = range(2, block.ndim)
         offsets = [lax.axis_index(explicit_axes.entry_names(self.spec[a])) * block.shape[a]
                    if explicit_axes.entry_names(self.spec[a]) else 0 for a in spatial]
         code, rank = self._local(block, offsets)
-        names = tuple(n for a in spatial for n in explicit_axes.entry_names(self.spec[a]))
+        names = self._names(block)
         best = lax.pmax(code, names)
         rank = lax.pmin(jnp.where(code == best, rank, _most(rank.dtype)), names)
         values = _decode(best, rank, block.dtype)
-        indices = rank >> self.index_dtype.type(1)
-        return self._own_part(values), self._own_part(indices)
+        return values, rank >> self.index_dtype.type(1), offsets
 
     def _own_part(self, out: jax.Array) -> jax.Array:
         """The windows of the result this device holds in the output's sharding."""

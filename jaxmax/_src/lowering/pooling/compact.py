@@ -213,10 +213,13 @@ def _value(x: jax.Array, value: jax.Array, index: jax.Array,
 
 
 def _gather(t: jax.Array, index: jax.Array, g: Geometry) -> jax.Array:
-    """`t` at each output's plane `index`, zero where it is ``NONE`` (linear in `t`)."""
-    planes = math.prod(g.in_shape[:g.lead])
-    picked = jnp.take_along_axis(t.reshape(planes, -1), index.reshape(planes, -1), axis=1,
-                                 mode="fill", fill_value=0)
+    """`t` at each output's plane `index`, zero where it is ``NONE`` (linear in `t`). The
+    leading (unpooled) axes stay batch axes of the gather: an input sharded along the batch or
+    the channels is gathered on each device alone (one flat axis of ``N * C`` planes made XLA's
+    partitioner all-gather the output-sized cotangent and the winners along the channels)."""
+    lead = g.in_shape[:g.lead]
+    picked = jnp.take_along_axis(t.reshape(lead + (-1,)), index.reshape(lead + (-1,)),
+                                 axis=g.lead, mode="fill", fill_value=0)
     return picked.reshape(index.shape)
 
 
