@@ -14,31 +14,31 @@ Targets no update reaches keep the operand bit for bit. The rules:
 * ``"acc_lt"``: the fold ``acc = acc < u ? u : acc``. A NaN ``e0`` sticks, NaN updates are
   skipped, and the earliest of equal elements wins (``e0`` first).
 
-Integers and bool have no NaN and no signed zero, so every rule is one scatter-max (on bool
-that is logical OR). float32 and float64 off a mesh take `scatter_combiner`'s scatters, whose
+Integers and bool have no NaN and no signed zero, so every rule is one scatter-max (on bool that
+is logical OR). float32 and float64 off a mesh take `scatter_combiner`'s scatters, whose
 combiner reads the bits (`_combined`): one pass over the unmodified updates is the exact IEEE
 ``maximum`` (and, for ``acc_lt``, the max with NaN updates skipped), so ``"maximum"`` is that
-scatter alone; a fold differs from it only where a NaN reached a target (``acc_gt``: the
-closed form below, on the tail after the last NaN) or where a ``+0`` result had a ``-0`` among
-its elements (``acc_lt``: one scatter of the bits' minimum finds them; ``acc_gt``: a float sum
-of ``1/x`` says whether any ``-0`` is there; one scatter of zero positions gives the fold's
-sign). With one index per update element the combiner has nothing to vectorise
-over, so that form runs XLA's float scatter-max first and keeps it when its result shows it
-exact. Other floats (and a JAX without the private primitive) start with XLA's float
-scatter-max: it is the IEEE
-``maximum`` except that it flushes a subnormal result to zero, and on sequences without NaN it
-is every fold but for the sign of a zero tie. So when its result holds no zero and no NaN it
-is exact for every rule (two float sums decide, ``lax.cond``). Otherwise: ``"maximum"``
-redoes the scatter on ordered integer keys when a subnormal is present, and a fold keeps the
-fast result when no NaN reached a target (read from the result), no subnormal was flushed and
-no ``-0`` can make a zero tie differ; else a few extra scatters, each only where needed: the
-masked scatter on keys after the last NaN when a NaN reached a target or a subnormal is
-present (else the fast result stands for the plain max), the sign of the last (first) zero
-when a result is zero. The subnormal and zero tests are a float sum first (vectorised, as fast
-as a read) and a bit test (about seven reads) only when the sum cannot rule them out. On a
-mesh every float
-max runs on the keys (XLA's cross-device max is not exact). Zero and sign tests and selects
-next to them read the bits, because XLA's CPU float compare flushes subnormals to zero.
+scatter alone; a fold differs from it only where a NaN reached a target (``acc_gt``: the closed
+form below, on the tail after the last NaN) or where a ``+0`` result had a ``-0`` among its
+elements (``acc_lt``: one scatter of the bits' minimum finds them; ``acc_gt``: a float sum says
+whether any ``-0`` is there; one scatter of zero positions gives the fold's sign). With one
+index per update element the combiner has nothing to vectorise over, so that form runs XLA's
+float scatter-max first and keeps it when its result shows it exact. ``acc_gt``'s stages branch
+on float flags (`geometry.when`), so that all its conditionals share one predicate kernel: XLA
+compiles each distinct kernel of a program apart, about 10 ms apiece. Other floats (and a JAX
+without the private primitive) start with XLA's float scatter-max: it is the IEEE ``maximum``
+except that it flushes a subnormal result to zero, and on sequences without NaN it is every fold
+but for the sign of a zero tie. So when its result holds no zero and no NaN it is exact for
+every rule (two float sums decide, ``lax.cond``). Otherwise: ``"maximum"`` redoes the scatter on
+ordered integer keys when a subnormal is present, and a fold keeps the fast result when no NaN
+reached a target (read from the result), no subnormal was flushed and no ``-0`` can make a zero
+tie differ; else a few extra scatters, each only where needed: the masked scatter on keys after
+the last NaN when a NaN reached a target or a subnormal is present (else the fast result stands
+for the plain max), the sign of the last (first) zero when a result is zero. The subnormal and
+zero tests are a float sum first (vectorised, as fast as a read) and a bit test (about seven
+reads) only when the sum cannot rule them out. On a mesh every float max runs on the keys (XLA's
+cross-device max is not exact). Zero and sign tests and selects next to them read the bits,
+because XLA's CPU float compare flushes subnormals to zero.
 
 Gradients (`custom_vjp`; the index has none): ``"maximum"`` shares a target's cotangent evenly
 among the sequence's elements equal to the result (``-0 == +0``; the NaN elements when it is
@@ -126,8 +126,9 @@ def _is_zero(x):
 
 
 def _sign(x):
-    """The sign bit as 0/1 (NaN and zeros included)."""
-    return jnp.signbit(x)
+    """The sign bit, as a bool (NaN and zeros included)."""
+    signed = np.dtype(f"int{8 * np.dtype(x.dtype).itemsize}")
+    return lax.lt(lax.bitcast_convert_type(x, signed), signed.type(0))
 
 
 def _is_neg_zero(x):
@@ -261,21 +262,19 @@ def _combined_acc_gt(geom, index, init, u):
         tie = either(_neg_zero_flag(init), _neg_zero_flag, u)
         return when(tie, partial(_zero_signs, "acc_gt", geom, index, init, u), _same, top)
 
-    def suspect(top, nan, tiny):
-        # the closed form where a NaN reached a target or a flush is possible; else `tiny` is
-        # the result's own flag (`nan` is not NaN)
-        redo = nan
+    def suspect(top, odd):
+        # the closed form where a NaN reached a target (the float sum is NaN; both infinities
+        # also make it so, where the closed form is exact too, only slower) or a flush is
+        # possible; else the result holds no NaN, so `odd` says that it may hold a zero
+        redo = _nan_flag(top)
         if per_element is not None:
             redo = either(redo, lambda: when(per_element, flushed, _no_flag))
-        top, tiny = when(redo, closed_form, lambda top: (top, tiny), top)
+        top, tiny = when(redo, closed_form, lambda top: (top, odd), top)
         return when(tiny, zero_ties, _same, top)
 
-    # two float sums: NaN when a NaN reached a target (or both infinities are there, where the
-    # closed form is exact too, only slower), and `_tiny_flag` (only when the first is not NaN:
-    # its vectorised min may drop a NaN) when a result may be a zero or subnormal
-    nan = _nan_flag(top)
-    odd = either(nan, _tiny_flag, top)
-    return when(odd, suspect, lambda top, nan, tiny: top, top, nan, odd)
+    # clean data (no NaN, zero or subnormal result) costs this one float sum
+    odd = _odd_flag(top)
+    return when(odd, suspect, lambda top, odd: top, top, odd)
 
 
 def _same(x):
@@ -286,42 +285,58 @@ def _no_flag(*_):
     return jnp.zeros((), np.float32)
 
 
+def _odd_flag(x):
+    """A `when` flag, NaN when `x` holds a NaN or may hold a zero or a subnormal: one float sum,
+    which XLA's CPU runs as a vectorised pass at the speed of a read. Its terms ``sqrt(|x| /
+    tiny - 1)`` are NaN below the smallest normal (a subnormal read as zero by a flushing
+    operation, or as itself, scales below 1) and at a NaN, and not NaN elsewhere (an infinity
+    and an overflow give ``+inf``, never ``-inf``)."""
+    return _sum(lax.sqrt(lax.sub(lax.mul(lax.abs(x), _inverse_tiny(x)), np.array(1, x.dtype))))
+
+
 def _tiny_flag(x):
-    """A `when` flag, NaN when `x` may hold a zero or a subnormal: one float sum, which XLA's
-    CPU runs as a vectorised pass at the speed of a read. Its terms ``sqrt(min(|x| / tiny, 1)
-    - 1)`` are NaN below the smallest normal (a subnormal read as zero by a flushing operation,
-    or as itself, scales below 1), zero at a normal number or an infinity, and at a NaN either
-    (the vectorised min may drop it)."""
-    scale = np.array(1 / float(jnp.finfo(x.dtype).tiny), x.dtype)  # a power of two: exact
+    """A `when` flag, NaN when `x` may hold a zero or a subnormal; at a NaN of `x` it may be or
+    not (the vectorised min drops a NaN, `_odd_flag`'s sum is cheaper where it is wanted):
+    terms ``sqrt(min(|x| / tiny, 1) - 1)``."""
     one = np.array(1, x.dtype)
-    return jnp.sum(jnp.sqrt(jnp.minimum(jnp.abs(x) * scale, one) - one), dtype=np.float32)
+    return _sum(lax.sqrt(lax.sub(lax.min(lax.mul(lax.abs(x), _inverse_tiny(x)), one), one)))
+
+
+def _inverse_tiny(x):
+    return np.array(1 / float(jnp.finfo(x.dtype).tiny), x.dtype)  # a power of two: exact
 
 
 def _nan_flag(x):
     """A `when` flag, NaN when `x` holds a NaN (or both infinities): its float sum."""
-    return jnp.sum(x, dtype=np.float32)
+    return _sum(x)
 
 
 def _neg_zero_flag(x):
-    """A `when` flag, NaN when `x` may hold a ``-0``: one float sum of ``min(1 / x, 0) * 0``,
-    NaN where ``1 / x`` is ``-inf`` (a ``-0``, or a negative subnormal, which a flushing
-    division reads as one), a signed zero elsewhere."""
-    zero = np.array(0, x.dtype)
-    return jnp.sum(jnp.minimum(np.array(1, x.dtype) / x, zero) * zero, dtype=np.float32)
+    """A `when` flag, NaN when `x` may hold a ``-0``: one float sum of ``1 / x + inf``, NaN
+    where ``1 / x`` is ``-inf`` (a ``-0``, or a negative subnormal, which a flushing division
+    reads as one) or NaN, ``+inf`` elsewhere."""
+    inf = np.array(np.inf, x.dtype)
+    return _sum(lax.add(lax.div(np.array(1, x.dtype), x), inf))
+
+
+def _sum(x):
+    """The float32 sum of every element of floating `x` (built from lax: a `when` flag)."""
+    x = x.astype(np.float32)
+    return lax.reduce(x, np.float32(0), lax.add, tuple(range(x.ndim)))
 
 
 def _subnormal_flag(x):
     """A `when` flag, NaN when `x` holds a subnormal number: the bit test (a float compare
-    flushes them) only when the float sum `_tiny_flag` cannot rule one out. The magnitude bits,
+    flushes them) only when the float sum `_odd_flag` cannot rule one out. The magnitude bits,
     converted to a float (exact below the smallest normal's bits), give terms ``sqrt((m - s) *
     m)``, NaN exactly when ``0 < m < s``, the smallest normal's bits."""
     def bits(x):
         wide = np.float64 if np.dtype(x.dtype).itemsize == 8 else np.float32
         smallest_normal = order.smallest_normal_bits(x.dtype).astype(wide)
         magnitude = order.magnitude_bits(x).astype(wide)
-        return jnp.sum(jnp.sqrt((magnitude - smallest_normal) * magnitude), dtype=np.float32)
+        return _sum(lax.sqrt(lax.mul(lax.sub(magnitude, smallest_normal), magnitude)))
 
-    return when(_tiny_flag(x), bits, _no_flag, x)
+    return when(_odd_flag(x), bits, _no_flag, x)
 
 
 def _float_max(geom, operand, index, values):
