@@ -17,7 +17,7 @@ Four geometries, all with static dimension numbers:
   trailing ``operand.shape[k:]`` (the slice form; ``k = 0`` reaches it as ``k = 1`` on a new
   leading unit axis, `scatter.scatter_by_coordinates`);
 * `detect`: along-axis indices whose row layout is known only at run time. The index is the
-  triple ``(each, ids, indices)``: a `when` flag (NaN when some row is not constant), the
+  triple ``(each, ids, indices)``: a `when` flag (raised when a row is not constant), the
   normalised row ids ``(n, 1)`` and the raw indices. `scatter_fast` picks the row or the
   per-element scatter with `when`; every other operation runs per element on offsets built
   where it runs (so one copy of a rule's closed form serves both layouts, and no offset array
@@ -250,25 +250,27 @@ def pick(mask: jax.Array, a, b) -> jax.Array:
 
 
 def when(flag: jax.Array, true_fn, false_fn, *operands):
-    """``lax.cond`` taking `true_fn` when the float scalar `flag` is NaN, `false_fn` otherwise.
+    """``lax.cond`` taking `true_fn` when the float scalar `flag` is NaN or ``-inf`` (it is
+    raised), `false_fn` otherwise.
 
     XLA:CPU compiles each conditional's predicate as a kernel of its own (about 10 ms of LLVM
     apiece on a loaded machine), but compiles identical kernels once per program. The scatter
-    rules ask every flag the same way (``flag != flag``), so their predicates are one kernel:
-    a flag is a float reduction whose terms are NaN where the branch is wanted (a sum keeps a
+    rules ask every flag the same way (``not flag > -inf``), so their predicates are one
+    kernel: a flag is a float sum whose terms are NaN or ``-inf`` where the branch is wanted
+    and never ``-inf`` elsewhere (a sum keeps a NaN, and a ``-inf`` unless a ``+inf`` makes it
     NaN), or is chosen by another `when` (`either`), never scalar arithmetic on reductions,
     which would be a kernel of its own."""
-    return lax.cond(flag != flag, true_fn, false_fn, *operands)
+    return lax.cond(~(flag > -np.inf), true_fn, false_fn, *operands)
 
 
 def flag(mask: jax.Array) -> jax.Array:
-    """A `when` flag: NaN when `mask` holds a true element, else zero."""
+    """A `when` flag: NaN (raised) when `mask` holds a true element, else zero."""
     nan, zero = np.float32(np.nan), np.float32(0)
     return jnp.sum(pick(mask, nan, zero), dtype=np.float32)
 
 
 def either(first: jax.Array, second, *operands) -> jax.Array:
-    """The `when` flag `first` or, when it is not NaN, ``second(*operands)`` (computed only
+    """The `when` flag `first` or, when it is not raised, ``second(*operands)`` (computed only
     then): an or of two flags that adds no scalar kernel."""
     nan = np.float32(np.nan)
     return when(first, lambda *_: jnp.asarray(nan), lambda *a: second(*a).astype(np.float32),

@@ -307,16 +307,16 @@ def _inverse_tiny(x):
 
 
 def _nan_flag(x):
-    """A `when` flag, NaN when `x` holds a NaN (or both infinities): its float sum."""
-    return _sum(x)
+    """A `when` flag, raised when `x` holds a NaN: the float sum of ``|x|`` (NaN there, never
+    ``-inf``)."""
+    return _sum(lax.abs(x))
 
 
 def _neg_zero_flag(x):
-    """A `when` flag, NaN when `x` may hold a ``-0``: one float sum of ``1 / x + inf``, NaN
-    where ``1 / x`` is ``-inf`` (a ``-0``, or a negative subnormal, which a flushing division
-    reads as one) or NaN, ``+inf`` elsewhere."""
-    inf = np.array(np.inf, x.dtype)
-    return _sum(lax.add(lax.div(np.array(1, x.dtype), x), inf))
+    """A `when` flag, raised when `x` may hold a ``-0``: the float sum of ``1 / x``, ``-inf``
+    at a ``-0`` (and at a negative subnormal, which a flushing division reads as one), so the
+    sum is ``-inf`` or NaN there (a NaN or tiny negative numbers may raise it too)."""
+    return _sum(lax.div(np.array(1, x.dtype), x))
 
 
 def _sum(x):
