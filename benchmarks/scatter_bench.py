@@ -33,7 +33,9 @@ target blocks, an integer scatter of integer input.
 With ``--base COMMIT``: ``--data`` gives that table for the commit's tree (exported with ``git
 archive`` and imported renamed ``jaxmax_base``) and this tree side by side in one process, each
 result of this tree checked equal bit for bit to the base's; ``--compile`` gives the compile
-seconds of the same forms at (1000, 64) / (10000, 64) and at the anchor's shapes. ``--forms``
+seconds (wall and process CPU, best of ``--rounds``, the trees interleaved, a trivial program
+and the plain segment_max beside them) of the same forms at (1000, 64) / (10000, 64) and at the
+anchor's shapes. ``--forms``
 and ``--shapes`` pick forms and data shapes by name; ``--after-first`` runs this tree's form
 before the base's (the run after a large form pays for its freed temporaries).
 
@@ -289,8 +291,11 @@ def data_ab_table(args, data, upd, ids, full, coord) -> None:
 
 def compile_ab_table(args) -> None:
     """Compile seconds of every data-table form, `args.base` and this tree, in one process:
-    ``jax.clear_caches(); jit(f).lower(...).compile()``, median of 3, at (1000, 64) /
-    (10000, 64) and at the anchor's shapes."""
+    ``jax.clear_caches(); jit(f).lower(...).compile()``, the best of `args.rounds` rounds with
+    the two trees interleaved, wall and process CPU seconds (XLA's compile threads included),
+    at (1000, 64) / (10000, 64) and at the anchor's shapes; a trivial program and JAX's
+    ``maximum(d, segment_max(u, ids))`` on the same shapes beside them (a loaded machine
+    inflates every row alike)."""
     import importlib
     import tempfile
 
@@ -302,23 +307,40 @@ def compile_ab_table(args) -> None:
     trees = {"before": _faces(base), "after": _faces(jaxmax)}
     sizes = {"small": (1000, 10000), "anchor": (args.rows, args.updates)}
     f = args.features
-    print(f"compile s, before ({args.base}) and after, median of 3")
-    print("| form | " + " | ".join(f"{z} {t}" for z in sizes for t in trees) + " |")
-    print("|---|" + "---:|" * (len(sizes) * len(trees)))
-    for name in _faces(jaxmax):
-        if args.forms and not any(w in name for w in args.forms.split(",")):
-            continue
-        cells = []
-        for n, m in sizes.values():
-            spec = {"ids": jax.ShapeDtypeStruct((m,), jnp.int32),
-                    "full": jax.ShapeDtypeStruct((m, f), jnp.int32),
-                    "coord": jax.ShapeDtypeStruct((m, f), jnp.int32)}
+    names = [name for name in _faces(jaxmax)
+             if not args.forms or any(w in name for w in args.forms.split(","))]
+    programs = {("trivial x*2+1", "", "small"): (lambda x: x * 2 + 1,
+                                                 (jax.ShapeDtypeStruct((8, 8), jnp.float32),))}
+    for z, (n, m) in sizes.items():
+        spec = {"ids": jax.ShapeDtypeStruct((m,), jnp.int32),
+                "full": jax.ShapeDtypeStruct((m, f), jnp.int32),
+                "coord": jax.ShapeDtypeStruct((m, f), jnp.int32)}
+        d, u = jax.ShapeDtypeStruct((n, f), jnp.float32), jax.ShapeDtypeStruct((m, f), jnp.float32)
+        programs[("JAX maximum(d, segment_max(u, ids))", "", z)] = (_segment, (d, spec["ids"], u))
+        for name in names:
             for t in trees:
                 fn, key = trees[t][name]
-                cells.append(_compile_time(fn, (jax.ShapeDtypeStruct((n, f), jnp.float32),
-                                                spec[key],
-                                                jax.ShapeDtypeStruct((m, f), jnp.float32))))
-        print(f"| {name} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
+                programs[(name, t, z)] = (fn, (d, spec[key], u))
+    best = {key: (float("inf"), float("inf")) for key in programs}
+    for _ in range(args.rounds):
+        for key, (fn, specs) in programs.items():
+            jax.clear_caches()
+            start, start_cpu = time.perf_counter(), time.process_time()
+            jax.jit(fn).lower(*specs).compile()
+            wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+            best[key] = (min(best[key][0], wall), min(best[key][1], cpu))
+    print(f"compile s, before ({args.base}) and after, best of {args.rounds} interleaved rounds, "
+          "wall (process CPU)")
+    print("| form | " + " | ".join(f"{z} {t}" for z in sizes for t in trees) + " |")
+    print("|---|" + "---:|" * (len(sizes) * len(trees)))
+    print(f"| trivial x*2+1 | {best[('trivial x*2+1', '', 'small')][0]:.3f} "
+          f"({best[('trivial x*2+1', '', 'small')][1]:.3f}) |" + " |" * (2 * len(sizes) - 1))
+    cells = [best[("JAX maximum(d, segment_max(u, ids))", "", z)] for z in sizes for _ in trees]
+    print("| JAX maximum(d, segment_max(u, ids)) | " + " | ".join(
+        f"{w:.3f} ({c:.3f})" for w, c in cells) + " |")
+    for name in names:
+        cells = [best[(name, t, z)] for z in sizes for t in trees]
+        print(f"| {name} | " + " | ".join(f"{w:.3f} ({c:.3f})" for w, c in cells) + " |")
 
 
 def _row_forms(data, upd, ids) -> dict:

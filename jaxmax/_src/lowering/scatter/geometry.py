@@ -17,11 +17,11 @@ Four geometries, all with static dimension numbers:
   trailing ``operand.shape[k:]`` (the slice form; ``k = 0`` reaches it as ``k = 1`` on a new
   leading unit axis, `scatter.scatter_by_coordinates`);
 * `detect`: along-axis indices whose row layout is known only at run time. The index is the
-  triple ``(rows, ids, indices)``: a scalar flag (constant rows), the normalised row ids
-  ``(n, 1)`` and the raw indices. `scatter_fast` picks the row or the per-element scatter with a
-  ``lax.cond``; every other operation runs per element on offsets built where it runs (so one
-  copy of a rule's closed form serves both layouts, and no offset array is built on the fast
-  path).
+  triple ``(each, ids, indices)``: a `when` flag (raised when a row is not constant), the
+  normalised row ids ``(n, 1)`` and the raw indices. `scatter_fast` picks the row or the
+  per-element scatter with `when`; every other operation runs per element on offsets built
+  where it runs (so one copy of a rule's closed form serves both layouts, and no offset array
+  is built on the fast path).
 """
 
 from __future__ import annotations
@@ -57,7 +57,10 @@ class Geometry:
     def _scatter_dnums(self) -> lax.ScatterDimensionNumbers:
         r = len(self.operand_shape)
         if self.kind == "elements":
-            return lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+            # each update a window of one element (updates viewed (n, 1)): the form XLA
+            # rewrites every scatter to, so that it uses the updates in place (with the window
+            # inserted, it copies them first: a pass over the updates, and one more kernel)
+            return lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(),
                                                scatter_dims_to_operand_dims=(0,))
         if self.kind == "rows":
             return lax.ScatterDimensionNumbers(
@@ -89,7 +92,7 @@ class Geometry:
 
     def _updates_in(self, a: jax.Array) -> jax.Array:
         if self.kind == "elements":
-            return a.reshape(-1)
+            return a.reshape(-1, 1)
         if self.kind == "slices":
             window = tuple(self.operand_shape[self.k:])
             n = math.prod(self.updates_shape[:len(self.updates_shape) - len(window)])
@@ -118,7 +121,7 @@ class Geometry:
             if self.kind == "elements" and elements is not None:
                 return elements(self, operand, index, values)
             return self.scatter(combine, operand, index, values)
-        rows_flag, ids, _ = index
+        each_flag, ids, _ = index
         by_rows = Geometry("rows", self.operand_shape, self.updates_shape, axis=self.axis,
                            keys=self.keys)
 
@@ -131,7 +134,7 @@ class Geometry:
                 return elements(geom, operand, flat, values)
             return geom.scatter(combine, operand, flat, values)
 
-        return lax.cond(rows_flag, rows, each, operand, index, values)
+        return when(each_flag, each, rows, operand, index, values)
 
     def scatter(self, combine: str, operand: jax.Array, index,
                 values: jax.Array) -> jax.Array:
@@ -238,6 +241,42 @@ def any_true(mask: jax.Array) -> jax.Array:
     return jnp.max(jnp.where(mask, np.float32(1), np.float32(0)), initial=np.float32(0)) > 0
 
 
+def pick(mask: jax.Array, a, b) -> jax.Array:
+    """``jnp.where(mask, a, b)`` for a boolean `mask` and `a`, `b` of one dtype, each of the
+    mask's shape or a scalar: ``lax.select`` alone. `jnp.where`'s promotion and broadcasting
+    trace two programs of their own per call, and tracing is part of every compile."""
+    a, b = (x if np.shape(x) == mask.shape else lax.broadcast(x, mask.shape) for x in (a, b))
+    return lax.select(mask, a, b)
+
+
+def when(flag: jax.Array, true_fn, false_fn, *operands):
+    """``lax.cond`` taking `true_fn` when the float scalar `flag` is NaN or ``-inf`` (it is
+    raised), `false_fn` otherwise.
+
+    XLA:CPU compiles each conditional's predicate as a kernel of its own (about 10 ms of LLVM
+    apiece on a loaded machine), but compiles identical kernels once per program. The scatter
+    rules ask every flag the same way (``not flag > -inf``), so their predicates are one
+    kernel: a flag is a float sum whose terms are NaN or ``-inf`` where the branch is wanted
+    and never ``-inf`` elsewhere (a sum keeps a NaN, and a ``-inf`` unless a ``+inf`` makes it
+    NaN), or is chosen by another `when` (`either`), never scalar arithmetic on reductions,
+    which would be a kernel of its own."""
+    return lax.cond(~(flag > -np.inf), true_fn, false_fn, *operands)
+
+
+def flag(mask: jax.Array) -> jax.Array:
+    """A `when` flag: NaN (raised) when `mask` holds a true element, else zero."""
+    nan, zero = np.float32(np.nan), np.float32(0)
+    return jnp.sum(pick(mask, nan, zero), dtype=np.float32)
+
+
+def either(first: jax.Array, second, *operands) -> jax.Array:
+    """The `when` flag `first` or, when it is not raised, ``second(*operands)`` (computed only
+    then): an or of two flags that adds no scalar kernel."""
+    nan = np.float32(np.nan)
+    return when(first, lambda *_: jnp.asarray(nan), lambda *a: second(*a).astype(np.float32),
+                *operands)
+
+
 def signed_index_dtype(extent: int) -> np.dtype:
     """int32 when every offset below `extent` (and `extent` itself, the drop sentinel) fits in
     it, else int64 (only available with ``jax_enable_x64``)."""
@@ -254,7 +293,7 @@ def normalised(indices: jax.Array, size: int, dtype) -> jax.Array:
     if info.min >= np.iinfo(wide).min and info.max <= np.iinfo(wide).max:
         idx = indices.astype(wide)  # widened first: `size` may not fit in a narrow index type
         valid = (idx >= -size) & (idx < size)
-        return jnp.where(valid, jnp.where(idx < 0, idx + size, idx), wide.type(size))
+        return pick(valid, pick(idx < 0, idx + wide.type(size), idx), wide.type(size))
     # a wider or unsigned source: compare in its own type, where `size` (< 2**31) fits
     top = src.type(size)
     if info.min < 0:
@@ -278,5 +317,5 @@ def element_offsets(norm: jax.Array, operand_shape: tuple[int, ...], axis: int,
     for d in range(norm.ndim):
         if d != axis and strides[d]:
             flat = flat + lax.broadcasted_iota(dtype, norm.shape, d) * dtype.type(strides[d])
-    flat = jnp.where(norm == operand_shape[axis], dtype.type(size), flat)
+    flat = pick(norm == operand_shape[axis], dtype.type(size), flat)
     return flat.reshape(-1, 1)

@@ -37,8 +37,8 @@ from jaxmax._src.lowering.scatter import blocks as scatter_blocks
 from jaxmax._src.lowering.scatter import rules as scatter_rules
 from jaxmax._src.lowering.scatter.geometry import (
     Geometry,
-    any_true,
     element_offsets,
+    flag,
     normalised,
     signed_index_dtype,
 )
@@ -134,7 +134,7 @@ def _along_rule(axis: int, rule: str, use_init: bool, layout: str, keys: bool):
         ids = normalised(low, size, signed_index_dtype(size)).reshape(-1, 1)
         geom = Geometry("detect", tuple(data.shape), tuple(updates.shape), axis=axis, keys=keys)
         return scatter_rules.apply(rule, geom, use_init, data,
-                                   (~any_true(low != high), ids, indices), updates)
+                                   (flag(low != high), ids, indices), updates)
 
     return compute
 

@@ -14,31 +14,31 @@ Targets no update reaches keep the operand bit for bit. The rules:
 * ``"acc_lt"``: the fold ``acc = acc < u ? u : acc``. A NaN ``e0`` sticks, NaN updates are
   skipped, and the earliest of equal elements wins (``e0`` first).
 
-Integers and bool have no NaN and no signed zero, so every rule is one scatter-max (on bool
-that is logical OR). float32 and float64 off a mesh take `scatter_combiner`'s scatters, whose
+Integers and bool have no NaN and no signed zero, so every rule is one scatter-max (on bool that
+is logical OR). float32 and float64 off a mesh take `scatter_combiner`'s scatters, whose
 combiner reads the bits (`_combined`): one pass over the unmodified updates is the exact IEEE
 ``maximum`` (and, for ``acc_lt``, the max with NaN updates skipped), so ``"maximum"`` is that
-scatter alone; a fold differs from it only where a NaN reached a target (``acc_gt``: the
-closed form below, on the tail after the last NaN) or where a ``+0`` result had a ``-0`` among
-its elements (``acc_lt``: one scatter of the bits' minimum finds them; ``acc_gt``: a float sum
-of ``1/x`` says whether any ``-0`` is there; one scatter of zero positions gives the fold's
-sign). With one index per update element the combiner has nothing to vectorise
-over, so that form runs XLA's float scatter-max first and keeps it when its result shows it
-exact. Other floats (and a JAX without the private primitive) start with XLA's float
-scatter-max: it is the IEEE
-``maximum`` except that it flushes a subnormal result to zero, and on sequences without NaN it
-is every fold but for the sign of a zero tie. So when its result holds no zero and no NaN it
-is exact for every rule (two float sums decide, ``lax.cond``). Otherwise: ``"maximum"``
-redoes the scatter on ordered integer keys when a subnormal is present, and a fold keeps the
-fast result when no NaN reached a target (read from the result), no subnormal was flushed and
-no ``-0`` can make a zero tie differ; else a few extra scatters, each only where needed: the
-masked scatter on keys after the last NaN when a NaN reached a target or a subnormal is
-present (else the fast result stands for the plain max), the sign of the last (first) zero
-when a result is zero. The subnormal and zero tests are a float sum first (vectorised, as fast
-as a read) and a bit test (about seven reads) only when the sum cannot rule them out. On a
-mesh every float
-max runs on the keys (XLA's cross-device max is not exact). Zero and sign tests and selects
-next to them read the bits, because XLA's CPU float compare flushes subnormals to zero.
+scatter alone; a fold differs from it only where a NaN reached a target (``acc_gt``: the closed
+form below, on the tail after the last NaN) or where a ``+0`` result had a ``-0`` among its
+elements (``acc_lt``: one scatter of the bits' minimum finds them; ``acc_gt``: a float sum says
+whether any ``-0`` is there; one scatter of zero positions gives the fold's sign). With one
+index per update element the combiner has nothing to vectorise over, so that form runs XLA's
+float scatter-max first and keeps it when its result shows it exact. ``acc_gt``'s stages branch
+on float flags (`geometry.when`), so that all its conditionals share one predicate kernel: XLA
+compiles each distinct kernel of a program apart, about 10 ms apiece. Other floats (and a JAX
+without the private primitive) start with XLA's float scatter-max: it is the IEEE ``maximum``
+except that it flushes a subnormal result to zero, and on sequences without NaN it is every fold
+but for the sign of a zero tie. So when its result holds no zero and no NaN it is exact for
+every rule (two float sums decide, ``lax.cond``). Otherwise: ``"maximum"`` redoes the scatter on
+ordered integer keys when a subnormal is present, and a fold keeps the fast result when no NaN
+reached a target (read from the result), no subnormal was flushed and no ``-0`` can make a zero
+tie differ; else a few extra scatters, each only where needed: the masked scatter on keys after
+the last NaN when a NaN reached a target or a subnormal is present (else the fast result stands
+for the plain max), the sign of the last (first) zero when a result is zero. The subnormal and
+zero tests are a float sum first (vectorised, as fast as a read) and a bit test (about seven
+reads) only when the sum cannot rule them out. On a mesh every float max runs on the keys (XLA's
+cross-device max is not exact). Zero and sign tests and selects next to them read the bits,
+because XLA's CPU float compare flushes subnormals to zero.
 
 Gradients (`custom_vjp`; the index has none): ``"maximum"`` shares a target's cotangent evenly
 among the sequence's elements equal to the result (``-0 == +0``; the NaN elements when it is
@@ -63,7 +63,14 @@ from jaxmax._src import dtypes
 from jaxmax._src.lowering import order
 from jaxmax._src.lowering.order import select_bits as _select
 from jaxmax._src.lowering.scatter import combiner as scatter_combiner
-from jaxmax._src.lowering.scatter.geometry import Geometry, any_true, signed_index_dtype
+from jaxmax._src.lowering.scatter.geometry import (
+    Geometry,
+    any_true,
+    either,
+    pick,
+    signed_index_dtype,
+    when,
+)
 
 RULES = ("maximum", "acc_gt", "acc_lt")
 
@@ -119,8 +126,9 @@ def _is_zero(x):
 
 
 def _sign(x):
-    """The sign bit as 0/1 (NaN and zeros included)."""
-    return jnp.signbit(x)
+    """The sign bit, as a bool (NaN and zeros included)."""
+    signed = np.dtype(f"int{8 * np.dtype(x.dtype).itemsize}")
+    return lax.lt(lax.bitcast_convert_type(x, signed), signed.type(0))
 
 
 def _is_neg_zero(x):
@@ -143,7 +151,7 @@ def _key_dtype(geom: Geometry) -> np.dtype:
 
 
 def _signed_zero(sign_bit, dtype):
-    return jnp.where(sign_bit, jnp.array(-0.0, dtype), jnp.array(0.0, dtype))
+    return pick(sign_bit, np.array(-0.0, dtype), np.array(0.0, dtype))
 
 
 def _forward(rule, geom, use_init, data, index, u):
@@ -195,30 +203,35 @@ def _combined(rule, geom, index, init, u):
     data shape costs more. A fold is that maximum (NaN updates skipped for ``acc_lt``, whose
     NaN ``e0`` sticks) except where a NaN reaches a target (``acc_gt``: the closed form) or
     where a ``+0`` result had a ``-0`` among its elements (the sign of the fold's zero: for
-    ``acc_lt`` one scatter of the bits' minimum finds those targets, for ``acc_gt`` a float sum
-    says whether a ``-0`` is there at all; then one scatter of zero positions). ``acc_gt``'s
-    per-element scatter is XLA's float max: a zero result meeting a subnormal takes the closed
-    form, which is exact on any input (one copy for the NaN and the flush)."""
+    ``acc_lt`` one scatter of the bits' minimum finds those targets; then one scatter of zero
+    positions). ``acc_gt`` is `_combined_acc_gt`."""
     if rule == "maximum":
         return geom.scatter_fast("ieee_max", init, index, u, elements=_checked_ieee)
-    if rule == "acc_lt":
-        top = _select(jnp.isnan(init), init, geom.scatter_fast("max_skip_nan", init, index, u,
-                                                                 elements=_checked_skip_nan))
-    else:  # the per-element scatter is XLA's float max, checked below (`flushed`)
-        top = geom.scatter_fast("ieee_max", init, index, u, elements=_float_max)
+    if rule == "acc_gt":
+        return _combined_acc_gt(geom, index, init, u)
+    top = _select(jnp.isnan(init), init, geom.scatter_fast("max_skip_nan", init, index, u,
+                                                             elements=_checked_skip_nan))
 
     def zero_ties(top):
-        if rule == "acc_gt":
-            tie = _maybe_neg_zero(init) | _maybe_neg_zero(u)
-        else:
-            low = geom.scatter_fast("bits_min", init, index, u)
-            tie = any_true(_is_zero(top) & ~_sign(top) & _is_neg_zero(low))
+        low = geom.scatter_fast("bits_min", init, index, u)
+        tie = any_true(_is_zero(top) & ~_sign(top) & _is_neg_zero(low))
         return lax.cond(tie, partial(_zero_signs, rule, geom, index, init, u),
                         lambda top: top, top)
 
-    if rule == "acc_lt":
-        # a float sum rules out a zero result at the speed of a read
-        return lax.cond(_maybe_tiny(top), zero_ties, lambda top: top, top)
+    # a float sum rules out a zero result at the speed of a read
+    return lax.cond(_maybe_tiny(top), zero_ties, lambda top: top, top)
+
+
+def _combined_acc_gt(geom, index, init, u):
+    """``acc_gt`` off a mesh: the IEEE maximum of every sequence, then each exact form only
+    where the data needs it, every stage a `when` on a flag (one predicate kernel for all).
+
+    The per-element scatter is XLA's float max (the combiner has nothing to vectorise over
+    there): a zero result meeting a subnormal among the elements takes the closed form, which
+    is exact on any input (one copy for the NaN and the flush). Clean data (no zero, subnormal
+    or NaN result) costs one float sum after the scatter."""
+    top = geom.scatter_fast("ieee_max", init, index, u, elements=_float_max)
+    per_element = _per_element(geom, index)
 
     def closed_form(top):
         # the maximum of the elements after the last NaN, NaN below every number: a target
@@ -228,45 +241,102 @@ def _combined(rule, geom, index, init, u):
         each, at = geom.per_element(index)
         kd = _key_dtype(geom)
         p = _positions(each, kd)
-        lastnan = each.scatter("max", jnp.where(jnp.isnan(init), kd.type(0), kd.type(-1)), at,
-                               jnp.where(jnp.isnan(u), p, kd.type(-1)))
+        lastnan = each.scatter("max", pick(jnp.isnan(init), kd.type(0), kd.type(-1)), at,
+                               pick(jnp.isnan(u), p, kd.type(-1)))
         tail = p > each.gather(lastnan, at, kd.type(0))
         nan = jnp.array(np.nan, u.dtype)
         out = each.scatter("max_skip_nan", _select(lastnan > 0, nan, init), at,
                            _select(tail, u, nan))
-        return out, _maybe_tiny(out)
+        return out, _tiny_flag(out)
 
-    # float sums: NaN when a NaN is there (or both infinities: the closed form is exact there
-    # too, only slower), and `_maybe_tiny` (a zero result, which a flushed subnormal is)
-    nan = jnp.isnan(jnp.sum(top))
-    tiny = _maybe_tiny(top)
-    redo = nan
-    per_element = _per_element(geom, index)
-    if per_element is not None:
-        # XLA's float max may have flushed a subnormal result to zero: where a zero result
-        # meets a subnormal among the elements, the closed form (one copy for both cases)
-        redo = redo | lax.cond(per_element & ~nan & tiny, _any_subnormal_in,
-                               lambda init, u: jnp.array(False), init, u)
-    top, tiny = lax.cond(redo, closed_form, lambda top: (top, tiny), top)
-    # the zero ties are settled after, one copy for both branches: where the tail's maximum is
-    # a zero the tail holds a zero, so the last zero of the whole sequence lies in it (a NaN
-    # result is no zero, and an untouched target's zero is its own)
-    return lax.cond(tiny, zero_ties, lambda top: top, top)
+    def flushed():
+        # XLA's float max may have flushed a subnormal result to zero: a subnormal among the
+        # elements (the bits read only when a float sum cannot rule one out)
+        return either(_subnormal_flag(init), _subnormal_flag, u)
+
+    def zero_ties(top):
+        # where the result is a zero and a -0 is among the elements, the fold's sign: that of
+        # the last zero of the tail after the last NaN, which is the last of the whole sequence
+        # (where the tail's maximum is a zero the tail holds a zero; a NaN result is no zero,
+        # and an untouched target's zero is its own)
+        tie = either(_neg_zero_flag(init), _neg_zero_flag, u)
+        return when(tie, partial(_zero_signs, "acc_gt", geom, index, init, u), _same, top)
+
+    def suspect(top, odd):
+        # the closed form where a NaN reached a target (the float sum is NaN; both infinities
+        # also make it so, where the closed form is exact too, only slower) or a flush is
+        # possible; else the result holds no NaN, so `odd` says that it may hold a zero
+        redo = _nan_flag(top)
+        if per_element is not None:
+            redo = either(redo, lambda: when(per_element, flushed, _no_flag))
+        top, tiny = when(redo, closed_form, lambda top: (top, odd), top)
+        return when(tiny, zero_ties, _same, top)
+
+    # clean data (no NaN, zero or subnormal result) costs this one float sum
+    odd = _odd_flag(top)
+    return when(odd, suspect, lambda top, odd: top, top, odd)
 
 
-def _any_subnormal_in(a, b):
-    """Whether `a` or `b` holds a subnormal: the bit tests only when the fast sums cannot rule
-    one out."""
-    return lax.cond(_maybe_tiny(a) | _maybe_tiny(b),
-                    lambda a, b: _bits_subnormal(a) | _bits_subnormal(b),
-                    lambda a, b: jnp.array(False), a, b)
+def _same(x):
+    return x
 
 
-def _maybe_neg_zero(x):
-    """Whether `x` may hold a ``-0`` (never false when it does): one float sum of ``1 / x``,
-    which is ``-inf`` at a ``-0`` (and at a negative subnormal, which a flushing division
-    reads as one), so the sum is ``-inf`` or NaN there."""
-    return ~(jnp.sum(np.array(1, x.dtype) / x) > -np.inf)
+def _no_flag(*_):
+    return jnp.zeros((), np.float32)
+
+
+def _odd_flag(x):
+    """A `when` flag, NaN when `x` holds a NaN or may hold a zero or a subnormal: one float sum,
+    which XLA's CPU runs as a vectorised pass at the speed of a read. Its terms ``sqrt(|x| /
+    tiny - 1)`` are NaN below the smallest normal (a subnormal read as zero by a flushing
+    operation, or as itself, scales below 1) and at a NaN, and not NaN elsewhere (an infinity
+    and an overflow give ``+inf``, never ``-inf``)."""
+    return _sum(lax.sqrt(lax.sub(lax.mul(lax.abs(x), _inverse_tiny(x)), np.array(1, x.dtype))))
+
+
+def _tiny_flag(x):
+    """A `when` flag, NaN when `x` may hold a zero or a subnormal; at a NaN of `x` it may be or
+    not (the vectorised min drops a NaN, `_odd_flag`'s sum is cheaper where it is wanted):
+    terms ``sqrt(min(|x| / tiny, 1) - 1)``."""
+    one = np.array(1, x.dtype)
+    return _sum(lax.sqrt(lax.sub(lax.min(lax.mul(lax.abs(x), _inverse_tiny(x)), one), one)))
+
+
+def _inverse_tiny(x):
+    return np.array(1 / float(jnp.finfo(x.dtype).tiny), x.dtype)  # a power of two: exact
+
+
+def _nan_flag(x):
+    """A `when` flag, raised when `x` holds a NaN: the float sum of ``|x|`` (NaN there, never
+    ``-inf``)."""
+    return _sum(lax.abs(x))
+
+
+def _neg_zero_flag(x):
+    """A `when` flag, raised when `x` may hold a ``-0``: the float sum of ``1 / x``, ``-inf``
+    at a ``-0`` (and at a negative subnormal, which a flushing division reads as one), so the
+    sum is ``-inf`` or NaN there (a NaN or tiny negative numbers may raise it too)."""
+    return _sum(lax.div(np.array(1, x.dtype), x))
+
+
+def _sum(x):
+    """The float32 sum of every element of floating `x` (built from lax: a `when` flag)."""
+    x = x.astype(np.float32)
+    return lax.reduce(x, np.float32(0), lax.add, tuple(range(x.ndim)))
+
+
+def _subnormal_flag(x):
+    """A `when` flag, NaN when `x` holds a subnormal number: the bit test (a float compare
+    flushes them) only when the float sum `_odd_flag` cannot rule one out. The magnitude bits,
+    converted to a float (exact below the smallest normal's bits), give terms ``sqrt((m - s) *
+    m)``, NaN exactly when ``0 < m < s``, the smallest normal's bits."""
+    def bits(x):
+        wide = np.float64 if np.dtype(x.dtype).itemsize == 8 else np.float32
+        smallest_normal = order.smallest_normal_bits(x.dtype).astype(wide)
+        magnitude = order.magnitude_bits(x).astype(wide)
+        return _sum(lax.sqrt(lax.mul(lax.sub(magnitude, smallest_normal), magnitude)))
+
+    return when(_odd_flag(x), bits, _no_flag, x)
 
 
 def _float_max(geom, operand, index, values):
@@ -275,11 +345,11 @@ def _float_max(geom, operand, index, values):
 
 
 def _per_element(geom: Geometry, index):
-    """Whether the scatter runs per element (None where it never does): a `detect` index whose
-    rows are not constant, or an `elements` geometry."""
+    """A `when` flag, NaN when the scatter runs per element (None where it never does): a
+    `detect` index whose rows are not constant, or an `elements` geometry."""
     if geom.kind == "detect":
-        return ~index[0]
-    return jnp.array(True) if geom.kind == "elements" else None
+        return index[0]
+    return jnp.array(np.nan, np.float32) if geom.kind == "elements" else None
 
 
 def _after_last_nan(geom, index, init, u, kd, float_max):
@@ -335,13 +405,13 @@ def _zero_signs(rule, geom, index, init, u, top):
     zero_key = p * kd.type(2) + _sign(u).astype(kd)
     zero_top = _is_zero(top)
     if rule == "acc_gt":
-        key = geom.scatter("max", jnp.where(_is_zero(init), _sign(init).astype(kd), kd.type(-1)),
-                           index, jnp.where(_is_zero(u), zero_key, kd.type(-1)))
-        return _select(zero_top, _signed_zero(key % 2 == 1, u.dtype), top)
+        key = geom.scatter("max", pick(_is_zero(init), _sign(init).astype(kd), kd.type(-1)),
+                           index, pick(_is_zero(u), zero_key, kd.type(-1)))
+        return _select(zero_top, _signed_zero((key & 1) == 1, u.dtype), top)
     big = kd.type(np.iinfo(kd).max)
     first_zero = geom.scatter("min", jnp.full(init.shape, big, kd), index,
-                              jnp.where(_is_zero(u), zero_key, big))
-    out = _select(zero_top, _signed_zero(first_zero % 2 == 1, u.dtype), top)
+                              pick(_is_zero(u), zero_key, big))
+    out = _select(zero_top, _signed_zero((first_zero & 1) == 1, u.dtype), top)
     return _select(zero_top & _is_zero(init), init, out)
 
 
