@@ -279,10 +279,12 @@ FLOAT32_EXACT = 2**24
 
 def _ranks(flags):
     """``(ranks, count)``: per flag (bool, (n,)) the number of set flags before it (int32),
-    and their number. A two-level prefix sum by two products with triangular matrices of ones
-    (exact: float32 sums of at most ``2**24`` ones): within groups of `RANK_GROUP`, then over
-    the groups' totals; a few kernels where ``jnp.cumsum`` and ``jnp.sum`` compiled to a dozen
-    (chains of ``reduce_window``). Beyond `FLOAT32_EXACT` flags, ``jnp.cumsum`` of int32."""
+    and their number. A two-level prefix sum by two products with matrices of ones (exact:
+    float32 sums of at most ``2**24`` ones): the first gives, per group of `RANK_GROUP`, the
+    flags before each within the group and (one more column) the group's total; the second
+    sums the totals before each group. A few kernels where ``jnp.cumsum`` and ``jnp.sum``
+    compiled to a dozen (XLA:CPU splits a long reduction into ``reduce_window`` chains).
+    Beyond `FLOAT32_EXACT` flags, ``jnp.cumsum`` of int32."""
     n, g = flags.shape[0], RANK_GROUP
     if n > FLOAT32_EXACT:
         inclusive = jnp.cumsum(flags, dtype=np.int32)
@@ -290,10 +292,12 @@ def _ranks(flags):
     m = -(-n // g)
     f = jnp.pad(flags, (0, m * g - n)).astype(np.float32).reshape(m, g)
     hi = lax.Precision.HIGHEST
-    within = jnp.dot(f, np.triu(np.ones((g, g), np.float32)), precision=hi)  # inclusive
-    upto = jnp.dot(within[:, -1], np.triu(np.ones((m, m), np.float32)), precision=hi)
-    before = upto - within[:, -1]
-    ranks = (within - f + before[:, None]).reshape(-1)[:n].astype(np.int32)
+    within = np.concatenate([np.triu(np.ones((g, g), np.float32), 1),
+                             np.ones((g, 1), np.float32)], 1)  # exclusive ranks, total
+    parts = jnp.dot(f, within, precision=hi)
+    totals = parts[:, g]
+    upto = jnp.dot(totals, np.triu(np.ones((m, m), np.float32)), precision=hi)
+    ranks = (parts[:, :g] + (upto - totals)[:, None]).reshape(-1)[:n].astype(np.int32)
     return ranks, upto[-1].astype(np.int32)
 
 
@@ -309,6 +313,22 @@ def _row_column(p, width: int, height: int):
     w = p - h * np.int32(width)
     h = h + (w >= np.int32(width)).astype(np.int32) - (w < 0).astype(np.int32)
     return h, p - h * np.int32(width)
+
+
+def _lookup_lanes(flat, image, h0, h1, w0, w1, lanes, x_shape, stride):
+    """The maximum of each rectangle ``[h0, h1) x [w0, w1)`` (int32 arrays broadcasting to one
+    shape, each of one channel: `lanes`) in the table `flat` ((rows, Cb), `range_max.build`'s
+    layout, `stride` height levels): its four blocks read by one 1-D gather whose indices
+    are arithmetic on a leading corner axis (selected by constant masks, no stacked copies,
+    so the index computation stays in the gather's kernel)."""
+    a = range_max.floor_log2(h1 - h0)
+    b = range_max.floor_log2(w1 - w0)
+    corner = np.arange(4, dtype=np.int32).reshape((4,) + (1,) * np.ndim(a))
+    h = jnp.where(corner >= 2, h1 - (np.int32(1) << a), h0)
+    w = jnp.where(corner % 2 == 1, w1 - (np.int32(1) << b), w0)
+    rows = _rows(image, h, w, b * np.int32(stride) + a, x_shape)
+    got = jnp.take(flat.reshape(-1), rows * np.int32(flat.shape[1]) + lanes, mode="clip")
+    return jnp.maximum(jnp.maximum(got[0], got[1]), jnp.maximum(got[2], got[3]))
 
 
 def _fold_max(xb, flat, geometry, x_shape, stride):
@@ -332,39 +352,48 @@ def _fold_max(xb, flat, geometry, x_shape, stride):
     total = nan_bin.shape[0]
     chunk = min(total, max(128, total // NAN_CHUNK_SHARE))
     ranks, count = _ranks(nan_bin)
-    slots = lax.iota(np.int32, chunk)
+    firsts = jnp.where(nan_bin, ranks, np.int32(np.iinfo(np.int32).max // 2))  # past any chunk
     low = kt(np.iinfo(kt).min)
-    rectangles = jnp.stack([image, h0, h1, w0, w1])  # one gather per chunk reads all five
-    lanes = lax.broadcasted_iota(np.int32, (chunk, cb), 1)
-
-    def fix(t, out):  # chunk t: the NaN bins of rank [t*chunk, (t+1)*chunk)
-        slot = jnp.where(nan_bin, ranks - t * np.int32(chunk), np.int32(chunk))
-        entry = jnp.zeros(chunk, np.int32).at[slot].set(lax.iota(np.int32, total),
-                                                        mode="drop")
-        live = slots < count - t * np.int32(chunk)
+    def fix(t, state):  # chunk t: the NaN bins of rank [t*chunk, (t+1)*chunk)
+        out, rows = state
+        # per bin, what its fix reads: its number, image, rectangle and keys; one scatter of
+        # these rows gathers a chunk (no index array to gather by). The bin numbers depend on
+        # `t` (the maximum with a negative number), so that XLA cannot hoist these rows out of
+        # the loop: built only when a chunk runs, never on data without NaN
+        number = jnp.maximum(lax.iota(np.int32, total), np.int32(-1) - t)
+        info = jnp.concatenate([jnp.stack([number, image, h0, h1, w0, w1], 1).astype(kt),
+                                best], 1)  # of the key type: int64 for float64 data
+        slot = firsts - t * np.int32(chunk)
+        rows = rows.at[slot].set(info, mode="drop")  # rows past the chunk's count: stale
+        live = lax.iota(np.int32, chunk) < count - t * np.int32(chunk)
+        lanes = lax.broadcasted_iota(np.int32, (chunk, cb), 1)
+        entry = rows[:, 0].astype(np.int32)
         img, top, bottom, left, right = (
-            jnp.broadcast_to(v[:, None], (chunk, cb)) for v in rectangles[:, entry])
-        key = best[entry]  # (chunk, cb)
+            jnp.broadcast_to(rows[:, i, None].astype(np.int32), (chunk, cb)) for i in range(1, 6))
+        key = rows[:, 6:]  # (chunk, cb)
         nan = key >= kt(nan_base)
         p = jnp.where(nan, (key - kt(nan_base)).astype(np.int32), top * np.int32(width) + left)
         h, w = _row_column(p, width, height)
         row_rest, below = w + 1 < right, h + 1 < bottom
-        # the rest of the row and the rows below, in one lookup
-        k_row, k_below = _lookup(
-            flat, jnp.stack([img, img]), jnp.stack([h, jnp.where(below, h + 1, top)]),
-            jnp.stack([h + 1, jnp.where(below, bottom, top + 1)]),
-            jnp.stack([jnp.where(row_rest, w + 1, left), left]),
-            jnp.stack([jnp.where(row_rest, right, left + 1), right]), x_shape, lax.max, stride,
-            jnp.stack([lanes, lanes]))
-        after = jnp.maximum(jnp.where(row_rest, k_row, low), jnp.where(below, k_below, low))
+        # the rest of the row (rectangle 0) and the rows below (1): axis 0 of (2, chunk, cb),
+        # selected by a constant mask (no stacked copies)
+        second = np.arange(2, dtype=bool).reshape(2, 1, 1)
+        r_h0 = jnp.where(second, jnp.where(below, h + 1, top), h)
+        r_h1 = jnp.where(second, jnp.where(below, bottom, top + 1), h + 1)
+        r_w0 = jnp.where(second, left, jnp.where(row_rest, w + 1, left))
+        r_w1 = jnp.where(second, right, jnp.where(row_rest, right, left + 1))
+        got = _lookup_lanes(flat, img, r_h0, r_h1, r_w0, r_w1, lanes, x_shape, stride)
+        after = jnp.maximum(jnp.where(row_rest, got[0], low), jnp.where(below, got[1], low))
         where = ((img * np.int32(height) + h) * np.int32(width) + w) * np.int32(cb) + lanes
         trailing = jnp.take(xb.reshape(-1), where, mode="clip")
         value = jnp.where(row_rest | below, _fold_decode(after, dtype, size), trailing)
-        value = jnp.where(nan, value, out[entry])
-        return out.at[jnp.where(live, entry, np.int32(total))].set(value, mode="drop")
+        value = jnp.where(nan, value, _fold_decode(jnp.maximum(key, floor), dtype, size))
+        out = out.at[jnp.where(live, entry, np.int32(total))].set(value, mode="drop")
+        return out, rows
 
     chunks = (count + np.int32(chunk - 1)) // np.int32(chunk)
-    return lax.fori_loop(np.int32(0), chunks, fix, out)
+    rows = jnp.zeros((chunk, 6 + cb), kt)
+    return lax.fori_loop(np.int32(0), chunks, fix, (out, rows))[0]
 
 
 def _values(x, rois, pooled, spatial_scale, rule):
