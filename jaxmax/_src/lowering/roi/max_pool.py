@@ -26,7 +26,6 @@ from a table of (key, position) pairs. Empty bins and invalid ROIs give ``+0.0``
 
 from __future__ import annotations
 
-import functools
 from functools import partial
 
 import jax
@@ -103,25 +102,48 @@ def _geometry(x, rois, pooled, spatial_scale):
     """Per bin (flattened to Q = R*PH*PW): image, edges, and whether it is read (non-empty,
     valid ROI); empty bins get the 1x1 rectangle at (0, 0). Also the largest bin height and
     width (at least 1, an upper bound for the bins read)."""
+    packed, spans = _roi_bins(x, rois, pooled, spatial_scale)
+    return _bin_geometry(packed, pooled), spans
+
+
+def _roi_bins(x, rois, pooled, spatial_scale):
+    """The bins of every ROI (`bins_lowering.packed_bins`) and an upper bound of the bin
+    heights and widths (the largest, at least 1 and 2): a scatter-max into two counters
+    (XLA:CPU splits a max over the ROIs into a ``reduce_window`` and two more kernels)."""
     n, _, height, width = x.shape
+    packed = bins_lowering.packed_bins(rois, rois_lowering.valid(rois, rois[:, 0], n),
+                                       spatial_scale, pooled, height, width)
+    b = bins_lowering.unpack(packed, pooled)
+    extent = jnp.concatenate([b.h_end - b.h_start, b.w_end - b.w_start], 1).reshape(-1)
+    axis = np.tile(np.repeat(np.int32([0, 1]), pooled), rois.shape[0])
+    # from (1, 2), a literal: a uniform start became a kernel broadcasting it (and (0, 1) an
+    # iota). A width bound of 2 for bins all one column wide fills one more level: the same
+    # values (`range_max.fill` needs an upper bound)
+    start = jnp.asarray(np.int32([1, 2]))
+    return packed, start.at[axis].max(extent, mode="promise_in_bounds")
+
+
+def _bin_geometry(packed, pooled, k=None):
+    """The per-bin arrays of :func:`_geometry` from the ROIs' packed bins. Inside a loop over
+    blocks, `k` (the block number, a traced non-negative int32): the bins then depend on it
+    (a maximum of the non-negative fields with ``-1 - k``, which changes nothing), so that
+    XLA computes these arrays inside the kernels that read them instead of hoisting each
+    into a kernel of its own before the loop."""
     ph, pw = pooled
-    b = bins_lowering.bins(rois, rois_lowering.valid(rois, rois[:, 0], n), spatial_scale,
-                           pooled, height, width)
-    shape = (rois.shape[0], ph, pw)
-    h0 = jnp.broadcast_to(b.h_start[:, :, None], shape)
-    h1 = jnp.broadcast_to(b.h_end[:, :, None], shape)
-    w0 = jnp.broadcast_to(b.w_start[:, None, :], shape)
-    w1 = jnp.broadcast_to(b.w_end[:, None, :], shape)
-    read = (h1 > h0) & (w1 > w0) & b.valid[:, None, None]
+    if k is not None:
+        packed = jnp.maximum(packed, np.int32(-1) - k)
+    image, h_start, h_end, w_start, w_end, valid = bins_lowering.unpack(packed, pooled)
+    shape = (image.shape[0], ph, pw)
+    h0 = jnp.broadcast_to(h_start[:, :, None], shape)
+    h1 = jnp.broadcast_to(h_end[:, :, None], shape)
+    w0 = jnp.broadcast_to(w_start[:, None, :], shape)
+    w1 = jnp.broadcast_to(w_end[:, None, :], shape)
+    read = (h1 > h0) & (w1 > w0) & valid[:, None, None]
     zero, one = np.int32(0), np.int32(1)
     h0, w0 = (jnp.where(read, v, zero).reshape(-1) for v in (h0, w0))
     h1, w1 = (jnp.where(read, v, one).reshape(-1) for v in (h1, w1))
-    image = jnp.broadcast_to(b.image[:, None, None], shape).reshape(-1)
-    def widest(lo, hi):  # (R,): the columns by hand, so that one reduction remains
-        return functools.reduce(jnp.maximum, (hi[:, i] - lo[:, i] for i in range(lo.shape[1])))
-
-    spans = jnp.max(jnp.stack([widest(b.h_start, b.h_end), widest(b.w_start, b.w_end)]), 1)
-    return (image, h0, h1, w0, w1, read.reshape(-1)), jnp.maximum(spans, np.int32(1))
+    image = jnp.broadcast_to(image[:, None, None], shape).reshape(-1)
+    return image, h0, h1, w0, w1, read.reshape(-1)
 
 
 def _rows(image, h, w, level, x_shape):
@@ -136,8 +158,7 @@ def _lookup(flat, image, h0, h1, w0, w1, x_shape, combine, stride, lanes=None):
     filled); the rectangles int32 arrays of one shape,
     shared by every channel (`lanes` None: a lookup reads a row of Cb channels) or each of
     one channel (`lanes`, of their shape: a lookup reads one element, a 1-D gather)."""
-    level, hs, ws = range_max.corners(h0, h1, w0, w1, stride)
-    rows = _rows(image, hs, ws, level, x_shape)  # (4,) + h0.shape
+    rows = _corner_rows(image, h0, h1, w0, w1, x_shape, stride)  # (4,) + h0.shape
     if lanes is None:
         got = jax.tree.map(lambda t: jnp.take(t, rows.reshape(-1), axis=0, mode="clip")
                            .reshape(rows.shape + t.shape[1:]), flat)
@@ -157,8 +178,8 @@ def _blocks(x):
 
 
 def _by_levels(spans, x, r, pooled, planes, combine, answer):
-    """``answer(xb, table, stride)`` (Q, BLOCK) of every block `xb` of `BLOCK` channels of `x`
-    (N, H, W, BLOCK; channels past C are zeros), its table of
+    """``answer(xb, table, stride, k)`` (Q, BLOCK) of every block `k`, `xb`, of `BLOCK`
+    channels of `x` (N, H, W, BLOCK; channels past C are zeros), its table of
     ``planes(xb)`` (combined by `combine`) filled with the fewest levels that hold every bin:
     the counts are traced (`range_max.fill`), so one program serves every call (a bin of an
     ROI inside the map has at most ``ceil(H/PH) + 1`` rows: the anchor's 50/7 needs 16 levels
@@ -183,7 +204,7 @@ def _by_levels(spans, x, r, pooled, planes, combine, answer):
         xb = lax.dynamic_slice_in_dim(x, k * np.int32(BLOCK), BLOCK, 1).transpose(0, 2, 3, 1)
         table = range_max.fill(table, planes(xb), combine, full[0], spans)
         flat = jax.tree.map(lambda t: t.reshape(-1, BLOCK), table)
-        v = answer(xb, flat, full[0]).reshape(r, bins, BLOCK).transpose(0, 2, 1)
+        v = answer(xb, flat, full[0], k).reshape(r, bins, BLOCK).transpose(0, 2, 1)
         return table, lax.dynamic_update_slice_in_dim(out, v, k * np.int32(BLOCK), 1)
 
     out = lax.fori_loop(np.int32(0), np.int32(blocks), step, (table, out))[1]
@@ -198,9 +219,9 @@ def _nan_top_key(x):
     return lax.select(x != x, lax.full_like(m, np.iinfo(m.dtype).max), m)
 
 
-def _key_max(xb, flat, geometry, x_shape, stride):
+def _key_max(xb, flat, geometry, x_shape, stride, in_loop=None):
     """Per block, from the table `flat` of :func:`_nan_top_key`: the maximum key of every
-    bin, decoded (NaN propagates, ``+0`` over ``-0``)."""
+    bin, decoded (NaN propagates, ``+0`` over ``-0``). (`in_loop`: unused.)"""
     image, h0, h1, w0, w1, _ = geometry
     best = _lookup(flat, image, h0, h1, w0, w1, x_shape, lax.max, stride)
     return order.from_monotone_bits(best, xb.dtype)
@@ -315,23 +336,20 @@ def _row_column(p, width: int, height: int):
     return h, p - h * np.int32(width)
 
 
-def _lookup_lanes(flat, image, h0, h1, w0, w1, lanes, x_shape, stride):
-    """The maximum of each rectangle ``[h0, h1) x [w0, w1)`` (int32 arrays broadcasting to one
-    shape, each of one channel: `lanes`) in the table `flat` ((rows, Cb), `range_max.build`'s
-    layout, `stride` height levels): its four blocks read by one 1-D gather whose indices
-    are arithmetic on a leading corner axis (selected by constant masks, no stacked copies,
-    so the index computation stays in the gather's kernel)."""
+def _corner_rows(image, h0, h1, w0, w1, x_shape, stride):
+    """The table rows of the four blocks of each rectangle (`range_max.corners`' lookups),
+    ``(4,) + shape``: arithmetic on a leading corner axis selected by constant masks (no
+    stacked copies: XLA:CPU materialised each stack in a kernel of its own; this way the
+    index computation stays in the gather's kernel)."""
     a = range_max.floor_log2(h1 - h0)
     b = range_max.floor_log2(w1 - w0)
     corner = np.arange(4, dtype=np.int32).reshape((4,) + (1,) * np.ndim(a))
     h = jnp.where(corner >= 2, h1 - (np.int32(1) << a), h0)
     w = jnp.where(corner % 2 == 1, w1 - (np.int32(1) << b), w0)
-    rows = _rows(image, h, w, b * np.int32(stride) + a, x_shape)
-    got = jnp.take(flat.reshape(-1), rows * np.int32(flat.shape[1]) + lanes, mode="clip")
-    return jnp.maximum(jnp.maximum(got[0], got[1]), jnp.maximum(got[2], got[3]))
+    return _rows(image, h, w, b * np.int32(stride) + a, x_shape)
 
 
-def _fold_max(xb, flat, geometry, x_shape, stride):
+def _fold_max(xb, flat, geometry, x_shape, stride, in_loop=None):
     """Per block: the OpenVINO fold of every bin, from `flat`, the table of :func:`_fold_keys`
     (of `xb`). A bin
     without NaN gives its largest key, floored at ``lowest(T)``. A bin holding a NaN gives
@@ -341,6 +359,7 @@ def _fold_max(xb, flat, geometry, x_shape, stride):
     rank runs over bins, an eighth of the pairs), so the cost follows their number, and data
     without NaN runs no chunk."""
     image, h0, h1, w0, w1, _ = geometry
+    fields = (geometry if in_loop is None else in_loop)[:5]  # what the fix-up's rows hold
     height, width = x_shape[2], x_shape[3]
     size, dtype, cb = height * width, xb.dtype, xb.shape[-1]
     nan_base = _nan_base(dtype, size)
@@ -361,7 +380,7 @@ def _fold_max(xb, flat, geometry, x_shape, stride):
         # `t` (the maximum with a negative number), so that XLA cannot hoist these rows out of
         # the loop: built only when a chunk runs, never on data without NaN
         number = jnp.maximum(lax.iota(np.int32, total), np.int32(-1) - t)
-        info = jnp.concatenate([jnp.stack([number, image, h0, h1, w0, w1], 1).astype(kt),
+        info = jnp.concatenate([jnp.stack([number, *fields], 1).astype(kt),
                                 best], 1)  # of the key type: int64 for float64 data
         slot = firsts - t * np.int32(chunk)
         rows = rows.at[slot].set(info, mode="drop")  # rows past the chunk's count: stale
@@ -382,7 +401,7 @@ def _fold_max(xb, flat, geometry, x_shape, stride):
         r_h1 = jnp.where(second, jnp.where(below, bottom, top + 1), h + 1)
         r_w0 = jnp.where(second, left, jnp.where(row_rest, w + 1, left))
         r_w1 = jnp.where(second, right, jnp.where(row_rest, right, left + 1))
-        got = _lookup_lanes(flat, img, r_h0, r_h1, r_w0, r_w1, lanes, x_shape, stride)
+        got = _lookup(flat, img, r_h0, r_h1, r_w0, r_w1, x_shape, lax.max, stride, lanes)
         after = jnp.maximum(jnp.where(row_rest, got[0], low), jnp.where(below, got[1], low))
         where = ((img * np.int32(height) + h) * np.int32(width) + w) * np.int32(cb) + lanes
         trailing = jnp.take(xb.reshape(-1), where, mode="clip")
@@ -400,33 +419,38 @@ def _values(x, rois, pooled, spatial_scale, rule):
     r, c = rois.shape[0], x.shape[1]
     if r == 0 or 0 in x.shape:
         return jnp.zeros((r, c) + pooled, x.dtype)
-    geometry, spans = _geometry(x, rois, pooled, spatial_scale)
-    read = geometry[-1]
+    packed, spans = _roi_bins(x, rois, pooled, spatial_scale)
     x_shape = x.shape
     zero = jnp.zeros((), x.dtype)
 
     if rule == "onnx":
         planes, combine = _nan_top_key, lax.max
-
-        def answer(xb, flat, stride):
-            return _key_max(xb, flat, geometry, x_shape, stride)
+        answer = _key_max
     elif _fold_fits(x.dtype, x_shape[2], x_shape[3]):
         planes, combine = (lambda xb: _fold_keys(xb)[0]), lax.max
-
-        def answer(xb, flat, stride):
-            return _fold_max(xb, flat, geometry, x_shape, stride)
+        answer = _fold_max
     else:  # a float32 map too large for the fold keys: the (key, position) pairs
         lowest = dtypes.lowest(x.dtype)
         planes, combine = _pairs, _pick(True)
 
-        def answer(xb, flat, stride):
+        def answer(xb, flat, geometry, x_shape, stride, in_loop):
+            del in_loop
             winner = _fold_winner(xb, flat, geometry, x_shape, stride)
             data = xb.reshape(-1, xb.shape[-1])
             got = jnp.take_along_axis(data, jnp.maximum(winner, 0), axis=0, mode="clip")
             return jnp.where(winner >= 0, got, lowest)
 
-    def masked(xb, flat, stride):  # in the loop: no kernel of its own to recompute the bins
-        return jnp.where(read[:, None], answer(xb, flat, stride), zero)
+    # the main lookup's rows and the read mask from bins the same in every block: XLA computes
+    # them once, before the loop, and the gather copies rows in a kernel of its own (with
+    # either computed in the loop, the gather was fused into its consumer and read each
+    # element alone: 2-8x slower). The NaN fix-up's rows from bins that depend on the block
+    # (_bin_geometry): computed in the kernel that reads them
+    geometry = _bin_geometry(packed, pooled)
+
+    def masked(xb, flat, stride, k):
+        in_loop = _bin_geometry(packed, pooled, k)
+        return jnp.where(geometry[-1][:, None],
+                         answer(xb, flat, geometry, x_shape, stride, in_loop), zero)
 
     return _by_levels(spans, x, r, pooled, planes, combine, masked)
 
