@@ -180,7 +180,7 @@ def _blocks(x):
 def _by_levels(spans, x, r, pooled, planes, combine, answer):
     """``answer(xb, table, stride, k)`` (Q, BLOCK) of every block `k`, `xb`, of `BLOCK`
     channels of `x` (N, H, W, BLOCK; channels past C are zeros), its table of
-    ``planes(xb)`` (combined by `combine`) filled with the fewest levels that hold every bin:
+    ``planes(xb, k)`` (combined by `combine`) filled with the fewest levels that hold every bin:
     the counts are traced (`range_max.fill`), so one program serves every call (a bin of an
     ROI inside the map has at most ``ceil(H/PH) + 1`` rows: the anchor's 50/7 needs 16 levels
     of 36; an ROI beyond the map takes more). One table, allocated once, and the output are
@@ -192,7 +192,8 @@ def _by_levels(spans, x, r, pooled, planes, combine, answer):
     full = (range_max.levels(height), range_max.levels(width))
     n, c = x.shape[0], x.shape[1]
     block_shape = (n, height, width, BLOCK)
-    shapes = jax.eval_shape(planes, jax.ShapeDtypeStruct(block_shape, x.dtype))
+    shapes = jax.eval_shape(planes, jax.ShapeDtypeStruct(block_shape, x.dtype),
+                            jax.ShapeDtypeStruct((), np.int32))
     table = jax.tree.map(lambda t: jnp.zeros((full[0] * full[1],) + t.shape, t.dtype), shapes)
     blocks = -(-c // BLOCK)
     x = jnp.pad(x, ((0, 0), (0, blocks * BLOCK - c), (0, 0), (0, 0)))
@@ -202,7 +203,7 @@ def _by_levels(spans, x, r, pooled, planes, combine, answer):
     def step(k, state):  # block k sliced and moved to (N, H, W, BLOCK) here: no copy of x
         table, out = state
         xb = lax.dynamic_slice_in_dim(x, k * np.int32(BLOCK), BLOCK, 1).transpose(0, 2, 3, 1)
-        table = range_max.fill(table, planes(xb), combine, full[0], spans)
+        table = range_max.fill(table, planes(xb, k), combine, full[0], spans)
         flat = jax.tree.map(lambda t: t.reshape(-1, BLOCK), table)
         v = answer(xb, flat, full[0], k).reshape(r, bins, BLOCK).transpose(0, 2, 1)
         return table, lax.dynamic_update_slice_in_dim(out, v, k * np.int32(BLOCK), 1)
@@ -219,15 +220,15 @@ def _nan_top_key(x):
     return lax.select(x != x, lax.full_like(m, np.iinfo(m.dtype).max), m)
 
 
-def _key_max(xb, flat, geometry, x_shape, stride, in_loop=None):
+def _key_max(xb, flat, geometry, x_shape, stride, fields_at=None):
     """Per block, from the table `flat` of :func:`_nan_top_key`: the maximum key of every
-    bin, decoded (NaN propagates, ``+0`` over ``-0``). (`in_loop`: unused.)"""
+    bin, decoded (NaN propagates, ``+0`` over ``-0``). (`fields_at`: unused.)"""
     image, h0, h1, w0, w1, _ = geometry
     best = _lookup(flat, image, h0, h1, w0, w1, x_shape, lax.max, stride)
     return order.from_monotone_bits(best, xb.dtype)
 
 
-def _fold_keys(xb):
+def _fold_keys(xb, k=None):
     """The OpenVINO fold's keys of a block (N, H, W, Cb): integers (int32; int64 for float64
     data) whose maximum over a bin is the fold's answer when the bin holds no NaN, and
     otherwise the place of its last NaN. With ``m`` the monotone bits, ``p = h*W + w`` (the
@@ -239,7 +240,9 @@ def _fold_keys(xb):
     * NaN: ``m(+inf) + S + 1 + p``, above every number, so the last NaN wins.
 
     Returns ``(keys, nan_base)``, the NaN keys starting at ``nan_base``; :func:`_fold_fits`
-    says when the keys fit their type."""
+    says when the keys fit their type. In a loop over blocks, `k` (the block number, traced,
+    non-negative): the places then depend on it (a maximum with ``-1 - k``), so that XLA
+    computes them in the keys' kernel instead of hoisting two kernels before the loop."""
     _, height, width, _ = xb.shape
     kt = _fold_key_type(xb.dtype)
     m = order.monotone_bits(xb).astype(kt)
@@ -247,6 +250,8 @@ def _fold_keys(xb):
     size = height * width
     pos = (lax.broadcasted_iota(kt, xb.shape, 1) * kt(width)
            + lax.broadcasted_iota(kt, xb.shape, 2))
+    if k is not None:
+        pos = jnp.maximum(pos, (np.int32(-1) - k).astype(kt))
     nan_base = _nan_base(xb.dtype, size)
     nan = (m > kt(inf)) | (m < kt(-inf - 1))
     zero = (m == kt(0)) | (m == kt(-1))
@@ -349,7 +354,7 @@ def _corner_rows(image, h0, h1, w0, w1, x_shape, stride):
     return _rows(image, h, w, b * np.int32(stride) + a, x_shape)
 
 
-def _fold_max(xb, flat, geometry, x_shape, stride, in_loop=None):
+def _fold_max(xb, flat, geometry, x_shape, stride, fields_at=None):
     """Per block: the OpenVINO fold of every bin, from `flat`, the table of :func:`_fold_keys`
     (of `xb`). A bin
     without NaN gives its largest key, floored at ``lowest(T)``. A bin holding a NaN gives
@@ -359,7 +364,6 @@ def _fold_max(xb, flat, geometry, x_shape, stride, in_loop=None):
     rank runs over bins, an eighth of the pairs), so the cost follows their number, and data
     without NaN runs no chunk."""
     image, h0, h1, w0, w1, _ = geometry
-    fields = (geometry if in_loop is None else in_loop)[:5]  # what the fix-up's rows hold
     height, width = x_shape[2], x_shape[3]
     size, dtype, cb = height * width, xb.dtype, xb.shape[-1]
     nan_base = _nan_base(dtype, size)
@@ -380,6 +384,7 @@ def _fold_max(xb, flat, geometry, x_shape, stride, in_loop=None):
         # `t` (the maximum with a negative number), so that XLA cannot hoist these rows out of
         # the loop: built only when a chunk runs, never on data without NaN
         number = jnp.maximum(lax.iota(np.int32, total), np.int32(-1) - t)
+        fields = geometry[:5] if fields_at is None else fields_at(t)
         info = jnp.concatenate([jnp.stack([number, *fields], 1).astype(kt),
                                 best], 1)  # of the key type: int64 for float64 data
         slot = firsts - t * np.int32(chunk)
@@ -424,17 +429,17 @@ def _values(x, rois, pooled, spatial_scale, rule):
     zero = jnp.zeros((), x.dtype)
 
     if rule == "onnx":
-        planes, combine = _nan_top_key, lax.max
+        planes, combine = (lambda xb, k: _nan_top_key(xb)), lax.max
         answer = _key_max
     elif _fold_fits(x.dtype, x_shape[2], x_shape[3]):
-        planes, combine = (lambda xb: _fold_keys(xb)[0]), lax.max
+        planes, combine = (lambda xb, k: _fold_keys(xb, k)[0]), lax.max
         answer = _fold_max
     else:  # a float32 map too large for the fold keys: the (key, position) pairs
         lowest = dtypes.lowest(x.dtype)
-        planes, combine = _pairs, _pick(True)
+        planes, combine = (lambda xb, k: _pairs(xb)), _pick(True)
 
-        def answer(xb, flat, geometry, x_shape, stride, in_loop):
-            del in_loop
+        def answer(xb, flat, geometry, x_shape, stride, fields_at):
+            del fields_at
             winner = _fold_winner(xb, flat, geometry, x_shape, stride)
             data = xb.reshape(-1, xb.shape[-1])
             got = jnp.take_along_axis(data, jnp.maximum(winner, 0), axis=0, mode="clip")
@@ -443,14 +448,17 @@ def _values(x, rois, pooled, spatial_scale, rule):
     # the main lookup's rows and the read mask from bins the same in every block: XLA computes
     # them once, before the loop, and the gather copies rows in a kernel of its own (with
     # either computed in the loop, the gather was fused into its consumer and read each
-    # element alone: 2-8x slower). The NaN fix-up's rows from bins that depend on the block
-    # (_bin_geometry): computed in the kernel that reads them
+    # element alone: 2-8x slower). The NaN fix-up's rows from bins that depend on its chunk
+    # number (_bin_geometry): computed in the kernel that reads them
     geometry = _bin_geometry(packed, pooled)
 
+    def fields_at(t):
+        return _bin_geometry(packed, pooled, t)[:5]
+
     def masked(xb, flat, stride, k):
-        in_loop = _bin_geometry(packed, pooled, k)
+        del k
         return jnp.where(geometry[-1][:, None],
-                         answer(xb, flat, geometry, x_shape, stride, in_loop), zero)
+                         answer(xb, flat, geometry, x_shape, stride, fields_at), zero)
 
     return _by_levels(spans, x, r, pooled, planes, combine, masked)
 
