@@ -362,7 +362,9 @@ def _fold_max(xb, flat, geometry, x_shape, stride, fields_at=None):
     of its row, then the rows below: two rectangles of one channel), without the floor. The
     bins holding a NaN in some channel are gathered into chunks (all their channels: the
     rank runs over bins, an eighth of the pairs), so the cost follows their number, and data
-    without NaN runs no chunk."""
+    without NaN runs no chunk. Written for few kernels (XLA:CPU compiles each alone): a
+    chunk's bins arrive by one scatter of rows (bin number, image, rectangle) and one gather
+    of their keys; its answers leave by one scatter."""
     image, h0, h1, w0, w1, _ = geometry
     height, width = x_shape[2], x_shape[3]
     size, dtype, cb = height * width, xb.dtype, xb.shape[-1]
@@ -377,24 +379,23 @@ def _fold_max(xb, flat, geometry, x_shape, stride, fields_at=None):
     ranks, count = _ranks(nan_bin)
     firsts = jnp.where(nan_bin, ranks, np.int32(np.iinfo(np.int32).max // 2))  # past any chunk
     low = kt(np.iinfo(kt).min)
+
     def fix(t, state):  # chunk t: the NaN bins of rank [t*chunk, (t+1)*chunk)
         out, rows = state
-        # per bin, what its fix reads: its number, image, rectangle and keys; one scatter of
-        # these rows gathers a chunk (no index array to gather by). The bin numbers depend on
-        # `t` (the maximum with a negative number), so that XLA cannot hoist these rows out of
-        # the loop: built only when a chunk runs, never on data without NaN
+        # per bin: its number, image and rectangle, one scatter of these rows gathers a chunk.
+        # They depend on `t` (a maximum with a negative number; `fields_at`), so that XLA
+        # cannot hoist them out of the loop: built only when a chunk runs (never on data
+        # without NaN), in the scatter's kernel
         number = jnp.maximum(lax.iota(np.int32, total), np.int32(-1) - t)
         fields = geometry[:5] if fields_at is None else fields_at(t)
-        info = jnp.concatenate([jnp.stack([number, *fields], 1).astype(kt),
-                                best], 1)  # of the key type: int64 for float64 data
+        info = jnp.stack([number, *fields], 1)
         slot = firsts - t * np.int32(chunk)
         rows = rows.at[slot].set(info, mode="drop")  # rows past the chunk's count: stale
-        live = lax.iota(np.int32, chunk) < count - t * np.int32(chunk)
         lanes = lax.broadcasted_iota(np.int32, (chunk, cb), 1)
-        entry = rows[:, 0].astype(np.int32)
+        entry = rows[:, 0]
         img, top, bottom, left, right = (
-            jnp.broadcast_to(rows[:, i, None].astype(np.int32), (chunk, cb)) for i in range(1, 6))
-        key = rows[:, 6:]  # (chunk, cb)
+            jnp.broadcast_to(rows[:, i, None], (chunk, cb)) for i in range(1, 6))
+        key = jnp.take(best, entry, axis=0, mode="clip")  # (chunk, cb)
         nan = key >= kt(nan_base)
         p = jnp.where(nan, (key - kt(nan_base)).astype(np.int32), top * np.int32(width) + left)
         h, w = _row_column(p, width, height)
@@ -412,11 +413,15 @@ def _fold_max(xb, flat, geometry, x_shape, stride, fields_at=None):
         trailing = jnp.take(xb.reshape(-1), where, mode="clip")
         value = jnp.where(row_rest | below, _fold_decode(after, dtype, size), trailing)
         value = jnp.where(nan, value, _fold_decode(jnp.maximum(key, floor), dtype, size))
-        out = out.at[jnp.where(live, entry, np.int32(total))].set(value, mode="drop")
+        # a stale row (past the chunk's count) repeats a bin of an earlier chunk of this block
+        # (the same value again) or is the start's (bin number `total`: dropped)
+        out = out.at[entry].set(value, mode="drop")
         return out, rows
 
     chunks = (count + np.int32(chunk - 1)) // np.int32(chunk)
-    rows = jnp.zeros((chunk, 6 + cb), kt)
+    start = np.zeros((chunk, 6), np.int32)
+    start[:, 0] = total  # no bin: a literal (a uniform start became a kernel broadcasting it)
+    rows = jnp.asarray(start)
     return lax.fori_loop(np.int32(0), chunks, fix, (out, rows))[0]
 
 
