@@ -220,9 +220,9 @@ def _nan_top_key(x):
     return lax.select(x != x, lax.full_like(m, np.iinfo(m.dtype).max), m)
 
 
-def _key_max(xb, flat, geometry, x_shape, stride, fields_at=None):
+def _key_max(xb, flat, geometry, x_shape, stride, fields_at=None, element=None):
     """Per block, from the table `flat` of :func:`_nan_top_key`: the maximum key of every
-    bin, decoded (NaN propagates, ``+0`` over ``-0``). (`fields_at`: unused.)"""
+    bin, decoded (NaN propagates, ``+0`` over ``-0``). (`fields_at`, `element`: unused.)"""
     image, h0, h1, w0, w1, _ = geometry
     best = _lookup(flat, image, h0, h1, w0, w1, x_shape, lax.max, stride)
     return order.from_monotone_bits(best, xb.dtype)
@@ -354,7 +354,7 @@ def _corner_rows(image, h0, h1, w0, w1, x_shape, stride):
     return _rows(image, h, w, b * np.int32(stride) + a, x_shape)
 
 
-def _fold_max(xb, flat, geometry, x_shape, stride, fields_at=None):
+def _fold_max(xb, flat, geometry, x_shape, stride, fields_at=None, element=None):
     """Per block: the OpenVINO fold of every bin, from `flat`, the table of :func:`_fold_keys`
     (of `xb`). A bin
     without NaN gives its largest key, floored at ``lowest(T)``. A bin holding a NaN gives
@@ -410,7 +410,8 @@ def _fold_max(xb, flat, geometry, x_shape, stride, fields_at=None):
         got = _lookup(flat, img, r_h0, r_h1, r_w0, r_w1, x_shape, lax.max, stride, lanes)
         after = jnp.maximum(jnp.where(row_rest, got[0], low), jnp.where(below, got[1], low))
         where = ((img * np.int32(height) + h) * np.int32(width) + w) * np.int32(cb) + lanes
-        trailing = jnp.take(xb.reshape(-1), where, mode="clip")
+        trailing = (jnp.take(xb.reshape(-1), where, mode="clip") if element is None
+                    else element(img, h, w, lanes))
         value = jnp.where(row_rest | below, _fold_decode(after, dtype, size), trailing)
         value = jnp.where(nan, value, _fold_decode(jnp.maximum(key, floor), dtype, size))
         # a stale row (past the chunk's count) repeats a bin of an earlier chunk of this block
@@ -443,8 +444,8 @@ def _values(x, rois, pooled, spatial_scale, rule):
         lowest = dtypes.lowest(x.dtype)
         planes, combine = (lambda xb, k: _pairs(xb)), _pick(True)
 
-        def answer(xb, flat, geometry, x_shape, stride, fields_at):
-            del fields_at
+        def answer(xb, flat, geometry, x_shape, stride, fields_at, element):
+            del fields_at, element
             winner = _fold_winner(xb, flat, geometry, x_shape, stride)
             data = xb.reshape(-1, xb.shape[-1])
             got = jnp.take_along_axis(data, jnp.maximum(winner, 0), axis=0, mode="clip")
@@ -461,9 +462,16 @@ def _values(x, rois, pooled, spatial_scale, rule):
         return _bin_geometry(packed, pooled, t)[:5]
 
     def masked(xb, flat, stride, k):
-        del k
+        def element(image, h, w, lane):  # x[image, k*BLOCK + lane, h, w], read from x itself:
+            # the block `xb` then feeds only the table, and XLA moves it there in the table's
+            # kernel (two kernels fewer); channels past C (padding) read some element, unused
+            plane = np.int32(x_shape[2] * x_shape[3])
+            at = (((image * np.int32(c) + lane) * np.int32(x_shape[2]) + h) * np.int32(x_shape[3])
+                  + w + k * np.int32(BLOCK) * plane)
+            return jnp.take(x.reshape(-1), at, mode="clip")
+
         return jnp.where(geometry[-1][:, None],
-                         answer(xb, flat, geometry, x_shape, stride, fields_at), zero)
+                         answer(xb, flat, geometry, x_shape, stride, fields_at, element), zero)
 
     return _by_levels(spans, x, r, pooled, planes, combine, masked)
 
