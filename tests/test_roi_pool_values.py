@@ -359,3 +359,22 @@ def test_openvino_fold_on_nan_data_with_the_integer_forms(monkeypatch):
     got = jax.jit(lambda v, r: ov.roi_pooling(v, r, pooled_h=pooled[0], pooled_w=pooled[1],
                                               spatial_scale=scale))(x, rois)
     assert_bits(got, oracle.max_roi_pool(x, rois, scale, pooled, rule="fold"), "integer forms")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+def test_openvino_fold_over_many_nan_chunks(dtype):
+    """ROIPooling-1 with most bins holding a NaN, so that the fix-up runs several chunks of
+    128 bins per block (a chunk's stale rows, past its count, repeat bins of an earlier chunk
+    or none), against the reference fold written from the spec; float64 keys are int64."""
+    rng = np.random.default_rng(31)
+    shape, pooled, scale = (2, 9, 16, 16), (4, 4), 1.0
+    x = _data(rng, shape, np.float64, special=True)
+    x[rng.random(shape) < 0.4] = np.nan
+    rois = _rois(rng, 60, shape[0], shape[2], shape[3], scale)  # 960 bins, chunks of 128
+    with x64_for(dtype):
+        x, rois = x.astype(dtype), rois.astype(dtype)
+        got = _ov(x, rois, pooled, scale)
+    want = oracle.max_roi_pool(x, rois, scale, pooled, rule="fold")
+    holding = np.isnan(oracle.max_roi_pool(x, rois, scale, pooled))  # a NaN in the bin
+    assert holding[:, :8].any(1).sum() > 2 * 128  # the first block: three chunks or more
+    assert_bits(got, want, np.dtype(dtype).name)

@@ -94,6 +94,12 @@ def _edges(start, end, place: np.ndarray, pooled: np.ndarray, size: np.ndarray):
 
 def bins(rois: jax.Array, batch_valid: jax.Array, spatial_scale: float,
          pooled: tuple[int, int], height: int, width: int) -> Bins:
+    """The bins of every ROI: `unpack` of :func:`packed_bins`."""
+    return unpack(packed_bins(rois, batch_valid, spatial_scale, pooled, height, width), pooled)
+
+
+def packed_bins(rois: jax.Array, batch_valid: jax.Array, spatial_scale: float,
+                pooled: tuple[int, int], height: int, width: int) -> jax.Array:
     """The bins of every ROI (`rois` (R, 5) floating; `batch_valid` (R,) from
     :func:`jaxmax._src.lowering.roi.rois.valid`). Invalid ROIs get in-range garbage edges and
     ``valid`` False; the caller zeroes their output."""
@@ -117,9 +123,15 @@ def bins(rois: jax.Array, batch_valid: jax.Array, spatial_scale: float,
                     constants(height, width))
     first = jnp.where(ok, rois[:, 0], jnp.zeros_like(rois[:, 0]))
     image = jnp.trunc(first.astype(corners.dtype)).astype(np.int32)
+    return computed_once(jnp.concatenate([lo, hi, image[:, None], ok[:, None].astype(np.int32)],
+                                         1))
+
+
+def unpack(packed: jax.Array, pooled: tuple[int, int]) -> Bins:
+    """The `Bins` held in one int32 array (R, 2*(PH + PW) + 2) of :func:`packed_bins`: starts,
+    ends, image, valid (a caller can pass that one array into a loop and unpack it there)."""
+    ph, pw = pooled
     k = ph + pw
-    packed = computed_once(jnp.concatenate([lo, hi, image[:, None],
-                                            ok[:, None].astype(np.int32)], 1))
     lo, hi = packed[:, :k], packed[:, k:2 * k]
     return Bins(packed[:, 2 * k], lo[:, :ph], hi[:, :ph], lo[:, ph:], hi[:, ph:],
                 packed[:, 2 * k + 1] != 0)

@@ -26,7 +26,6 @@ from a table of (key, position) pairs. Empty bins and invalid ROIs give ``+0.0``
 
 from __future__ import annotations
 
-import functools
 from functools import partial
 
 import jax
@@ -103,25 +102,48 @@ def _geometry(x, rois, pooled, spatial_scale):
     """Per bin (flattened to Q = R*PH*PW): image, edges, and whether it is read (non-empty,
     valid ROI); empty bins get the 1x1 rectangle at (0, 0). Also the largest bin height and
     width (at least 1, an upper bound for the bins read)."""
+    packed, spans = _roi_bins(x, rois, pooled, spatial_scale)
+    return _bin_geometry(packed, pooled), spans
+
+
+def _roi_bins(x, rois, pooled, spatial_scale):
+    """The bins of every ROI (`bins_lowering.packed_bins`) and an upper bound of the bin
+    heights and widths (the largest, at least 1 and 2): a scatter-max into two counters
+    (XLA:CPU splits a max over the ROIs into a ``reduce_window`` and two more kernels)."""
     n, _, height, width = x.shape
+    packed = bins_lowering.packed_bins(rois, rois_lowering.valid(rois, rois[:, 0], n),
+                                       spatial_scale, pooled, height, width)
+    b = bins_lowering.unpack(packed, pooled)
+    extent = jnp.concatenate([b.h_end - b.h_start, b.w_end - b.w_start], 1).reshape(-1)
+    axis = np.tile(np.repeat(np.int32([0, 1]), pooled), rois.shape[0])
+    # from (1, 2), a literal: a uniform start became a kernel broadcasting it (and (0, 1) an
+    # iota). A width bound of 2 for bins all one column wide fills one more level: the same
+    # values (`range_max.fill` needs an upper bound)
+    start = jnp.asarray(np.int32([1, 2]))
+    return packed, start.at[axis].max(extent, mode="promise_in_bounds")
+
+
+def _bin_geometry(packed, pooled, k=None):
+    """The per-bin arrays of :func:`_geometry` from the ROIs' packed bins. Inside a loop over
+    blocks, `k` (the block number, a traced non-negative int32): the bins then depend on it
+    (a maximum of the non-negative fields with ``-1 - k``, which changes nothing), so that
+    XLA computes these arrays inside the kernels that read them instead of hoisting each
+    into a kernel of its own before the loop."""
     ph, pw = pooled
-    b = bins_lowering.bins(rois, rois_lowering.valid(rois, rois[:, 0], n), spatial_scale,
-                           pooled, height, width)
-    shape = (rois.shape[0], ph, pw)
-    h0 = jnp.broadcast_to(b.h_start[:, :, None], shape)
-    h1 = jnp.broadcast_to(b.h_end[:, :, None], shape)
-    w0 = jnp.broadcast_to(b.w_start[:, None, :], shape)
-    w1 = jnp.broadcast_to(b.w_end[:, None, :], shape)
-    read = (h1 > h0) & (w1 > w0) & b.valid[:, None, None]
+    if k is not None:
+        packed = jnp.maximum(packed, np.int32(-1) - k)
+    image, h_start, h_end, w_start, w_end, valid = bins_lowering.unpack(packed, pooled)
+    shape = (image.shape[0], ph, pw)
+    h0 = jnp.broadcast_to(h_start[:, :, None], shape)
+    h1 = jnp.broadcast_to(h_end[:, :, None], shape)
+    w0 = jnp.broadcast_to(w_start[:, None, :], shape)
+    w1 = jnp.broadcast_to(w_end[:, None, :], shape)
+    read = (h1 > h0) & (w1 > w0) & valid[:, None, None]
     zero, one = np.int32(0), np.int32(1)
     h0, w0 = (jnp.where(read, v, zero).reshape(-1) for v in (h0, w0))
     h1, w1 = (jnp.where(read, v, one).reshape(-1) for v in (h1, w1))
-    image = jnp.broadcast_to(b.image[:, None, None], shape).reshape(-1)
-    def widest(lo, hi):  # (R,): the columns by hand, so that one reduction remains
-        return functools.reduce(jnp.maximum, (hi[:, i] - lo[:, i] for i in range(lo.shape[1])))
-
-    spans = jnp.max(jnp.stack([widest(b.h_start, b.h_end), widest(b.w_start, b.w_end)]), 1)
-    return (image, h0, h1, w0, w1, read.reshape(-1)), jnp.maximum(spans, np.int32(1))
+    image = jnp.broadcast_to(image[:, None, None], shape).reshape(-1)
+    return image, h0, h1, w0, w1, read.reshape(-1)
 
 
 def _rows(image, h, w, level, x_shape):
@@ -136,8 +158,7 @@ def _lookup(flat, image, h0, h1, w0, w1, x_shape, combine, stride, lanes=None):
     filled); the rectangles int32 arrays of one shape,
     shared by every channel (`lanes` None: a lookup reads a row of Cb channels) or each of
     one channel (`lanes`, of their shape: a lookup reads one element, a 1-D gather)."""
-    level, hs, ws = range_max.corners(h0, h1, w0, w1, stride)
-    rows = _rows(image, hs, ws, level, x_shape)  # (4,) + h0.shape
+    rows = _corner_rows(image, h0, h1, w0, w1, x_shape, stride)  # (4,) + h0.shape
     if lanes is None:
         got = jax.tree.map(lambda t: jnp.take(t, rows.reshape(-1), axis=0, mode="clip")
                            .reshape(rows.shape + t.shape[1:]), flat)
@@ -157,9 +178,9 @@ def _blocks(x):
 
 
 def _by_levels(spans, x, r, pooled, planes, combine, answer):
-    """``answer(xb, table, stride)`` (Q, BLOCK) of every block `xb` of `BLOCK` channels of `x`
-    (N, H, W, BLOCK; channels past C are zeros), its table of
-    ``planes(xb)`` (combined by `combine`) filled with the fewest levels that hold every bin:
+    """``answer(xb, table, stride, k)`` (Q, BLOCK) of every block `k`, `xb`, of `BLOCK`
+    channels of `x` (N, H, W, BLOCK; channels past C are zeros), its table of
+    ``planes(xb, k)`` (combined by `combine`) filled with the fewest levels that hold every bin:
     the counts are traced (`range_max.fill`), so one program serves every call (a bin of an
     ROI inside the map has at most ``ceil(H/PH) + 1`` rows: the anchor's 50/7 needs 16 levels
     of 36; an ROI beyond the map takes more). One table, allocated once, and the output are
@@ -171,7 +192,8 @@ def _by_levels(spans, x, r, pooled, planes, combine, answer):
     full = (range_max.levels(height), range_max.levels(width))
     n, c = x.shape[0], x.shape[1]
     block_shape = (n, height, width, BLOCK)
-    shapes = jax.eval_shape(planes, jax.ShapeDtypeStruct(block_shape, x.dtype))
+    shapes = jax.eval_shape(planes, jax.ShapeDtypeStruct(block_shape, x.dtype),
+                            jax.ShapeDtypeStruct((), np.int32))
     table = jax.tree.map(lambda t: jnp.zeros((full[0] * full[1],) + t.shape, t.dtype), shapes)
     blocks = -(-c // BLOCK)
     x = jnp.pad(x, ((0, 0), (0, blocks * BLOCK - c), (0, 0), (0, 0)))
@@ -181,9 +203,9 @@ def _by_levels(spans, x, r, pooled, planes, combine, answer):
     def step(k, state):  # block k sliced and moved to (N, H, W, BLOCK) here: no copy of x
         table, out = state
         xb = lax.dynamic_slice_in_dim(x, k * np.int32(BLOCK), BLOCK, 1).transpose(0, 2, 3, 1)
-        table = range_max.fill(table, planes(xb), combine, full[0], spans)
+        table = range_max.fill(table, planes(xb, k), combine, full[0], spans)
         flat = jax.tree.map(lambda t: t.reshape(-1, BLOCK), table)
-        v = answer(xb, flat, full[0]).reshape(r, bins, BLOCK).transpose(0, 2, 1)
+        v = answer(xb, flat, full[0], k).reshape(r, bins, BLOCK).transpose(0, 2, 1)
         return table, lax.dynamic_update_slice_in_dim(out, v, k * np.int32(BLOCK), 1)
 
     out = lax.fori_loop(np.int32(0), np.int32(blocks), step, (table, out))[1]
@@ -198,15 +220,15 @@ def _nan_top_key(x):
     return lax.select(x != x, lax.full_like(m, np.iinfo(m.dtype).max), m)
 
 
-def _key_max(xb, flat, geometry, x_shape, stride):
+def _key_max(xb, flat, geometry, x_shape, stride, fields_at=None, element=None):
     """Per block, from the table `flat` of :func:`_nan_top_key`: the maximum key of every
-    bin, decoded (NaN propagates, ``+0`` over ``-0``)."""
+    bin, decoded (NaN propagates, ``+0`` over ``-0``). (`fields_at`, `element`: unused.)"""
     image, h0, h1, w0, w1, _ = geometry
     best = _lookup(flat, image, h0, h1, w0, w1, x_shape, lax.max, stride)
     return order.from_monotone_bits(best, xb.dtype)
 
 
-def _fold_keys(xb):
+def _fold_keys(xb, k=None):
     """The OpenVINO fold's keys of a block (N, H, W, Cb): integers (int32; int64 for float64
     data) whose maximum over a bin is the fold's answer when the bin holds no NaN, and
     otherwise the place of its last NaN. With ``m`` the monotone bits, ``p = h*W + w`` (the
@@ -218,7 +240,9 @@ def _fold_keys(xb):
     * NaN: ``m(+inf) + S + 1 + p``, above every number, so the last NaN wins.
 
     Returns ``(keys, nan_base)``, the NaN keys starting at ``nan_base``; :func:`_fold_fits`
-    says when the keys fit their type."""
+    says when the keys fit their type. In a loop over blocks, `k` (the block number, traced,
+    non-negative): the places then depend on it (a maximum with ``-1 - k``), so that XLA
+    computes them in the keys' kernel instead of hoisting two kernels before the loop."""
     _, height, width, _ = xb.shape
     kt = _fold_key_type(xb.dtype)
     m = order.monotone_bits(xb).astype(kt)
@@ -226,6 +250,8 @@ def _fold_keys(xb):
     size = height * width
     pos = (lax.broadcasted_iota(kt, xb.shape, 1) * kt(width)
            + lax.broadcasted_iota(kt, xb.shape, 2))
+    if k is not None:
+        pos = jnp.maximum(pos, (np.int32(-1) - k).astype(kt))
     nan_base = _nan_base(xb.dtype, size)
     nan = (m > kt(inf)) | (m < kt(-inf - 1))
     zero = (m == kt(0)) | (m == kt(-1))
@@ -279,10 +305,12 @@ FLOAT32_EXACT = 2**24
 
 def _ranks(flags):
     """``(ranks, count)``: per flag (bool, (n,)) the number of set flags before it (int32),
-    and their number. A two-level prefix sum by two products with triangular matrices of ones
-    (exact: float32 sums of at most ``2**24`` ones): within groups of `RANK_GROUP`, then over
-    the groups' totals; a few kernels where ``jnp.cumsum`` and ``jnp.sum`` compiled to a dozen
-    (chains of ``reduce_window``). Beyond `FLOAT32_EXACT` flags, ``jnp.cumsum`` of int32."""
+    and their number. A two-level prefix sum by two products with matrices of ones (exact:
+    float32 sums of at most ``2**24`` ones): the first gives, per group of `RANK_GROUP`, the
+    flags before each within the group and (one more column) the group's total; the second
+    sums the totals before each group. A few kernels where ``jnp.cumsum`` and ``jnp.sum``
+    compiled to a dozen (XLA:CPU splits a long reduction into ``reduce_window`` chains).
+    Beyond `FLOAT32_EXACT` flags, ``jnp.cumsum`` of int32."""
     n, g = flags.shape[0], RANK_GROUP
     if n > FLOAT32_EXACT:
         inclusive = jnp.cumsum(flags, dtype=np.int32)
@@ -290,10 +318,12 @@ def _ranks(flags):
     m = -(-n // g)
     f = jnp.pad(flags, (0, m * g - n)).astype(np.float32).reshape(m, g)
     hi = lax.Precision.HIGHEST
-    within = jnp.dot(f, np.triu(np.ones((g, g), np.float32)), precision=hi)  # inclusive
-    upto = jnp.dot(within[:, -1], np.triu(np.ones((m, m), np.float32)), precision=hi)
-    before = upto - within[:, -1]
-    ranks = (within - f + before[:, None]).reshape(-1)[:n].astype(np.int32)
+    within = np.concatenate([np.triu(np.ones((g, g), np.float32), 1),
+                             np.ones((g, 1), np.float32)], 1)  # exclusive ranks, total
+    parts = jnp.dot(f, within, precision=hi)
+    totals = parts[:, g]
+    upto = jnp.dot(totals, np.triu(np.ones((m, m), np.float32)), precision=hi)
+    ranks = (parts[:, :g] + (upto - totals)[:, None]).reshape(-1)[:n].astype(np.int32)
     return ranks, upto[-1].astype(np.int32)
 
 
@@ -311,7 +341,20 @@ def _row_column(p, width: int, height: int):
     return h, p - h * np.int32(width)
 
 
-def _fold_max(xb, flat, geometry, x_shape, stride):
+def _corner_rows(image, h0, h1, w0, w1, x_shape, stride):
+    """The table rows of the four blocks of each rectangle (`range_max.corners`' lookups),
+    ``(4,) + shape``: arithmetic on a leading corner axis selected by constant masks (no
+    stacked copies: XLA:CPU materialised each stack in a kernel of its own; this way the
+    index computation stays in the gather's kernel)."""
+    a = range_max.floor_log2(h1 - h0)
+    b = range_max.floor_log2(w1 - w0)
+    corner = np.arange(4, dtype=np.int32).reshape((4,) + (1,) * np.ndim(a))
+    h = jnp.where(corner >= 2, h1 - (np.int32(1) << a), h0)
+    w = jnp.where(corner % 2 == 1, w1 - (np.int32(1) << b), w0)
+    return _rows(image, h, w, b * np.int32(stride) + a, x_shape)
+
+
+def _fold_max(xb, flat, geometry, x_shape, stride, fields_at=None, element=None):
     """Per block: the OpenVINO fold of every bin, from `flat`, the table of :func:`_fold_keys`
     (of `xb`). A bin
     without NaN gives its largest key, floored at ``lowest(T)``. A bin holding a NaN gives
@@ -319,7 +362,9 @@ def _fold_max(xb, flat, geometry, x_shape, stride):
     of its row, then the rows below: two rectangles of one channel), without the floor. The
     bins holding a NaN in some channel are gathered into chunks (all their channels: the
     rank runs over bins, an eighth of the pairs), so the cost follows their number, and data
-    without NaN runs no chunk."""
+    without NaN runs no chunk. Written for few kernels (XLA:CPU compiles each alone): a
+    chunk's bins arrive by one scatter of rows (bin number, image, rectangle) and one gather
+    of their keys; its answers leave by one scatter."""
     image, h0, h1, w0, w1, _ = geometry
     height, width = x_shape[2], x_shape[3]
     size, dtype, cb = height * width, xb.dtype, xb.shape[-1]
@@ -332,72 +377,101 @@ def _fold_max(xb, flat, geometry, x_shape, stride):
     total = nan_bin.shape[0]
     chunk = min(total, max(128, total // NAN_CHUNK_SHARE))
     ranks, count = _ranks(nan_bin)
-    slots = lax.iota(np.int32, chunk)
+    firsts = jnp.where(nan_bin, ranks, np.int32(np.iinfo(np.int32).max // 2))  # past any chunk
     low = kt(np.iinfo(kt).min)
-    rectangles = jnp.stack([image, h0, h1, w0, w1])  # one gather per chunk reads all five
-    lanes = lax.broadcasted_iota(np.int32, (chunk, cb), 1)
 
-    def fix(t, out):  # chunk t: the NaN bins of rank [t*chunk, (t+1)*chunk)
-        slot = jnp.where(nan_bin, ranks - t * np.int32(chunk), np.int32(chunk))
-        entry = jnp.zeros(chunk, np.int32).at[slot].set(lax.iota(np.int32, total),
-                                                        mode="drop")
-        live = slots < count - t * np.int32(chunk)
+    def fix(t, state):  # chunk t: the NaN bins of rank [t*chunk, (t+1)*chunk)
+        out, rows = state
+        # per bin: its number, image and rectangle, one scatter of these rows gathers a chunk.
+        # They depend on `t` (a maximum with a negative number; `fields_at`), so that XLA
+        # cannot hoist them out of the loop: built only when a chunk runs (never on data
+        # without NaN), in the scatter's kernel
+        number = jnp.maximum(lax.iota(np.int32, total), np.int32(-1) - t)
+        fields = geometry[:5] if fields_at is None else fields_at(t)
+        info = jnp.stack([number, *fields], 1)
+        slot = firsts - t * np.int32(chunk)
+        rows = rows.at[slot].set(info, mode="drop")  # rows past the chunk's count: stale
+        lanes = lax.broadcasted_iota(np.int32, (chunk, cb), 1)
+        entry = rows[:, 0]
         img, top, bottom, left, right = (
-            jnp.broadcast_to(v[:, None], (chunk, cb)) for v in rectangles[:, entry])
-        key = best[entry]  # (chunk, cb)
+            jnp.broadcast_to(rows[:, i, None], (chunk, cb)) for i in range(1, 6))
+        key = jnp.take(best, entry, axis=0, mode="clip")  # (chunk, cb)
         nan = key >= kt(nan_base)
         p = jnp.where(nan, (key - kt(nan_base)).astype(np.int32), top * np.int32(width) + left)
         h, w = _row_column(p, width, height)
         row_rest, below = w + 1 < right, h + 1 < bottom
-        # the rest of the row and the rows below, in one lookup
-        k_row, k_below = _lookup(
-            flat, jnp.stack([img, img]), jnp.stack([h, jnp.where(below, h + 1, top)]),
-            jnp.stack([h + 1, jnp.where(below, bottom, top + 1)]),
-            jnp.stack([jnp.where(row_rest, w + 1, left), left]),
-            jnp.stack([jnp.where(row_rest, right, left + 1), right]), x_shape, lax.max, stride,
-            jnp.stack([lanes, lanes]))
-        after = jnp.maximum(jnp.where(row_rest, k_row, low), jnp.where(below, k_below, low))
+        # the rest of the row (rectangle 0) and the rows below (1): axis 0 of (2, chunk, cb),
+        # selected by a constant mask (no stacked copies)
+        second = np.arange(2, dtype=bool).reshape(2, 1, 1)
+        r_h0 = jnp.where(second, jnp.where(below, h + 1, top), h)
+        r_h1 = jnp.where(second, jnp.where(below, bottom, top + 1), h + 1)
+        r_w0 = jnp.where(second, left, jnp.where(row_rest, w + 1, left))
+        r_w1 = jnp.where(second, right, jnp.where(row_rest, right, left + 1))
+        got = _lookup(flat, img, r_h0, r_h1, r_w0, r_w1, x_shape, lax.max, stride, lanes)
+        after = jnp.maximum(jnp.where(row_rest, got[0], low), jnp.where(below, got[1], low))
         where = ((img * np.int32(height) + h) * np.int32(width) + w) * np.int32(cb) + lanes
-        trailing = jnp.take(xb.reshape(-1), where, mode="clip")
+        trailing = (jnp.take(xb.reshape(-1), where, mode="clip") if element is None
+                    else element(img, h, w, lanes))
         value = jnp.where(row_rest | below, _fold_decode(after, dtype, size), trailing)
-        value = jnp.where(nan, value, out[entry])
-        return out.at[jnp.where(live, entry, np.int32(total))].set(value, mode="drop")
+        value = jnp.where(nan, value, _fold_decode(jnp.maximum(key, floor), dtype, size))
+        # a stale row (past the chunk's count) repeats a bin of an earlier chunk of this block
+        # (the same value again) or is the start's (bin number `total`: dropped)
+        out = out.at[entry].set(value, mode="drop")
+        return out, rows
 
     chunks = (count + np.int32(chunk - 1)) // np.int32(chunk)
-    return lax.fori_loop(np.int32(0), chunks, fix, out)
+    start = np.zeros((chunk, 6), np.int32)
+    start[:, 0] = total  # no bin: a literal (a uniform start became a kernel broadcasting it)
+    rows = jnp.asarray(start)
+    return lax.fori_loop(np.int32(0), chunks, fix, (out, rows))[0]
 
 
 def _values(x, rois, pooled, spatial_scale, rule):
     r, c = rois.shape[0], x.shape[1]
     if r == 0 or 0 in x.shape:
         return jnp.zeros((r, c) + pooled, x.dtype)
-    geometry, spans = _geometry(x, rois, pooled, spatial_scale)
-    read = geometry[-1]
+    packed, spans = _roi_bins(x, rois, pooled, spatial_scale)
     x_shape = x.shape
     zero = jnp.zeros((), x.dtype)
 
     if rule == "onnx":
-        planes, combine = _nan_top_key, lax.max
-
-        def answer(xb, flat, stride):
-            return _key_max(xb, flat, geometry, x_shape, stride)
+        planes, combine = (lambda xb, k: _nan_top_key(xb)), lax.max
+        answer = _key_max
     elif _fold_fits(x.dtype, x_shape[2], x_shape[3]):
-        planes, combine = (lambda xb: _fold_keys(xb)[0]), lax.max
-
-        def answer(xb, flat, stride):
-            return _fold_max(xb, flat, geometry, x_shape, stride)
+        planes, combine = (lambda xb, k: _fold_keys(xb, k)[0]), lax.max
+        answer = _fold_max
     else:  # a float32 map too large for the fold keys: the (key, position) pairs
         lowest = dtypes.lowest(x.dtype)
-        planes, combine = _pairs, _pick(True)
+        planes, combine = (lambda xb, k: _pairs(xb)), _pick(True)
 
-        def answer(xb, flat, stride):
+        def answer(xb, flat, geometry, x_shape, stride, fields_at, element):
+            del fields_at, element
             winner = _fold_winner(xb, flat, geometry, x_shape, stride)
             data = xb.reshape(-1, xb.shape[-1])
             got = jnp.take_along_axis(data, jnp.maximum(winner, 0), axis=0, mode="clip")
             return jnp.where(winner >= 0, got, lowest)
 
-    def masked(xb, flat, stride):  # in the loop: no kernel of its own to recompute the bins
-        return jnp.where(read[:, None], answer(xb, flat, stride), zero)
+    # the main lookup's rows and the read mask from bins the same in every block: XLA computes
+    # them once, before the loop, and the gather copies rows in a kernel of its own (with
+    # either computed in the loop, the gather was fused into its consumer and read each
+    # element alone: 2-8x slower). The NaN fix-up's rows from bins that depend on its chunk
+    # number (_bin_geometry): computed in the kernel that reads them
+    geometry = _bin_geometry(packed, pooled)
+
+    def fields_at(t):
+        return _bin_geometry(packed, pooled, t)[:5]
+
+    def masked(xb, flat, stride, k):
+        def element(image, h, w, lane):  # x[image, k*BLOCK + lane, h, w], read from x itself:
+            # the block `xb` then feeds only the table, and XLA moves it there in the table's
+            # kernel (two kernels fewer); channels past C (padding) read some element, unused
+            plane = np.int32(x_shape[2] * x_shape[3])
+            at = (((image * np.int32(c) + lane) * np.int32(x_shape[2]) + h) * np.int32(x_shape[3])
+                  + w + k * np.int32(BLOCK) * plane)
+            return jnp.take(x.reshape(-1), at, mode="clip")
+
+        return jnp.where(geometry[-1][:, None],
+                         answer(xb, flat, geometry, x_shape, stride, fields_at, element), zero)
 
     return _by_levels(spans, x, r, pooled, planes, combine, masked)
 
