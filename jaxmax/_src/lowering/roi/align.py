@@ -102,16 +102,16 @@ def _combine(products, outside, corners: bool, ct) -> jax.Array:
     return jnp.where(outside[..., None], jnp.zeros((), ct), v)
 
 
-def _step(flat, geometry, ints, ky, kx, *, face, corners, pooled, size, take):
-    """Sample ``(lo_y + ky, lo_x + kx)`` of every bin of every ROI: ``(v, mask, iy, ix)``,
-    each (R, P_h, P_w) (`v` with channels last); its geometry is computed here, inside the
-    run-time loop over the samples."""
-    start, bin_ = geometry
-    grid = ints["grid"]
-    index = ints["lo"] + jnp.stack([kx, ky]).astype(jnp.int32)  # X then Y
-    axes = samples.axis_samples(face, start, bin_, grid, max(pooled), (size[1], size[0]),
-                                index)
-    return _sample(flat, ints["base"], axes, axes, corners, pooled, size[1], take)
+def _step(flat, geometry, rows, ky, kx, *, face, corners, pooled, size, take, unpack):
+    """Sample ``(lo_y + ky, lo_x + kx)`` of every bin of a block of ROIs (`geometry` and
+    `rows` its packed floating and integer rows): ``(v, mask, iy, ix)``, each (B, P_h, P_w)
+    (`v` with channels last); its geometry is computed here, inside the run-time loop over the
+    samples."""
+    per = unpack({True: geometry, False: rows})
+    index = per["lo"] + jnp.stack([kx, ky]).astype(jnp.int32)  # X then Y
+    axes = samples.axis_samples(face, per["start"], per["bin"], per["grid"], max(pooled),
+                                (size[1], size[0]), index)
+    return _sample(flat, per["base"], axes, axes, corners, pooled, size[1], take)
 
 
 def _sample(flat, base, ay, ax, corners, pooled, width, take):
@@ -175,48 +175,49 @@ def _adaptive(flat, base, geometry, grid, count, *, face, mode, corners, lowest,
     ph, pw = pooled
     ky_n, kx_n = adaptive.window_size(size[0]), adaptive.window_size(size[1])
     lo = samples.window_start(face, samples.bin_base(start, bin_, max(pooled)), bin_, grid)
-    per = dict(
-        start=start, bin=bin_, grid=grid, lo=lo, base=base, count=count,
-        need_y=jnp.max(jnp.clip(grid[:, samples.Y, None] - lo[:, :ph, samples.Y], 0, ky_n),
-                       axis=1),
-        need_x=jnp.max(jnp.clip(grid[:, samples.X, None] - lo[:, :pw, samples.X], 0, kx_n),
-                       axis=1))
-    step = functools.partial(_step, face=face, corners=corners, pooled=pooled, size=size,
-                             take=take)
-
-    def run(block):
-        g, lo_ = block["grid"], block["lo"]
-        first = adaptive.skipped(g[:, samples.Y], g[:, samples.X], lo_[:, :ph, samples.Y],
-                                 lo_[:, :pw, samples.X], ky_n, kx_n)
-        ints = dict(grid=g, lo=lo_, need_y=jnp.max(block["need_y"]),
-                    need_x=jnp.max(block["need_x"]), base=block["base"],
-                    count=block["count"], skipped=first)
-        shape = (g.shape[0],) + pooled + (flat.shape[1],)
-        acc, pending = adaptive.pool(
-            step, flat, (block["start"], block["bin"]), ints, face=face, mode=mode,
-            lowest=lowest, shape=shape)
-        if mode == "max":
-            zero = jnp.zeros((), flat.dtype)
-            if face == "onnx":  # the skipped +0 samples: order-free under the IEEE maximum
-                acc = jnp.where(first[0][..., None] & ieee_take(acc, zero), zero, acc)
-            else:  # those after every evaluated sample
-                acc = jnp.where(pending[..., None] & (zero > acc), zero, acc)
-        return acc
+    need = jnp.stack([
+        jnp.max(jnp.clip(grid[:, samples.Y, None] - lo[:, :ph, samples.Y], 0, ky_n), axis=1),
+        jnp.max(jnp.clip(grid[:, samples.X, None] - lo[:, :pw, samples.X], 0, kx_n), axis=1)],
+        axis=1)  # (R, 2): Y then X
+    per = dict(start=start, bin=bin_, grid=grid, lo=lo, base=base, count=count, need=need)
 
     r = grid.shape[0]
-    if r <= BLOCK:
-        return run(per)
-    blocks = -(-r // BLOCK)
-    work = jnp.pad(per["need_y"] * per["need_x"], (0, blocks * BLOCK - r))
-    order = jnp.argsort(-work, stable=True)
-    # Two gathers sort every per-ROI array (XLA:CPU compiles a kernel per array otherwise):
-    # the floating and the integer ones side by side, padding ROIs all zero (grid 0).
+    size_b = min(r, BLOCK)
+    blocks = -(-r // size_b)
     packed, unpack = _packed(per)
-    sorted_ = {f: jnp.take(jnp.pad(a, [(0, blocks * BLOCK - r), (0, 0)]), order, axis=0)
-               .reshape(blocks, BLOCK, a.shape[1]) for f, a in packed.items()}
-    out = lax.map(lambda block: run(unpack(block)), sorted_)
-    out = out.reshape((blocks * BLOCK,) + out.shape[2:])
-    return jnp.take(out, jnp.argsort(order), axis=0)[:r]
+    if blocks > 1:
+        work = jnp.pad(need[:, 0] * need[:, 1], (0, blocks * size_b - r))
+        order = jnp.argsort(-work, stable=True)
+        # Two gathers sort every per-ROI array (XLA:CPU compiles a kernel per array otherwise):
+        # the floating and the integer ones side by side, padding ROIs all zero (grid 0).
+        packed = {f: jnp.take(jnp.pad(a, [(0, blocks * size_b - r), (0, 0)]), order, axis=0)
+                  for f, a in packed.items()}
+    rows = unpack(packed)
+    g, lo_ = rows["grid"], rows["lo"]
+    first = adaptive.skipped(g[:, samples.Y], g[:, samples.X], lo_[:, :ph, samples.Y],
+                             lo_[:, :pw, samples.X], ky_n, kx_n)
+
+    def blocked(a):
+        return a.reshape((blocks, size_b) + a.shape[1:])
+
+    ints = dict(need=jnp.max(blocked(rows["need"]), axis=1), rows=blocked(packed[False]),
+                count=blocked(rows["count"]), skipped=tuple(blocked(a) for a in first))
+    step = functools.partial(_step, face=face, corners=corners, pooled=pooled, size=size,
+                             take=take, unpack=unpack)
+    shape = (blocks, size_b) + pooled + (flat.shape[1],)
+    acc, pending = adaptive.pool(step, flat, blocked(packed[True]), ints, face=face,
+                                 mode=mode, lowest=lowest, shape=shape)
+    acc = acc.reshape((blocks * size_b,) + acc.shape[2:])
+    if mode == "max":
+        zero = jnp.zeros((), flat.dtype)
+        if face == "onnx":  # the skipped +0 samples: order-free under the IEEE maximum
+            acc = jnp.where(first[0][..., None] & ieee_take(acc, zero), zero, acc)
+        else:  # those after every evaluated sample
+            pending = pending.reshape(first[0].shape)
+            acc = jnp.where(pending[..., None] & (zero > acc), zero, acc)
+    if blocks == 1:
+        return acc
+    return jnp.take(acc, jnp.argsort(order), axis=0)[:r]
 
 
 def _packed(per: dict):
