@@ -69,113 +69,149 @@ def _at(b):
     """Row `b` (in range) of an array: a dynamic slice (``dynamic_index_in_dim`` would add a
     select for negative indices, a kernel of its own in a loop)."""
     def at(a):
-        return lax.dynamic_slice(a, (b,) + (0,) * (a.ndim - 1), (1,) + a.shape[1:])[0]
+        zero = jnp.zeros_like(b)
+        return lax.dynamic_slice(a, (b,) + (zero,) * (a.ndim - 1), (1,) + a.shape[1:])[0]
     return at
+
+
+def _advance(b, ky, kx, need_y, need_x, direction: int):
+    """The next sample of block `b`'s window in row-major order, or the first of block
+    ``b + direction`` after its last (an empty window visits one sample): ``(b, ky, kx,
+    done)``."""
+    kx = kx + 1
+    wrap = kx >= need_x
+    ky = jnp.where(wrap, ky + 1, ky)
+    kx = jnp.where(wrap, 0, kx)
+    done = ky >= need_y
+    return jnp.where(done, b + direction, b), jnp.where(done, 0, ky), kx, done
 
 
 def _looped(step, face, mode, lowest, shape):
     ct = np.dtype(np.asarray(lowest).dtype)
     blocks = shape[0]
+    folds = mode == "max" and face == "openvino"  # the pending +0 samples are carried
+    fixes = mode == "max" and face == "onnx"  # the skipped +0 samples, when a block is done
 
     def block(geometry, ints, b):
-        """Block `b`'s geometry and rows, its window (Y, X) and the sample index of a step."""
+        """Block `b`'s geometry and rows and its window (Y, X)."""
         at = _at(b)
         need = at(ints["need"])
-        cols = jnp.maximum(need[1], 1)
-        return (jax.tree.map(at, geometry), jax.tree.map(at, ints["rows"]), need[0] * need[1],
-                lambda k: (lax.div(k, cols), lax.rem(k, cols)))
+        return jax.tree.map(at, geometry), jax.tree.map(at, ints["rows"]), need[0], need[1]
 
-    def forward(flat, geometry, ints):
-        seed = lowest if (mode == "max" and face == "openvino") else np.array(
-            -np.inf if mode == "max" else 0, ct)
+    def forward(flat, geometry, ints, winner: bool):
+        winner = winner and mode == "max"  # the sample each output took: for the gradient
+        seed = lowest if folds else np.array(-np.inf if mode == "max" else 0, ct)
         zero = jnp.zeros((), ct)
 
-        def run(b, out):
+        def body(carry):
+            b, ky, kx, acc, win, pending, out = carry
             at = _at(b)
-            g, rows, trips, index = block(geometry, ints, b)
-            first = tuple(at(a) for a in ints["skipped"])
-            per_sample = jnp.maximum(at(ints["count"]), 1)[:, None, None, None]
-
-            def body(k, carry):
-                acc, win, pending = carry
-                ky, kx = index(k)
-                v, mask, iy, ix = step(flat, g, rows, ky, kx)
-                m = mask[..., None]
-                if mode == "avg":
-                    add = v if face == "onnx" else samples.divide(v, per_sample)
-                    return jnp.where(m, acc + add, acc), win, pending
+            g, rows, need_y, need_x = block(geometry, ints, b)
+            fresh = (ky == 0) & (kx == 0)  # the block's first sample: a fresh accumulator
+            acc = jnp.where(fresh, seed, acc)
+            v, mask, iy, ix = step(flat, g, rows, ky, kx)
+            m = mask[..., None]
+            if mode == "avg":
+                per_sample = jnp.maximum(at(ints["count"]), 1)[:, None, None, None]
+                add = v if face == "onnx" else samples.divide(v, per_sample)
+                acc = jnp.where(m, acc + add, acc)
+            else:
+                k = ky * jnp.maximum(need_x, 1) + kx
+                if winner:
+                    win = jnp.where(fresh, -1, win)
                 if face == "onnx":
                     take = m & samples.ieee_take(acc, v)
                 else:
+                    first = tuple(at(a) for a in ints["skipped"])
+                    pending = jnp.where(fresh, first[0], pending)
                     after = (iy > first[1]) | ((iy == first[1]) & (ix > first[2]))
                     fire = (pending & after & mask)[..., None] & (zero > acc)
                     acc = jnp.where(fire, zero, acc)
-                    win = jnp.where(fire, -1, win)
+                    if winner:
+                        win = jnp.where(fire, -1, win)
                     pending = pending & ~(after & mask)
                     take = m & (v > acc)
-                return jnp.where(take, v, acc), jnp.where(take, k, win), pending
+                acc = jnp.where(take, v, acc)
+                if winner:
+                    win = jnp.where(take, k, win)
+            def flush(out, parts):
+                acc, win, pending = parts
+                if fixes:  # order-free under the IEEE maximum; `fixed` masks the gradient
+                    fixed = at(ints["skipped"][0])[..., None] & samples.ieee_take(acc, zero)
+                    acc = jnp.where(fixed, zero, acc)
+                    pending = fixed if winner else None
+                return jax.tree.map(lambda whole, part: lax.dynamic_update_index_in_dim(
+                    whole, part, b, 0), out, (acc, win, pending))
 
-            init = (jnp.full(shape[1:], seed, ct),
-                    jnp.full(shape[1:], -1, jnp.int32) if mode == "max" else None,
-                    first[0] if mode == "max" else None)
-            got = lax.fori_loop(0, trips, body, init)
-            return jax.tree.map(lambda whole, part: lax.dynamic_update_index_in_dim(
-                whole, part, b, 0), out, got)
+            nb, ky, kx, done = _advance(b, ky, kx, need_y, need_x, 1)
+            out = lax.cond(done, flush, lambda out, parts: out, out, (acc, win, pending))
+            return nb, ky, kx, acc, win, pending, out
 
-        out0 = (jnp.zeros(shape, ct), jnp.zeros(shape, jnp.int32) if mode == "max" else None,
-                jnp.zeros_like(ints["skipped"][0]) if mode == "max" else None)
-        return lax.fori_loop(0, blocks, run, out0)
+        i0 = jnp.zeros((), jnp.int32)
+        acc0 = jnp.full(shape[1:], seed, ct)
+        win0 = jnp.full(shape[1:], -1, jnp.int32) if winner else None
+        pending0 = jnp.zeros(shape[1:4], bool) if folds else None
+        third = (jnp.zeros(shape[:4], bool) if folds else
+                 jnp.zeros(shape, bool) if fixes and winner else None)
+        out0 = (jnp.zeros(shape, ct), jnp.zeros(shape, jnp.int32) if winner else None, third)
+        carry = lax.while_loop(lambda c: c[0] < blocks, body,
+                               (i0, i0, i0, acc0, win0, pending0, out0))
+        return carry[-1]
 
     @jax.custom_vjp
     def looped(flat, geometry, ints):
-        acc, _, pending = forward(flat, geometry, ints)
+        acc, _, pending = forward(flat, geometry, ints, False)
         return acc, pending
 
     def fwd(flat, geometry, ints):
-        acc, win, pending = forward(flat, geometry, ints)
-        return (acc, pending), (flat, geometry, ints, win)
+        acc, win, third = forward(flat, geometry, ints, True)
+        pending, fixed = (third, None) if folds else (None, third)
+        return (acc, pending), (flat, geometry, ints, win, fixed)
 
     def bwd(res, cts):  # cts[1] is the bool `pending`'s (float0) cotangent, or None
-        flat, geometry, ints, win = res
+        flat, geometry, ints, win, fixed = res
         ct_acc = cts[0]
+        if fixed is not None:  # the outputs that took a skipped +0 sample
+            ct_acc = jnp.where(fixed, jnp.zeros_like(ct_acc), ct_acc)
 
-        # The blocks in reverse order, each block's samples in order from a zero partial sum
-        # added to the total: the order of a loop per block under `lax.map`.
-        def run(i, grads):
-            b = blocks - 1 - i
+        # The blocks in reverse order, each block's samples in order from a zero partial sum,
+        # added to the total when the block is done: the order of a loop per block under
+        # `lax.map`, whose transpose sums the data's cotangent over the blocks in reverse.
+        def body(carry):
+            b, ky, kx, total, partial, d_geometry = carry
             at = _at(b)
-            g, rows, trips, index = block(geometry, ints, b)
+            g, rows, need_y, need_x = block(geometry, ints, b)
+            live = (need_y > 0) & (need_x > 0)  # an empty window's one sample adds nothing
+
+            def sample(f, g):
+                v, mask, _, _ = step(f, g, rows, ky, kx)
+                return v, mask
+
+            _, pull, mask = jax.vjp(sample, flat, g, has_aux=True)
+            m = mask[..., None]
             ct_b = at(ct_acc)
             if mode == "avg":
                 per_sample = jnp.maximum(at(ints["count"]), 1)[:, None, None, None]
                 scale = ct_b if face == "onnx" else ct_b / per_sample
+                ct_v = jnp.where(m, scale, jnp.zeros_like(scale))
             else:
-                win_b = at(win)
+                k = ky * jnp.maximum(need_x, 1) + kx
+                ct_v = jnp.where(m & (at(win) == k), ct_b, jnp.zeros_like(ct_b))
+            d_flat, d_g = pull(ct_v)
+            partial = jnp.where(live, partial + d_flat, partial)
+            d_geometry = jax.tree.map(
+                lambda whole, d: lax.dynamic_update_index_in_dim(
+                    whole, jnp.where(live, at(whole) + d, at(whole)), b, 0), d_geometry, d_g)
+            nb, ky, kx, done = _advance(b, ky, kx, need_y, need_x, -1)
+            total, partial = lax.cond(done, lambda t, p: (t + p, jnp.zeros_like(p)),
+                                      lambda t, p: (t, p), total, partial)
+            return nb, ky, kx, total, partial, d_geometry
 
-            def body(k, partial):
-                ky, kx = index(k)
-
-                def sample(f, g):
-                    v, mask, _, _ = step(f, g, rows, ky, kx)
-                    return v, mask
-
-                _, pull, mask = jax.vjp(sample, flat, g, has_aux=True)
-                m = mask[..., None]
-                if mode == "avg":
-                    ct_v = jnp.where(m, scale, jnp.zeros_like(scale))
-                else:
-                    ct_v = jnp.where(m & (win_b == k), ct_b, jnp.zeros_like(ct_b))
-                d_flat, d_g = pull(ct_v)
-                return (partial[0] + d_flat, jax.tree.map(jnp.add, partial[1], d_g))
-
-            zeros = (jnp.zeros_like(flat), jax.tree.map(jnp.zeros_like, g))
-            d_flat, d_g = lax.fori_loop(0, trips, body, zeros)
-            return (grads[0] + d_flat, jax.tree.map(
-                lambda whole, part: lax.dynamic_update_index_in_dim(whole, part, b, 0),
-                grads[1], d_g))
-
-        zeros = (jnp.zeros_like(flat), jax.tree.map(jnp.zeros_like, geometry))
-        d_flat, d_geometry = lax.fori_loop(0, blocks, run, zeros)
+        i0 = jnp.zeros((), jnp.int32)
+        init = (i0 + blocks - 1, i0, i0, jnp.zeros_like(flat), jnp.zeros_like(flat),
+                jax.tree.map(jnp.zeros_like, geometry))
+        out = lax.while_loop(lambda c: c[0] >= 0, body, init)
+        d_flat, d_geometry = out[3], out[5]
         d_ints = jax.tree.map(
             lambda a: (np.zeros(a.shape, jax.dtypes.float0) if not jnp.issubdtype(
                 a.dtype, jnp.floating) else jnp.zeros_like(a)), ints)

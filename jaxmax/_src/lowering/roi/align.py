@@ -208,13 +208,10 @@ def _adaptive(flat, base, geometry, grid, count, *, face, mode, corners, lowest,
     acc, pending = adaptive.pool(step, flat, blocked(packed[True]), ints, face=face,
                                  mode=mode, lowest=lowest, shape=shape)
     acc = acc.reshape((blocks * size_b,) + acc.shape[2:])
-    if mode == "max":
+    if mode == "max" and face == "openvino":  # the skipped +0 samples after every evaluated one
         zero = jnp.zeros((), flat.dtype)
-        if face == "onnx":  # the skipped +0 samples: order-free under the IEEE maximum
-            acc = jnp.where(first[0][..., None] & ieee_take(acc, zero), zero, acc)
-        else:  # those after every evaluated sample
-            pending = pending.reshape(first[0].shape)
-            acc = jnp.where(pending[..., None] & (zero > acc), zero, acc)
+        pending = pending.reshape(first[0].shape)
+        acc = jnp.where(pending[..., None] & (zero > acc), zero, acc)
     if blocks == 1:
         return acc
     return jnp.take(acc, jnp.argsort(order), axis=0)[:r]
