@@ -56,7 +56,7 @@ def pool(step, flat, geometry, ints, *, face: str, mode: str, lowest, shape):
     block's rows by a dynamic index: everything per ROI is computed before the loops (XLA:CPU
     compiles every kernel of a loop body on its own).
 
-    `step(flat, geometry_b, rows_b, ky, kx)` gives ``(v, mask, iy, ix)`` of one sample of every
+    `step(flat, geometry_b, rows_b, k)` (``k`` = ``[kx, ky]``) gives ``(v, mask, iy, ix)`` of one sample of every
     bin of block ``b``; `geometry` (the differentiable ROI quantities) and ``ints["rows"]`` are
     pytrees with a leading axis of blocks, ``ints["need"]`` (blocks, 2) the window each block
     needs (Y, X), ``ints["count"]`` (blocks, B) the sample counts, ``ints["skipped"]``
@@ -74,16 +74,17 @@ def _at(b):
     return at
 
 
-def _advance(b, ky, kx, need_y, need_x, direction: int):
-    """The next sample of block `b`'s window in row-major order, or the first of block
-    ``b + direction`` after its last (an empty window visits one sample): ``(b, ky, kx,
-    done)``."""
+def _advance(pos, need_y, need_x, direction: int):
+    """The next sample of block ``b``'s window (``pos`` = ``[b, kx, ky]``) in row-major order,
+    or the first of block ``b + direction`` after its last (an empty window visits one sample):
+    ``(pos, done)``. One (3,) vector: XLA:CPU would give each scalar a kernel of its own."""
+    b, kx, ky = pos[0], pos[1], pos[2]
     kx = kx + 1
     wrap = kx >= need_x
     ky = jnp.where(wrap, ky + 1, ky)
     kx = jnp.where(wrap, 0, kx)
     done = ky >= need_y
-    return jnp.where(done, b + direction, b), jnp.where(done, 0, ky), kx, done
+    return jnp.stack([jnp.where(done, b + direction, b), kx, jnp.where(done, 0, ky)]), done
 
 
 def _looped(step, face, mode, lowest, shape):
@@ -104,12 +105,13 @@ def _looped(step, face, mode, lowest, shape):
         zero = jnp.zeros((), ct)
 
         def body(carry):
-            b, ky, kx, acc, win, pending, out = carry
+            pos, acc, win, pending, out = carry
+            b, kx, ky = pos[0], pos[1], pos[2]
             at = _at(b)
             g, rows, need_y, need_x = block(geometry, ints, b)
             fresh = (ky == 0) & (kx == 0)  # the block's first sample: a fresh accumulator
             acc = jnp.where(fresh, seed, acc)
-            v, mask, iy, ix = step(flat, g, rows, ky, kx)
+            v, mask, iy, ix = step(flat, g, rows, pos[1:])
             m = mask[..., None]
             if mode == "avg":
                 per_sample = jnp.maximum(at(ints["count"]), 1)[:, None, None, None]
@@ -143,19 +145,18 @@ def _looped(step, face, mode, lowest, shape):
                 return jax.tree.map(lambda whole, part: lax.dynamic_update_index_in_dim(
                     whole, part, b, 0), out, (acc, win, pending))
 
-            nb, ky, kx, done = _advance(b, ky, kx, need_y, need_x, 1)
+            pos, done = _advance(pos, need_y, need_x, 1)
             out = lax.cond(done, flush, lambda out, parts: out, out, (acc, win, pending))
-            return nb, ky, kx, acc, win, pending, out
+            return pos, acc, win, pending, out
 
-        i0 = jnp.zeros((), jnp.int32)
         acc0 = jnp.full(shape[1:], seed, ct)
         win0 = jnp.full(shape[1:], -1, jnp.int32) if winner else None
         pending0 = jnp.zeros(shape[1:4], bool) if folds else None
         third = (jnp.zeros(shape[:4], bool) if folds else
                  jnp.zeros(shape, bool) if fixes and winner else None)
         out0 = (jnp.zeros(shape, ct), jnp.zeros(shape, jnp.int32) if winner else None, third)
-        carry = lax.while_loop(lambda c: c[0] < blocks, body,
-                               (i0, i0, i0, acc0, win0, pending0, out0))
+        carry = lax.while_loop(lambda c: c[0][0] < blocks, body,
+                               (jnp.zeros(3, jnp.int32), acc0, win0, pending0, out0))
         return carry[-1]
 
     @jax.custom_vjp
@@ -178,13 +179,14 @@ def _looped(step, face, mode, lowest, shape):
         # added to the total when the block is done: the order of a loop per block under
         # `lax.map`, whose transpose sums the data's cotangent over the blocks in reverse.
         def body(carry):
-            b, ky, kx, total, partial, d_geometry = carry
+            pos, total, partial, d_geometry = carry
+            b, kx, ky = pos[0], pos[1], pos[2]
             at = _at(b)
             g, rows, need_y, need_x = block(geometry, ints, b)
             live = (need_y > 0) & (need_x > 0)  # an empty window's one sample adds nothing
 
             def sample(f, g):
-                v, mask, _, _ = step(f, g, rows, ky, kx)
+                v, mask, _, _ = step(f, g, rows, pos[1:])
                 return v, mask
 
             _, pull, mask = jax.vjp(sample, flat, g, has_aux=True)
@@ -202,16 +204,16 @@ def _looped(step, face, mode, lowest, shape):
             d_geometry = jax.tree.map(
                 lambda whole, d: lax.dynamic_update_index_in_dim(
                     whole, jnp.where(live, at(whole) + d, at(whole)), b, 0), d_geometry, d_g)
-            nb, ky, kx, done = _advance(b, ky, kx, need_y, need_x, -1)
+            pos, done = _advance(pos, need_y, need_x, -1)
             total, partial = lax.cond(done, lambda t, p: (t + p, jnp.zeros_like(p)),
                                       lambda t, p: (t, p), total, partial)
-            return nb, ky, kx, total, partial, d_geometry
+            return pos, total, partial, d_geometry
 
-        i0 = jnp.zeros((), jnp.int32)
-        init = (i0 + blocks - 1, i0, i0, jnp.zeros_like(flat), jnp.zeros_like(flat),
+        start = jnp.zeros(3, jnp.int32).at[0].set(blocks - 1)
+        init = (start, jnp.zeros_like(flat), jnp.zeros_like(flat),
                 jax.tree.map(jnp.zeros_like, geometry))
-        out = lax.while_loop(lambda c: c[0] >= 0, body, init)
-        d_flat, d_geometry = out[3], out[5]
+        out = lax.while_loop(lambda c: c[0][0] >= 0, body, init)
+        d_flat, d_geometry = out[1], out[3]
         d_ints = jax.tree.map(
             lambda a: (np.zeros(a.shape, jax.dtypes.float0) if not jnp.issubdtype(
                 a.dtype, jnp.floating) else jnp.zeros_like(a)), ints)

@@ -102,13 +102,13 @@ def _combine(products, outside, corners: bool, ct) -> jax.Array:
     return jnp.where(outside[..., None], jnp.zeros((), ct), v)
 
 
-def _step(flat, geometry, rows, ky, kx, *, face, corners, pooled, size, take, unpack):
-    """Sample ``(lo_y + ky, lo_x + kx)`` of every bin of a block of ROIs (`geometry` and
+def _step(flat, geometry, rows, k, *, face, corners, pooled, size, take, unpack):
+    """Sample ``lo + k`` (``k`` = ``[kx, ky]``) of every bin of a block of ROIs (`geometry` and
     `rows` its packed floating and integer rows): ``(v, mask, iy, ix)``, each (B, P_h, P_w)
     (`v` with channels last); its geometry is computed here, inside the run-time loop over the
     samples."""
     per = unpack({True: geometry, False: rows})
-    index = per["lo"] + jnp.stack([kx, ky]).astype(jnp.int32)  # X then Y
+    index = per["lo"] + k.astype(jnp.int32)  # X then Y
     axes = samples.axis_samples(face, per["start"], per["bin"], per["grid"], max(pooled),
                                 (size[1], size[0]), index)
     return _sample(flat, per["base"], axes, axes, corners, pooled, size[1], take)
@@ -175,10 +175,11 @@ def _adaptive(flat, base, geometry, grid, count, *, face, mode, corners, lowest,
     ph, pw = pooled
     ky_n, kx_n = adaptive.window_size(size[0]), adaptive.window_size(size[1])
     lo = samples.window_start(face, samples.bin_base(start, bin_, max(pooled)), bin_, grid)
-    need = jnp.stack([
-        jnp.max(jnp.clip(grid[:, samples.Y, None] - lo[:, :ph, samples.Y], 0, ky_n), axis=1),
-        jnp.max(jnp.clip(grid[:, samples.X, None] - lo[:, :pw, samples.X], 0, kx_n), axis=1)],
-        axis=1)  # (R, 2): Y then X
+    # the window each ROI needs per axis: the most samples any of its bins has from its start
+    # (bins past an axis's own pooled size count 0), both axes in one reduction
+    span = jnp.clip(grid[:, None, :] - lo, 0, samples.pair(kx_n, ky_n, jnp.int32))
+    bins = jnp.arange(max(pooled))[:, None] < samples.pair(pw, ph, jnp.int32)
+    need = jnp.max(jnp.where(bins, span, 0), axis=1)[:, ::-1]  # (R, 2): Y then X
     per = dict(start=start, bin=bin_, grid=grid, lo=lo, base=base, count=count, need=need)
 
     r = grid.shape[0]
@@ -190,8 +191,8 @@ def _adaptive(flat, base, geometry, grid, count, *, face, mode, corners, lowest,
         order = jnp.argsort(-work, stable=True)
         # Two gathers sort every per-ROI array (XLA:CPU compiles a kernel per array otherwise):
         # the floating and the integer ones side by side, padding ROIs all zero (grid 0).
-        packed = {f: jnp.take(jnp.pad(a, [(0, blocks * size_b - r), (0, 0)]), order, axis=0)
-                  for f, a in packed.items()}
+        packed = {f: jnp.take(jnp.pad(a, [(0, blocks * size_b - r), (0, 0)]), order, axis=0,
+                              mode="clip") for f, a in packed.items()}
     rows = unpack(packed)
     g, lo_ = rows["grid"], rows["lo"]
     first = adaptive.skipped(g[:, samples.Y], g[:, samples.X], lo_[:, :ph, samples.Y],
@@ -214,7 +215,7 @@ def _adaptive(flat, base, geometry, grid, count, *, face, mode, corners, lowest,
         acc = jnp.where(pending[..., None] & (zero > acc), zero, acc)
     if blocks == 1:
         return acc
-    return jnp.take(acc, jnp.argsort(order), axis=0)[:r]
+    return jnp.take(acc, jnp.argsort(order), axis=0, mode="clip")[:r]
 
 
 def _packed(per: dict):
