@@ -3,16 +3,22 @@ traced) size, so the samples are visited by a loop whose trip count is computed 
 
 Per bin and axis a window of at most ``2*L + 6`` sample indices, starting at ``lo``, holds every
 sample that can fall inside a map of ``L`` pixels (the spacing ``bin / ceil(bin)`` is > 1/2 when
-the grid has more than one sample); the loop runs over ``need_y x need_x`` indices, the largest
-window any ROI needs (the largest grid, for ROIs inside the map), and masks each ROI's samples
-past its own grid. The samples a window skips are out of the image (value ``+0.0``): they are
-folded in at their place in the row-major order. So the program does not depend on the ROIs,
-and no grid is ever too small (docs/semantics.md §12.4).
+the grid has more than one sample). The ROIs come in blocks (of similar windows, sorted by the
+caller); one ``while`` loop visits block ``b``'s ``need_y x need_x`` window indices (the largest
+window a ROI of the block needs) in row-major order, masking each ROI's samples past its own
+grid, then block ``b + 1``'s. The samples a window skips are out of the image (value ``+0.0``):
+they are folded in at their place in the row-major order. So the program does not depend on
+the ROIs, and no grid is ever too small (docs/semantics.md §12.4).
 
-``lax.fori_loop`` with a traced trip count is a while loop, which reverse-mode autodiff cannot
-transpose: the loop is a ``jax.custom_vjp`` whose backward pass runs the same loop and pulls
-each sample's cotangent back through the sample's own formula (``jax.vjp`` of one step), so the
-data gets the bilinear weights and the ROI coordinates their almost-everywhere derivative.
+One loop for all the blocks, not a loop per block: XLA:CPU compiles every kernel on its own, and
+a nested loop's outer body (the block's slices, its loop-invariant geometry, its scalars) was a
+dozen kernels more. The body reads its block's rows by a dynamic slice, carries the block's
+accumulator and writes it out under a ``lax.cond`` when the block is done.
+
+A while loop cannot be transposed by reverse-mode autodiff: the loop is a ``jax.custom_vjp``
+whose backward pass runs the same loop (the blocks in reverse) and pulls each sample's
+cotangent back through the sample's own formula (``jax.vjp`` of one step), so the data gets the
+bilinear weights and the ROI coordinates their almost-everywhere derivative.
 """
 
 from __future__ import annotations
@@ -48,19 +54,15 @@ def skipped(gh, gw, lo_y, lo_x, ky_n: int, kx_n: int):
 
 def pool(step, flat, geometry, ints, *, face: str, mode: str, lowest, shape):
     """The loop over every block's window of samples: (blocks, B, P_h, P_w, C) of CT, before
-    the final division, and the ``pending`` flags of OpenVINO's max (the skipped ``+0``
-    samples not yet folded in).
+    the final division (ONNX's max with the skipped ``+0`` samples folded in), and OpenVINO
+    max's ``pending`` flags (the skipped ``+0`` samples after every evaluated one; else None).
 
-    A loop over the blocks runs, per block ``b``, a loop over its window's samples
-    ``(ky, kx)`` in row-major order (``need[b]``, computed at run time), whose body reads the
-    block's rows by a dynamic index: everything per ROI is computed before the loops (XLA:CPU
-    compiles every kernel of a loop body on its own).
-
-    `step(flat, geometry_b, rows_b, k)` (``k`` = ``[kx, ky]``) gives ``(v, mask, iy, ix)`` of one sample of every
-    bin of block ``b``; `geometry` (the differentiable ROI quantities) and ``ints["rows"]`` are
-    pytrees with a leading axis of blocks, ``ints["need"]`` (blocks, 2) the window each block
-    needs (Y, X), ``ints["count"]`` (blocks, B) the sample counts, ``ints["skipped"]``
-    :func:`skipped` of every ROI (blocks, B, P_h, P_w).
+    `step(flat, geometry_b, rows_b, k)` (``k`` = ``[kx, ky]``, int32) gives
+    ``(v, mask, iy, ix)`` of one sample of every bin of block ``b``; `geometry` (the
+    differentiable ROI quantities) and ``ints["rows"]`` are pytrees with a leading axis of
+    blocks, ``ints["need"]`` (blocks, 2) the window each block needs (Y, X), ``ints["count"]``
+    (blocks, B) the sample counts, ``ints["skipped"]`` (max only) :func:`skipped` of every ROI
+    (blocks, B, P_h, P_w). Everything per ROI is computed before the loop.
     """
     return _looped(step, face, mode, lowest, shape)(flat, geometry, ints)
 
@@ -69,16 +71,22 @@ def _at(b):
     """Row `b` (in range) of an array: a dynamic slice (``dynamic_index_in_dim`` would add a
     select for negative indices, a kernel of its own in a loop)."""
     def at(a):
-        zero = jnp.zeros_like(b)
-        return lax.dynamic_slice(a, (b,) + (zero,) * (a.ndim - 1), (1,) + a.shape[1:])[0]
+        if a.shape[0] > 1:
+            a = lax.dynamic_slice_in_dim(a, b, 1, 0)
+        return lax.squeeze(a, (0,))  # one block: b is 0
     return at
+
+
+def _split(pos):
+    """``pos``'s three scalars ``(b, kx, ky)``."""
+    return tuple(lax.index_in_dim(pos, i, keepdims=False) for i in range(3))
 
 
 def _advance(pos, need_y, need_x, direction: int):
     """The next sample of block ``b``'s window (``pos`` = ``[b, kx, ky]``) in row-major order,
     or the first of block ``b + direction`` after its last (an empty window visits one sample):
     ``(pos, done)``. One (3,) vector: XLA:CPU would give each scalar a kernel of its own."""
-    b, kx, ky = pos[0], pos[1], pos[2]
+    b, kx, ky = _split(pos)
     kx = kx + 1
     wrap = kx >= need_x
     ky = jnp.where(wrap, ky + 1, ky)
@@ -106,12 +114,12 @@ def _looped(step, face, mode, lowest, shape):
 
         def body(carry):
             pos, acc, win, pending, out = carry
-            b, kx, ky = pos[0], pos[1], pos[2]
+            b, kx, ky = _split(pos)
             at = _at(b)
             g, rows, need_y, need_x = block(geometry, ints, b)
             fresh = (ky == 0) & (kx == 0)  # the block's first sample: a fresh accumulator
             acc = jnp.where(fresh, seed, acc)
-            v, mask, iy, ix = step(flat, g, rows, pos[1:])
+            v, mask, iy, ix = step(flat, g, rows, lax.slice(pos, (1,), (3,)))
             m = mask[..., None]
             if mode == "avg":
                 per_sample = jnp.maximum(at(ints["count"]), 1)[:, None, None, None]
@@ -136,28 +144,36 @@ def _looped(step, face, mode, lowest, shape):
                 acc = jnp.where(take, v, acc)
                 if winner:
                     win = jnp.where(take, k, win)
+
             def flush(out, parts):
-                acc, win, pending = parts
-                if fixes:  # order-free under the IEEE maximum; `fixed` masks the gradient
-                    fixed = at(ints["skipped"][0])[..., None] & samples.ieee_take(acc, zero)
-                    acc = jnp.where(fixed, zero, acc)
-                    pending = fixed if winner else None
                 return jax.tree.map(lambda whole, part: lax.dynamic_update_index_in_dim(
-                    whole, part, b, 0), out, (acc, win, pending))
+                    whole, part, b, 0), out, finish(b, *parts))
 
             pos, done = _advance(pos, need_y, need_x, 1)
-            out = lax.cond(done, flush, lambda out, parts: out, out, (acc, win, pending))
+            if blocks > 1:  # one block: its accumulator is the loop's result
+                out = lax.cond(done, flush, lambda out, parts: out, out, (acc, win, pending))
             return pos, acc, win, pending, out
+
+        def finish(b, acc, win, pending):
+            """A block's results when it is done: ``(acc, win, pending or fixed)``."""
+            if fixes:  # order-free under the IEEE maximum; `fixed` masks the gradient
+                fixed = _at(b)(ints["skipped"][0])[..., None] & samples.ieee_take(acc, zero)
+                acc = jnp.where(fixed, zero, acc)
+                pending = fixed if winner else None
+            return acc, win, pending
 
         acc0 = jnp.full(shape[1:], seed, ct)
         win0 = jnp.full(shape[1:], -1, jnp.int32) if winner else None
         pending0 = jnp.zeros(shape[1:4], bool) if folds else None
         third = (jnp.zeros(shape[:4], bool) if folds else
                  jnp.zeros(shape, bool) if fixes and winner else None)
-        out0 = (jnp.zeros(shape, ct), jnp.zeros(shape, jnp.int32) if winner else None, third)
+        out0 = ((jnp.zeros(shape, ct), jnp.zeros(shape, jnp.int32) if winner else None, third)
+                if blocks > 1 else None)
         carry = lax.while_loop(lambda c: c[0][0] < blocks, body,
                                (jnp.zeros(3, jnp.int32), acc0, win0, pending0, out0))
-        return carry[-1]
+        if blocks > 1:
+            return carry[-1]
+        return jax.tree.map(lambda a: a[None], finish(0, *carry[1:4]))
 
     @jax.custom_vjp
     def looped(flat, geometry, ints):
@@ -180,13 +196,13 @@ def _looped(step, face, mode, lowest, shape):
         # `lax.map`, whose transpose sums the data's cotangent over the blocks in reverse.
         def body(carry):
             pos, total, partial, d_geometry = carry
-            b, kx, ky = pos[0], pos[1], pos[2]
+            b, kx, ky = _split(pos)
             at = _at(b)
             g, rows, need_y, need_x = block(geometry, ints, b)
             live = (need_y > 0) & (need_x > 0)  # an empty window's one sample adds nothing
 
             def sample(f, g):
-                v, mask, _, _ = step(f, g, rows, pos[1:])
+                v, mask, _, _ = step(f, g, rows, lax.slice(pos, (1,), (3,)))
                 return v, mask
 
             _, pull, mask = jax.vjp(sample, flat, g, has_aux=True)

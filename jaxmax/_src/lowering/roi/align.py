@@ -15,10 +15,11 @@ A bin without samples gives ``+0.0``; an out-of-image sample has the value ``+0.
 Each step of the loop over samples gathers the four corners of one sample of every bin of every
 ROI (channels last, ``jnp.take`` of rows) and folds it in, masked past each ROI's own grid. With
 a static ``sampling_ratio`` the loop is a ``lax.scan`` over the grid. With ``sampling_ratio = 0``
-the grid depends on the (possibly traced) ROI sizes: :mod:`.adaptive` runs a loop whose trip
-count is the largest window any ROI needs, computed at run time, over at most the ``2*L + 6``
-sample indices per bin and axis that can fall inside the map, adding the ``+0.0`` of the
-samples it skips. No grid is ever too small, and the program does not depend on the ROIs.
+the grid depends on the (possibly traced) ROI sizes: the ROIs are sorted into blocks of
+`BLOCK` by the window they need, and :mod:`.adaptive` runs one loop over every block's window
+(the largest a ROI of the block needs, computed at run time, of at most the ``2*L + 6`` sample
+indices per bin and axis that can fall inside the map), adding the ``+0.0`` of the samples it
+skips. No grid is ever too small, and the program does not depend on the ROIs.
 """
 
 from __future__ import annotations
@@ -185,8 +186,14 @@ def _adaptive(flat, base, geometry, grid, count, *, face, mode, corners, lowest,
     r = grid.shape[0]
     size_b = min(r, BLOCK)
     blocks = -(-r // size_b)
-    packed, unpack = _packed(per)
-    if blocks > 1:
+    if blocks == 1:  # the arrays as they are, floating and integer apart
+        packed = {f: {k: a for k, a in per.items()
+                      if jnp.issubdtype(a.dtype, jnp.floating) == f} for f in (True, False)}
+
+        def unpack(parts):
+            return {**parts[True], **parts[False]}
+    else:
+        packed, unpack = _packed(per)
         work = jnp.pad(need[:, 0] * need[:, 1], (0, blocks * size_b - r))
         order = jnp.argsort(-work, stable=True)
         # Two gathers sort every per-ROI array (XLA:CPU compiles a kernel per array otherwise):
@@ -196,10 +203,10 @@ def _adaptive(flat, base, geometry, grid, count, *, face, mode, corners, lowest,
     rows = unpack(packed)
     g, lo_ = rows["grid"], rows["lo"]
     first = adaptive.skipped(g[:, samples.Y], g[:, samples.X], lo_[:, :ph, samples.Y],
-                             lo_[:, :pw, samples.X], ky_n, kx_n)
+                             lo_[:, :pw, samples.X], ky_n, kx_n) if mode == "max" else ()
 
-    def blocked(a):
-        return a.reshape((blocks, size_b) + a.shape[1:])
+    def blocked(tree):
+        return jax.tree.map(lambda a: a.reshape((blocks, size_b) + a.shape[1:]), tree)
 
     ints = dict(need=jnp.max(blocked(rows["need"]), axis=1), rows=blocked(packed[False]),
                 count=blocked(rows["count"]), skipped=tuple(blocked(a) for a in first))
