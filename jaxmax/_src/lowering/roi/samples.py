@@ -51,7 +51,7 @@ def rounded(t: jax.Array) -> jax.Array:
     multiply-add with what follows, nor re-associate a second division into it."""
     if not GUARDS["fma"]:
         return t
-    return jnp.where(t == t, t, jnp.array(np.nan, t.dtype))
+    return lax.select(t == t, t, lax.full_like(t, np.nan))  # jnp.where: a nested jit to trace
 
 
 def divide(a: jax.Array, b) -> jax.Array:
