@@ -105,7 +105,8 @@ def _combine(products, outside, corners: bool, ct) -> jax.Array:
 
 def _step(flat, geometry, rows, k, *, face, corners, pooled, size, take, unpack):
     """Sample ``lo + k`` (``k`` = ``[kx, ky]``) of every bin of a block of ROIs (`geometry` and
-    `rows` its packed floating and integer rows): ``(v, mask, iy, ix)``, each (B, P_h, P_w)
+    `rows` its floating and integer rows, packed, or dicts when there is one block; `unpack`
+    makes them one dict): ``(v, mask, iy, ix)``, each (B, P_h, P_w)
     (`v` with channels last); its geometry is computed here, inside the run-time loop over the
     samples."""
     per = unpack({True: geometry, False: rows})
