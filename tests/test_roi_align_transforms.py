@@ -134,6 +134,33 @@ def test_windowed_branch_keeps_the_fold_order_of_skipped_zeros():
     assert not np.signbit(np.asarray(got)[0]).any() and np.signbit(np.asarray(got)[1]).all()
 
 
+@pytest.mark.parametrize("block", [None, 1])
+def test_onnx_max_of_a_huge_roi_over_negative_data(block, monkeypatch, request):
+    """A ROI far larger than the map over negative data: ONNX max is the +0 of its samples out
+    of the image (some skipped by the window), a constant, so no data gradient; the other
+    ROI's output is a data value, whose gradient is 1 on its bilinear weights. With blocks of
+    one ROI too (the loop's blocks, their order and their gradients)."""
+    if block is not None:
+        monkeypatch.setattr(align, "BLOCK", block)
+        jax.clear_caches()
+        request.addfinalizer(jax.clear_caches)
+    x = -1.0 - np.random.default_rng(12).random((1, 1, 6, 6)).astype(np.float32)
+    rois = np.array([[-500, 0.5, 5, 5], [0.5, 0.5, 4.5, 4.5]], np.float32)
+    batch = np.array([0, 0])
+
+    def out(x):
+        return onnx.roi_align(x, rois, batch, mode="max", output_height=1, output_width=1,
+                              sampling_ratio=0)
+
+    expected = oracle.roi_align(x, rois, batch, mode="max", pooled=(1, 1))
+    got = out(x)
+    np.testing.assert_array_equal(_bits(got), _bits(expected))
+    assert np.asarray(got)[0, 0, 0, 0] == 0 and not np.signbit(np.asarray(got)[0]).any()
+    grads = jax.jit(jax.grad(lambda x, k: out(x)[k].sum()), static_argnums=1)
+    assert not np.asarray(grads(x, 0)).any()
+    assert np.asarray(grads(x, 1)).sum() == pytest.approx(1.0)
+
+
 # ------------------------------------------------------------------- jit, vmap, retrace
 
 def _f(x, r, b):

@@ -3,16 +3,22 @@ traced) size, so the samples are visited by a loop whose trip count is computed 
 
 Per bin and axis a window of at most ``2*L + 6`` sample indices, starting at ``lo``, holds every
 sample that can fall inside a map of ``L`` pixels (the spacing ``bin / ceil(bin)`` is > 1/2 when
-the grid has more than one sample); the loop runs over ``need_y x need_x`` indices, the largest
-window any ROI needs (the largest grid, for ROIs inside the map), and masks each ROI's samples
-past its own grid. The samples a window skips are out of the image (value ``+0.0``): they are
-folded in at their place in the row-major order. So the program does not depend on the ROIs,
-and no grid is ever too small (docs/semantics.md §12.4).
+the grid has more than one sample). The ROIs come in blocks (of similar windows, sorted by the
+caller); one ``while`` loop visits block ``b``'s ``need_y x need_x`` window indices (the largest
+window a ROI of the block needs) in row-major order, masking each ROI's samples past its own
+grid, then block ``b + 1``'s. The samples a window skips are out of the image (value ``+0.0``):
+they are folded in at their place in the row-major order. So the program does not depend on
+the ROIs, and no grid is ever too small (docs/semantics.md §12.4).
 
-``lax.fori_loop`` with a traced trip count is a while loop, which reverse-mode autodiff cannot
-transpose: the loop is a ``jax.custom_vjp`` whose backward pass runs the same loop and pulls
-each sample's cotangent back through the sample's own formula (``jax.vjp`` of one step), so the
-data gets the bilinear weights and the ROI coordinates their almost-everywhere derivative.
+One loop for all the blocks, not a loop per block: XLA:CPU compiles every kernel on its own, and
+a nested loop's outer body (the block's slices, its loop-invariant geometry, its scalars) was a
+dozen kernels more. The body reads its block's rows by a dynamic slice, carries the block's
+accumulator and writes it out under a ``lax.cond`` when the block is done.
+
+A while loop cannot be transposed by reverse-mode autodiff: the loop is a ``jax.custom_vjp``
+whose backward pass runs the same loop (the blocks in reverse) and pulls each sample's
+cotangent back through the sample's own formula (``jax.vjp`` of one step), so the data gets the
+bilinear weights and the ROI coordinates their almost-everywhere derivative.
 """
 
 from __future__ import annotations
@@ -47,82 +53,183 @@ def skipped(gh, gw, lo_y, lo_x, ky_n: int, kx_n: int):
 
 
 def pool(step, flat, geometry, ints, *, face: str, mode: str, lowest, shape):
-    """The loop over the window's samples: (R, P_h, P_w, C) of CT, before the final division.
+    """The loop over every block's window of samples: (blocks, B, P_h, P_w, C) of CT, before
+    the final division (ONNX's max with the skipped ``+0`` samples folded in), and OpenVINO
+    max's ``pending`` flags (the skipped ``+0`` samples after every evaluated one; else None).
 
-    `step(flat, geometry, ints, ky, kx)` gives ``(v, mask, iy, ix)`` of one sample of every bin;
-    `geometry` are the differentiable ROI quantities, `ints` the rest (grids, window starts,
-    trip counts, image offsets, sample counts, the skipped samples).
+    `step(flat, geometry_b, rows_b, k)` (``k`` = ``[kx, ky]``, int32) gives
+    ``(v, mask, iy, ix)`` of one sample of every bin of block ``b``; `geometry` (the
+    differentiable ROI quantities) and ``ints["rows"]`` are pytrees with a leading axis of
+    blocks, ``ints["need"]`` (blocks, 2) the window each block needs (Y, X), ``ints["count"]``
+    (blocks, B) the sample counts, ``ints["skipped"]`` (max only) :func:`skipped` of every ROI
+    (blocks, B, P_h, P_w). Everything per ROI is computed before the loop.
     """
     return _looped(step, face, mode, lowest, shape)(flat, geometry, ints)
 
 
+def _at(b):
+    """Row `b` (in range) of an array: a dynamic slice (``dynamic_index_in_dim`` would add a
+    select for negative indices, a kernel of its own in a loop)."""
+    def at(a):
+        if a.shape[0] > 1:
+            a = lax.dynamic_slice_in_dim(a, b, 1, 0)
+        return lax.squeeze(a, (0,))  # one block: b is 0
+    return at
+
+
+def _split(pos):
+    """``pos``'s three scalars ``(b, kx, ky)``."""
+    return tuple(lax.index_in_dim(pos, i, keepdims=False) for i in range(3))
+
+
+def _advance(pos, need_y, need_x, direction: int):
+    """The next sample of block ``b``'s window (``pos`` = ``[b, kx, ky]``) in row-major order,
+    or the first of block ``b + direction`` after its last (an empty window visits one sample):
+    ``(pos, done)``. One (3,) vector: XLA:CPU would give each scalar a kernel of its own."""
+    b, kx, ky = _split(pos)
+    kx = kx + 1
+    wrap = kx >= need_x
+    ky = jnp.where(wrap, ky + 1, ky)
+    kx = jnp.where(wrap, 0, kx)
+    done = ky >= need_y
+    return jnp.stack([jnp.where(done, b + direction, b), kx, jnp.where(done, 0, ky)]), done
+
+
 def _looped(step, face, mode, lowest, shape):
     ct = np.dtype(np.asarray(lowest).dtype)
+    blocks = shape[0]
+    folds = mode == "max" and face == "openvino"  # the pending +0 samples are carried
+    fixes = mode == "max" and face == "onnx"  # the skipped +0 samples, when a block is done
 
-    def forward(flat, geometry, ints):
-        need_y, need_x, count = ints["need_y"], ints["need_x"], ints["count"]
-        cols = jnp.maximum(need_x, 1)
-        seed = lowest if (mode == "max" and face == "openvino") else np.array(
-            -np.inf if mode == "max" else 0, ct)
+    def block(geometry, ints, b):
+        """Block `b`'s geometry and rows and its window (Y, X)."""
+        at = _at(b)
+        need = at(ints["need"])
+        return jax.tree.map(at, geometry), jax.tree.map(at, ints["rows"]), need[0], need[1]
+
+    def forward(flat, geometry, ints, winner: bool):
+        winner = winner and mode == "max"  # the sample each output took: for the gradient
+        seed = lowest if folds else np.array(-np.inf if mode == "max" else 0, ct)
         zero = jnp.zeros((), ct)
-        per_sample = jnp.maximum(count, 1)[:, None, None, None]
-        first = ints["skipped"]
 
-        def body(k, carry):
-            acc, win, pending = carry
-            ky, kx = k // cols, k % cols
-            v, mask, iy, ix = step(flat, geometry, ints, ky, kx)
+        def body(carry):
+            pos, acc, win, pending, out = carry
+            b, kx, ky = _split(pos)
+            at = _at(b)
+            g, rows, need_y, need_x = block(geometry, ints, b)
+            fresh = (ky == 0) & (kx == 0)  # the block's first sample: a fresh accumulator
+            acc = jnp.where(fresh, seed, acc)
+            v, mask, iy, ix = step(flat, g, rows, lax.slice(pos, (1,), (3,)))
             m = mask[..., None]
             if mode == "avg":
+                per_sample = jnp.maximum(at(ints["count"]), 1)[:, None, None, None]
                 add = v if face == "onnx" else samples.divide(v, per_sample)
-                return jnp.where(m, acc + add, acc), win, pending
-            if face == "onnx":
-                take = m & samples.ieee_take(acc, v)
+                acc = jnp.where(m, acc + add, acc)
             else:
-                after = (iy > first[1]) | ((iy == first[1]) & (ix > first[2]))
-                fire = (pending & after & mask)[..., None] & (zero > acc)
-                acc = jnp.where(fire, zero, acc)
-                win = jnp.where(fire, -1, win)
-                pending = pending & ~(after & mask)
-                take = m & (v > acc)
-            return jnp.where(take, v, acc), jnp.where(take, k, win), pending
+                k = ky * jnp.maximum(need_x, 1) + kx
+                if winner:
+                    win = jnp.where(fresh, -1, win)
+                if face == "onnx":
+                    take = m & samples.ieee_take(acc, v)
+                else:
+                    first = tuple(at(a) for a in ints["skipped"])
+                    pending = jnp.where(fresh, first[0], pending)
+                    after = (iy > first[1]) | ((iy == first[1]) & (ix > first[2]))
+                    fire = (pending & after & mask)[..., None] & (zero > acc)
+                    acc = jnp.where(fire, zero, acc)
+                    if winner:
+                        win = jnp.where(fire, -1, win)
+                    pending = pending & ~(after & mask)
+                    take = m & (v > acc)
+                acc = jnp.where(take, v, acc)
+                if winner:
+                    win = jnp.where(take, k, win)
 
-        init = (jnp.full(shape, seed, ct), jnp.full(shape, -1, jnp.int32), first[0])
-        return lax.fori_loop(0, need_y * need_x, body, init)
+            def flush(out, parts):
+                return jax.tree.map(lambda whole, part: lax.dynamic_update_index_in_dim(
+                    whole, part, b, 0), out, finish(b, *parts))
+
+            pos, done = _advance(pos, need_y, need_x, 1)
+            if blocks > 1:  # one block: its accumulator is the loop's result
+                out = lax.cond(done, flush, lambda out, parts: out, out, (acc, win, pending))
+            return pos, acc, win, pending, out
+
+        def finish(b, acc, win, pending):
+            """A block's results when it is done: ``(acc, win, pending or fixed)``."""
+            if fixes:  # order-free under the IEEE maximum; `fixed` masks the gradient
+                fixed = _at(b)(ints["skipped"][0])[..., None] & samples.ieee_take(acc, zero)
+                acc = jnp.where(fixed, zero, acc)
+                pending = fixed if winner else None
+            return acc, win, pending
+
+        acc0 = jnp.full(shape[1:], seed, ct)
+        win0 = jnp.full(shape[1:], -1, jnp.int32) if winner else None
+        pending0 = jnp.zeros(shape[1:4], bool) if folds else None
+        third = (jnp.zeros(shape[:4], bool) if folds else
+                 jnp.zeros(shape, bool) if fixes and winner else None)
+        out0 = ((jnp.zeros(shape, ct), jnp.zeros(shape, jnp.int32) if winner else None, third)
+                if blocks > 1 else None)
+        carry = lax.while_loop(lambda c: c[0][0] < blocks, body,
+                               (jnp.zeros(3, jnp.int32), acc0, win0, pending0, out0))
+        if blocks > 1:
+            return carry[-1]
+        return jax.tree.map(lambda a: a[None], finish(0, *carry[1:4]))
 
     @jax.custom_vjp
     def looped(flat, geometry, ints):
-        acc, _, pending = forward(flat, geometry, ints)
+        acc, _, pending = forward(flat, geometry, ints, False)
         return acc, pending
 
     def fwd(flat, geometry, ints):
-        acc, win, pending = forward(flat, geometry, ints)
-        return (acc, pending), (flat, geometry, ints, win)
+        acc, win, third = forward(flat, geometry, ints, True)
+        pending, fixed = (third, None) if folds else (None, third)
+        return (acc, pending), (flat, geometry, ints, win, fixed)
 
-    def bwd(res, cts):  # cts[1] is the bool `pending`'s (float0) cotangent
-        flat, geometry, ints, win = res
+    def bwd(res, cts):  # cts[1] is the bool `pending`'s (float0) cotangent, or None
+        flat, geometry, ints, win, fixed = res
         ct_acc = cts[0]
-        cols = jnp.maximum(ints["need_x"], 1)
-        per_sample = jnp.maximum(ints["count"], 1)[:, None, None, None]
+        if fixed is not None:  # the outputs that took a skipped +0 sample
+            ct_acc = jnp.where(fixed, jnp.zeros_like(ct_acc), ct_acc)
 
-        def body(k, grads):
-            ky, kx = k // cols, k % cols
+        # The blocks in reverse order, each block's samples in order from a zero partial sum,
+        # added to the total when the block is done: the order of a loop per block under
+        # `lax.map`, whose transpose sums the data's cotangent over the blocks in reverse.
+        def body(carry):
+            pos, total, partial, d_geometry = carry
+            b, kx, ky = _split(pos)
+            at = _at(b)
+            g, rows, need_y, need_x = block(geometry, ints, b)
+            live = (need_y > 0) & (need_x > 0)  # an empty window's one sample adds nothing
+
             def sample(f, g):
-                v, mask, _, _ = step(f, g, ints, ky, kx)
+                v, mask, _, _ = step(f, g, rows, lax.slice(pos, (1,), (3,)))
                 return v, mask
 
-            _, pull, mask = jax.vjp(sample, flat, geometry, has_aux=True)
+            _, pull, mask = jax.vjp(sample, flat, g, has_aux=True)
             m = mask[..., None]
+            ct_b = at(ct_acc)
             if mode == "avg":
-                scale = ct_acc if face == "onnx" else ct_acc / per_sample
+                per_sample = jnp.maximum(at(ints["count"]), 1)[:, None, None, None]
+                scale = ct_b if face == "onnx" else ct_b / per_sample
                 ct_v = jnp.where(m, scale, jnp.zeros_like(scale))
             else:
-                ct_v = jnp.where(m & (win == k), ct_acc, jnp.zeros_like(ct_acc))
-            d_flat, d_geometry = pull(ct_v)
-            return (grads[0] + d_flat, jax.tree.map(jnp.add, grads[1], d_geometry))
+                k = ky * jnp.maximum(need_x, 1) + kx
+                ct_v = jnp.where(m & (at(win) == k), ct_b, jnp.zeros_like(ct_b))
+            d_flat, d_g = pull(ct_v)
+            partial = jnp.where(live, partial + d_flat, partial)
+            d_geometry = jax.tree.map(
+                lambda whole, d: lax.dynamic_update_index_in_dim(
+                    whole, jnp.where(live, at(whole) + d, at(whole)), b, 0), d_geometry, d_g)
+            pos, done = _advance(pos, need_y, need_x, -1)
+            total, partial = lax.cond(done, lambda t, p: (t + p, jnp.zeros_like(p)),
+                                      lambda t, p: (t, p), total, partial)
+            return pos, total, partial, d_geometry
 
-        zeros = (jnp.zeros_like(flat), jax.tree.map(jnp.zeros_like, geometry))
-        d_flat, d_geometry = lax.fori_loop(0, ints["need_y"] * ints["need_x"], body, zeros)
+        start = jnp.zeros(3, jnp.int32).at[0].set(blocks - 1)
+        init = (start, jnp.zeros_like(flat), jnp.zeros_like(flat),
+                jax.tree.map(jnp.zeros_like, geometry))
+        out = lax.while_loop(lambda c: c[0][0] >= 0, body, init)
+        d_flat, d_geometry = out[1], out[3]
         d_ints = jax.tree.map(
             lambda a: (np.zeros(a.shape, jax.dtypes.float0) if not jnp.issubdtype(
                 a.dtype, jnp.floating) else jnp.zeros_like(a)), ints)

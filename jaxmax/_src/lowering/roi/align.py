@@ -15,10 +15,11 @@ A bin without samples gives ``+0.0``; an out-of-image sample has the value ``+0.
 Each step of the loop over samples gathers the four corners of one sample of every bin of every
 ROI (channels last, ``jnp.take`` of rows) and folds it in, masked past each ROI's own grid. With
 a static ``sampling_ratio`` the loop is a ``lax.scan`` over the grid. With ``sampling_ratio = 0``
-the grid depends on the (possibly traced) ROI sizes: :mod:`.adaptive` runs a loop whose trip
-count is the largest window any ROI needs, computed at run time, over at most the ``2*L + 6``
-sample indices per bin and axis that can fall inside the map, adding the ``+0.0`` of the
-samples it skips. No grid is ever too small, and the program does not depend on the ROIs.
+the grid depends on the (possibly traced) ROI sizes: the ROIs are sorted into blocks of
+`BLOCK` by the window they need, and :mod:`.adaptive` runs one loop over every block's window
+(the largest a ROI of the block needs, computed at run time, of at most the ``2*L + 6`` sample
+indices per bin and axis that can fall inside the map), adding the ``+0.0`` of the samples it
+skips. No grid is ever too small, and the program does not depend on the ROIs.
 """
 
 from __future__ import annotations
@@ -102,16 +103,17 @@ def _combine(products, outside, corners: bool, ct) -> jax.Array:
     return jnp.where(outside[..., None], jnp.zeros((), ct), v)
 
 
-def _step(flat, geometry, ints, ky, kx, *, face, corners, pooled, size, take):
-    """Sample ``(lo_y + ky, lo_x + kx)`` of every bin of every ROI: ``(v, mask, iy, ix)``,
-    each (R, P_h, P_w) (`v` with channels last); its geometry is computed here, inside the
-    run-time loop over the samples."""
-    start, bin_ = geometry
-    grid = ints["grid"]
-    index = ints["lo"] + jnp.stack([kx, ky]).astype(jnp.int32)  # X then Y
-    axes = samples.axis_samples(face, start, bin_, grid, max(pooled), (size[1], size[0]),
-                                index)
-    return _sample(flat, ints["base"], axes, axes, corners, pooled, size[1], take)
+def _step(flat, geometry, rows, k, *, face, corners, pooled, size, take, unpack):
+    """Sample ``lo + k`` (``k`` = ``[kx, ky]``) of every bin of a block of ROIs (`geometry` and
+    `rows` its floating and integer rows, packed, or dicts when there is one block; `unpack`
+    makes them one dict): ``(v, mask, iy, ix)``, each (B, P_h, P_w)
+    (`v` with channels last); its geometry is computed here, inside the run-time loop over the
+    samples."""
+    per = unpack({True: geometry, False: rows})
+    index = per["lo"] + k.astype(jnp.int32)  # X then Y
+    axes = samples.axis_samples(face, per["start"], per["bin"], per["grid"], max(pooled),
+                                (size[1], size[0]), index)
+    return _sample(flat, per["base"], axes, axes, corners, pooled, size[1], take)
 
 
 def _sample(flat, base, ay, ax, corners, pooled, width, take):
@@ -175,48 +177,53 @@ def _adaptive(flat, base, geometry, grid, count, *, face, mode, corners, lowest,
     ph, pw = pooled
     ky_n, kx_n = adaptive.window_size(size[0]), adaptive.window_size(size[1])
     lo = samples.window_start(face, samples.bin_base(start, bin_, max(pooled)), bin_, grid)
-    per = dict(
-        start=start, bin=bin_, grid=grid, lo=lo, base=base, count=count,
-        need_y=jnp.max(jnp.clip(grid[:, samples.Y, None] - lo[:, :ph, samples.Y], 0, ky_n),
-                       axis=1),
-        need_x=jnp.max(jnp.clip(grid[:, samples.X, None] - lo[:, :pw, samples.X], 0, kx_n),
-                       axis=1))
-    step = functools.partial(_step, face=face, corners=corners, pooled=pooled, size=size,
-                             take=take)
-
-    def run(block):
-        g, lo_ = block["grid"], block["lo"]
-        first = adaptive.skipped(g[:, samples.Y], g[:, samples.X], lo_[:, :ph, samples.Y],
-                                 lo_[:, :pw, samples.X], ky_n, kx_n)
-        ints = dict(grid=g, lo=lo_, need_y=jnp.max(block["need_y"]),
-                    need_x=jnp.max(block["need_x"]), base=block["base"],
-                    count=block["count"], skipped=first)
-        shape = (g.shape[0],) + pooled + (flat.shape[1],)
-        acc, pending = adaptive.pool(
-            step, flat, (block["start"], block["bin"]), ints, face=face, mode=mode,
-            lowest=lowest, shape=shape)
-        if mode == "max":
-            zero = jnp.zeros((), flat.dtype)
-            if face == "onnx":  # the skipped +0 samples: order-free under the IEEE maximum
-                acc = jnp.where(first[0][..., None] & ieee_take(acc, zero), zero, acc)
-            else:  # those after every evaluated sample
-                acc = jnp.where(pending[..., None] & (zero > acc), zero, acc)
-        return acc
+    # the window each ROI needs per axis: the most samples any of its bins has from its start
+    # (bins past an axis's own pooled size count 0), both axes in one reduction
+    span = jnp.clip(grid[:, None, :] - lo, 0, samples.pair(kx_n, ky_n, jnp.int32))
+    bins = jnp.arange(max(pooled))[:, None] < samples.pair(pw, ph, jnp.int32)
+    need = jnp.max(jnp.where(bins, span, 0), axis=1)[:, ::-1]  # (R, 2): Y then X
+    per = dict(start=start, bin=bin_, grid=grid, lo=lo, base=base, count=count, need=need)
 
     r = grid.shape[0]
-    if r <= BLOCK:
-        return run(per)
-    blocks = -(-r // BLOCK)
-    work = jnp.pad(per["need_y"] * per["need_x"], (0, blocks * BLOCK - r))
-    order = jnp.argsort(-work, stable=True)
-    # Two gathers sort every per-ROI array (XLA:CPU compiles a kernel per array otherwise):
-    # the floating and the integer ones side by side, padding ROIs all zero (grid 0).
-    packed, unpack = _packed(per)
-    sorted_ = {f: jnp.take(jnp.pad(a, [(0, blocks * BLOCK - r), (0, 0)]), order, axis=0)
-               .reshape(blocks, BLOCK, a.shape[1]) for f, a in packed.items()}
-    out = lax.map(lambda block: run(unpack(block)), sorted_)
-    out = out.reshape((blocks * BLOCK,) + out.shape[2:])
-    return jnp.take(out, jnp.argsort(order), axis=0)[:r]
+    size_b = min(r, BLOCK)
+    blocks = -(-r // size_b)
+    if blocks == 1:  # the arrays as they are, floating and integer apart
+        packed = {f: {k: a for k, a in per.items()
+                      if jnp.issubdtype(a.dtype, jnp.floating) == f} for f in (True, False)}
+
+        def unpack(parts):
+            return {**parts[True], **parts[False]}
+    else:
+        packed, unpack = _packed(per)
+        work = jnp.pad(need[:, 0] * need[:, 1], (0, blocks * size_b - r))
+        order = jnp.argsort(-work, stable=True)
+        # Two gathers sort every per-ROI array (XLA:CPU compiles a kernel per array otherwise):
+        # the floating and the integer ones side by side, padding ROIs all zero (grid 0).
+        packed = {f: jnp.take(jnp.pad(a, [(0, blocks * size_b - r), (0, 0)]), order, axis=0,
+                              mode="clip") for f, a in packed.items()}
+    rows = unpack(packed)
+    g, lo_ = rows["grid"], rows["lo"]
+    first = adaptive.skipped(g[:, samples.Y], g[:, samples.X], lo_[:, :ph, samples.Y],
+                             lo_[:, :pw, samples.X], ky_n, kx_n) if mode == "max" else ()
+
+    def blocked(tree):
+        return jax.tree.map(lambda a: a.reshape((blocks, size_b) + a.shape[1:]), tree)
+
+    ints = dict(need=jnp.max(blocked(rows["need"]), axis=1), rows=blocked(packed[False]),
+                count=blocked(rows["count"]), skipped=tuple(blocked(a) for a in first))
+    step = functools.partial(_step, face=face, corners=corners, pooled=pooled, size=size,
+                             take=take, unpack=unpack)
+    shape = (blocks, size_b) + pooled + (flat.shape[1],)
+    acc, pending = adaptive.pool(step, flat, blocked(packed[True]), ints, face=face,
+                                 mode=mode, lowest=lowest, shape=shape)
+    acc = acc.reshape((blocks * size_b,) + acc.shape[2:])
+    if mode == "max" and face == "openvino":  # the skipped +0 samples after every evaluated one
+        zero = jnp.zeros((), flat.dtype)
+        pending = pending.reshape(first[0].shape)
+        acc = jnp.where(pending[..., None] & (zero > acc), zero, acc)
+    if blocks == 1:
+        return acc
+    return jnp.take(acc, jnp.argsort(order), axis=0, mode="clip")[:r]
 
 
 def _packed(per: dict):

@@ -51,7 +51,7 @@ def rounded(t: jax.Array) -> jax.Array:
     multiply-add with what follows, nor re-associate a second division into it."""
     if not GUARDS["fma"]:
         return t
-    return jnp.where(t == t, t, jnp.array(np.nan, t.dtype))
+    return lax.select(t == t, t, lax.full_like(t, np.nan))  # jnp.where: a nested jit to trace
 
 
 def divide(a: jax.Array, b) -> jax.Array:
@@ -153,6 +153,12 @@ def window_start(face: str, base: jax.Array, bin_: jax.Array, grid: jax.Array) -
     return jnp.clip(first, 0, top).astype(jnp.int32)
 
 
+def pair(x, y, dtype) -> jax.Array:
+    """``[x, y]`` (2,) of `dtype`, built in the trace: a NumPy constant would be passed to a
+    run-time loop as an operand of its own, which XLA:CPU fills with a kernel of its own."""
+    return lax.concatenate([lax.full((1,), x, dtype), lax.full((1,), y, dtype)], 0)
+
+
 def axis_samples(face: str, start: jax.Array, bin_: jax.Array, grid: jax.Array,
                  pooled: int, size: tuple[int, int], index: jax.Array) -> Axes:
     """The samples of index `index` (int32, broadcasting against (R, P, 2), e.g. (K, 1, 1, 1)
@@ -161,8 +167,8 @@ def axis_samples(face: str, start: jax.Array, bin_: jax.Array, grid: jax.Array,
     base = bin_base(start, bin_, pooled)
     index = jnp.broadcast_to(index, jnp.broadcast_shapes(index.shape, base.shape))
     pos = positions(face, base, bin_, grid, index.astype(bin_.dtype))
-    last = np.array(size, np.int32) - 1
-    outside = (pos < -1) | (pos > np.array(size, pos.dtype))
+    last = pair(size[0] - 1, size[1] - 1, jnp.int32)
+    outside = (pos < -1) | (pos > pair(size[0], size[1], pos.dtype))
     q = jnp.where(pos <= 0, jnp.zeros_like(pos), pos)
     q = jnp.where(outside, jnp.zeros_like(q), q)  # keep the casts below in range
     low = jnp.floor(q).astype(jnp.int32)
