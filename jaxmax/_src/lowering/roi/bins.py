@@ -8,8 +8,8 @@ division in the computation type, clipped to the image.
 
 XLA:CPU turns a division by a broadcast divisor into a multiplication by its reciprocal, which
 is not correctly rounded and moves bin edges (``L = 57, P = 7``). :func:`exact_divide` divides
-by a full-shape divisor behind ``lax.optimization_barrier``, which the simplifier cannot see
-through.
+by a full-shape divisor behind ``lax.optimization_barrier`` that depends on the dividend
+(:func:`opaque_divisor`), which the simplifier cannot see through, also under ``jax.vmap``.
 """
 
 from __future__ import annotations
@@ -61,11 +61,21 @@ def scaled_corners(rois, spatial_scale: float):
 
 def exact_divide(numerator: jax.Array, denominator) -> jax.Array:
     """``numerator / denominator`` correctly rounded on every backend: the divisor (an int,
-    or a NumPy array broadcast along the last axis) is a full-shape array behind
-    ``lax.optimization_barrier``, so XLA cannot turn the division into a multiplication by a
-    reciprocal."""
+    or a NumPy array broadcast along the last axis) is :func:`opaque_divisor`, so XLA cannot
+    turn the division into a multiplication by a reciprocal."""
     divisor = jnp.broadcast_to(np.asarray(denominator, numerator.dtype), numerator.shape)
-    return numerator / lax.optimization_barrier(divisor)
+    return numerator / opaque_divisor(numerator, divisor)
+
+
+def opaque_divisor(numerator: jax.Array, divisor: jax.Array) -> jax.Array:
+    """`divisor` (of the quotient's shape) as XLA cannot see it broadcast: behind
+    ``lax.optimization_barrier``, then taken from `numerator` where that is NaN (the quotient
+    is then ``NaN / NaN``, the same NaN as ``NaN / divisor``). The select makes the divisor
+    depend on the numerator, so that ``jax.vmap`` batches it with the numerator: a divisor
+    batched apart would reach the division through a broadcast of the batch axis, which XLA
+    rewrites into a multiplication by the reciprocal (bin edges moved under ``vmap`` with
+    batched ROIs)."""
+    return lax.select(numerator != numerator, numerator, lax.optimization_barrier(divisor))
 
 
 def computed_once(v: jax.Array) -> jax.Array:

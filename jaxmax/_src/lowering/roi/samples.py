@@ -22,7 +22,9 @@ ways, and each has a guard here (``GUARDS``; a test switches each off and sees w
 
 * ``"division"``: a division by a broadcast divisor is rewritten into a multiplication by the
   reciprocal (not correctly rounded), and ``(a / b) / c`` into ``a / (b * c)``. The divisor is
-  given the full shape of the quotient behind ``lax.optimization_barrier``.
+  given the full shape of the quotient behind ``lax.optimization_barrier`` and made to depend
+  on the dividend (`bins.opaque_divisor`: under ``jax.vmap`` a divisor batched apart reached
+  the division through a broadcast again).
 * ``"fma"``: ``a*b + c`` is contracted into a fused multiply-add inside fusions, and
   ``optimization_barrier`` does not stop it. The product is passed through
   ``where(t == t, t, nan)``, an identity for every value that XLA cannot see through.
@@ -36,6 +38,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+
+from jaxmax._src.lowering.roi.bins import opaque_divisor
 
 #: The two XLA:CPU guards, on by default; the tests switch each off (then clear JAX's caches)
 #: to show that the bits change without it.
@@ -59,7 +63,7 @@ def divide(a: jax.Array, b) -> jax.Array:
     shape = jnp.broadcast_shapes(jnp.shape(a), jnp.shape(b))
     b = jnp.broadcast_to(jnp.asarray(b, a.dtype), shape)
     if GUARDS["division"]:
-        b = lax.optimization_barrier(b)
+        b = opaque_divisor(jnp.broadcast_to(a, shape), b)
     return a / b
 
 
