@@ -68,14 +68,15 @@ def exact_divide(numerator: jax.Array, denominator) -> jax.Array:
 
 
 def opaque_divisor(numerator: jax.Array, divisor: jax.Array) -> jax.Array:
-    """`divisor` (of the quotient's shape) as XLA cannot see it broadcast: behind
-    ``lax.optimization_barrier``, then taken from `numerator` where that is NaN (the quotient
-    is then ``NaN / NaN``, the same NaN as ``NaN / divisor``). The select makes the divisor
-    depend on the numerator, so that ``jax.vmap`` batches it with the numerator: a divisor
-    batched apart would reach the division through a broadcast of the batch axis, which XLA
-    rewrites into a multiplication by the reciprocal (bin edges moved under ``vmap`` with
-    batched ROIs)."""
-    return lax.select(numerator != numerator, numerator, lax.optimization_barrier(divisor))
+    """`divisor` (of the quotient's shape) as XLA cannot see it broadcast: two copies of it
+    behind one ``lax.optimization_barrier``, one chosen where `numerator` is NaN and the other
+    elsewhere. Both are the divisor, so the value and the derivative are those of a plain
+    division (the numerator is only the choice's predicate), but the divisor now depends on
+    the numerator and ``jax.vmap`` batches it with it: a divisor batched apart reached the
+    division through a broadcast of the batch axis, which XLA rewrites into a multiplication
+    by the reciprocal (bin edges moved under ``vmap`` with batched ROIs)."""
+    one, other = lax.optimization_barrier((divisor, divisor))
+    return lax.select(numerator != numerator, one, other)
 
 
 def computed_once(v: jax.Array) -> jax.Array:
