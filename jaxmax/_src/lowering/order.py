@@ -212,6 +212,18 @@ def from_bits(b: jax.Array, dtype) -> jax.Array:
     return b
 
 
+def select(pred: jax.Array, on_true, on_false) -> jax.Array:
+    """``where(pred, on_true, on_false)`` as one ``lax.select``, a scalar broadcast to `pred`'s
+    shape (in the other operand's dtype when only one is an array): ``jnp.where`` lowers each
+    call to a call of a jitted wrapper with its own broadcasts and converts, code that every
+    tap of a pooling (and every stage of a scatter rule) repeats, and tracing is part of every
+    compile."""
+    t, f = jnp.asarray(on_true), jnp.asarray(on_false)
+    dtype = f.dtype if t.ndim == 0 and f.ndim else t.dtype
+    t, f = (lax.broadcast(v.astype(dtype), pred.shape) if v.ndim == 0 else v for v in (t, f))
+    return lax.select(pred, t, f)
+
+
 def select_bits(pred, a, b) -> jax.Array:
     """``where(pred, a, b)`` on the bits: next to a bit test, a float select may be compiled
     into a float compare, which flushes subnormals to zero."""

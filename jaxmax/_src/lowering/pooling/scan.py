@@ -10,22 +10,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from jaxmax._src import dtypes
+from jaxmax._src.lowering.order import select
 
 __all__ = ["first_max", "select"]
-
-
-def select(pred: jax.Array, on_true, on_false) -> jax.Array:
-    """``where(pred, on_true, on_false)`` as one ``lax.select``, a scalar broadcast to `pred`'s
-    shape (in the other operand's dtype when only one is an array): ``jnp.where`` lowers each
-    call to a call of a jitted wrapper with its own broadcasts and converts, code that every
-    tap of a pooling repeats and XLA then compiles."""
-    t, f = jnp.asarray(on_true), jnp.asarray(on_false)
-    dtype = f.dtype if t.ndim == 0 and f.ndim else t.dtype
-    t, f = (lax.broadcast(v.astype(dtype), pred.shape) if v.ndim == 0 else v for v in (t, f))
-    return lax.select(pred, t, f)
 
 
 def first_max(taps: list[jax.Array], fill, nan: str) -> jax.Array:

@@ -241,14 +241,6 @@ def any_true(mask: jax.Array) -> jax.Array:
     return jnp.max(jnp.where(mask, np.float32(1), np.float32(0)), initial=np.float32(0)) > 0
 
 
-def pick(mask: jax.Array, a, b) -> jax.Array:
-    """``jnp.where(mask, a, b)`` for a boolean `mask` and `a`, `b` of one dtype, each of the
-    mask's shape or a scalar: ``lax.select`` alone. `jnp.where`'s promotion and broadcasting
-    trace two programs of their own per call, and tracing is part of every compile."""
-    a, b = (x if np.shape(x) == mask.shape else lax.broadcast(x, mask.shape) for x in (a, b))
-    return lax.select(mask, a, b)
-
-
 def when(flag: jax.Array, true_fn, false_fn, *operands):
     """``lax.cond`` taking `true_fn` when the float scalar `flag` is NaN or ``-inf`` (it is
     raised), `false_fn` otherwise.
@@ -266,7 +258,7 @@ def when(flag: jax.Array, true_fn, false_fn, *operands):
 def flag(mask: jax.Array) -> jax.Array:
     """A `when` flag: NaN (raised) when `mask` holds a true element, else zero."""
     nan, zero = np.float32(np.nan), np.float32(0)
-    return jnp.sum(pick(mask, nan, zero), dtype=np.float32)
+    return jnp.sum(order.select(mask, nan, zero), dtype=np.float32)
 
 
 def either(first: jax.Array, second, *operands) -> jax.Array:
@@ -293,7 +285,8 @@ def normalised(indices: jax.Array, size: int, dtype) -> jax.Array:
     if info.min >= np.iinfo(wide).min and info.max <= np.iinfo(wide).max:
         idx = indices.astype(wide)  # widened first: `size` may not fit in a narrow index type
         valid = (idx >= -size) & (idx < size)
-        return pick(valid, pick(idx < 0, idx + wide.type(size), idx), wide.type(size))
+        return order.select(valid, order.select(idx < 0, idx + wide.type(size), idx),
+                            wide.type(size))
     # a wider or unsigned source: compare in its own type, where `size` (< 2**31) fits
     top = src.type(size)
     if info.min < 0:
@@ -317,5 +310,5 @@ def element_offsets(norm: jax.Array, operand_shape: tuple[int, ...], axis: int,
     for d in range(norm.ndim):
         if d != axis and strides[d]:
             flat = flat + lax.broadcasted_iota(dtype, norm.shape, d) * dtype.type(strides[d])
-    flat = pick(norm == operand_shape[axis], dtype.type(size), flat)
+    flat = order.select(norm == operand_shape[axis], dtype.type(size), flat)
     return flat.reshape(-1, 1)

@@ -67,7 +67,6 @@ from jaxmax._src.lowering.scatter.geometry import (
     Geometry,
     any_true,
     either,
-    pick,
     signed_index_dtype,
     when,
 )
@@ -151,7 +150,7 @@ def _key_dtype(geom: Geometry) -> np.dtype:
 
 
 def _signed_zero(sign_bit, dtype):
-    return pick(sign_bit, np.array(-0.0, dtype), np.array(0.0, dtype))
+    return order.select(sign_bit, np.array(-0.0, dtype), np.array(0.0, dtype))
 
 
 def _forward(rule, geom, use_init, data, index, u):
@@ -241,8 +240,8 @@ def _combined_acc_gt(geom, index, init, u):
         each, at = geom.per_element(index)
         kd = _key_dtype(geom)
         p = _positions(each, kd)
-        lastnan = each.scatter("max", pick(jnp.isnan(init), kd.type(0), kd.type(-1)), at,
-                               pick(jnp.isnan(u), p, kd.type(-1)))
+        lastnan = each.scatter("max", order.select(jnp.isnan(init), kd.type(0), kd.type(-1)), at,
+                               order.select(jnp.isnan(u), p, kd.type(-1)))
         tail = p > each.gather(lastnan, at, kd.type(0))
         nan = jnp.array(np.nan, u.dtype)
         out = each.scatter("max_skip_nan", _select(lastnan > 0, nan, init), at,
@@ -405,12 +404,12 @@ def _zero_signs(rule, geom, index, init, u, top):
     zero_key = p * kd.type(2) + _sign(u).astype(kd)
     zero_top = _is_zero(top)
     if rule == "acc_gt":
-        key = geom.scatter("max", pick(_is_zero(init), _sign(init).astype(kd), kd.type(-1)),
-                           index, pick(_is_zero(u), zero_key, kd.type(-1)))
+        key = geom.scatter("max", order.select(_is_zero(init), _sign(init).astype(kd), kd.type(-1)),
+                           index, order.select(_is_zero(u), zero_key, kd.type(-1)))
         return _select(zero_top, _signed_zero((key & 1) == 1, u.dtype), top)
     big = kd.type(np.iinfo(kd).max)
     first_zero = geom.scatter("min", jnp.full(init.shape, big, kd), index,
-                              pick(_is_zero(u), zero_key, big))
+                              order.select(_is_zero(u), zero_key, big))
     out = _select(zero_top, _signed_zero((first_zero & 1) == 1, u.dtype), top)
     return _select(zero_top & _is_zero(init), init, out)
 
