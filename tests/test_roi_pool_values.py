@@ -323,24 +323,36 @@ def test_m15_other_dtypes_and_empty():
 
 
 @pytest.mark.parametrize("integer", [False, True], ids=["float32", "integer"])
-def test_nan_bin_ranks_and_rows_against_numpy(monkeypatch, integer):
-    """The OpenVINO fix-up's counts (`_ranks`: set flags before each, and their number) and
-    positions (`_row_column`) against NumPy, on the float32 forms and on the integer forms that
-    counts or maps beyond ``FLOAT32_EXACT`` take (forced here by a small threshold)."""
+def test_nan_chunks_and_rows_against_numpy(monkeypatch, integer):
+    """The OpenVINO fix-up's chunks (``lax.top_k`` of `_first_scores`: the first `k` set flags
+    at or past `lo`, in order) and positions (`_row_column`) against NumPy, on the float32
+    forms and on the integer forms that counts or maps beyond ``FLOAT32_EXACT`` take (forced
+    here by a small threshold)."""
     from jaxmax._src.lowering.roi import max_pool as roi_max_pool
     if integer:
         monkeypatch.setattr(roi_max_pool, "FLOAT32_EXACT", 100)
     rng = np.random.default_rng(5)
     flags = rng.random(5000) < 0.3
+    starts, k = [0, 1, 17, 2500, 4990, 5000], 300
     maps = [(50, 50), (7, 13), (1000, 3)]
+
+    def chunks(f, lo):
+        number = jnp.arange(f.shape[0], dtype=jnp.int32)
+        return [jax.lax.top_k(roi_max_pool._first_scores(f, number, jnp.int32(v)), k)
+                for v in lo]
+
     # one plain jitted program (the helpers run inside the lowering's traced programs; run
     # eagerly they dispatched op by op, a compile per primitive)
-    ranks, count, rows = jax.jit(lambda f, ps: (*roi_max_pool._ranks(f), [
+    got, rows = jax.jit(lambda f, ps: (chunks(f, starts), [
         roi_max_pool._row_column(p, width, height)
         for p, (height, width) in zip(ps, maps, strict=True)]))(
         jnp.asarray(flags), [jnp.arange(h * w, dtype=jnp.int32) for h, w in maps])
-    np.testing.assert_array_equal(ranks, np.cumsum(flags) - flags)
-    assert int(count) == int(flags.sum())
+    for lo, (score, entry) in zip(starts, got, strict=True):
+        want = np.flatnonzero(flags & (np.arange(flags.size) >= lo))[:k]
+        live = np.asarray(score) > 0
+        assert live.sum() == want.size, lo
+        assert not live[want.size:].any(), lo
+        np.testing.assert_array_equal(np.asarray(entry)[:want.size], want, f"lo {lo}")
     for (height, width), (h, w) in zip(maps, rows, strict=True):
         p = np.arange(height * width, dtype=np.int32)
         np.testing.assert_array_equal(h, p // width, f"{height}x{width}")
@@ -348,7 +360,7 @@ def test_nan_bin_ranks_and_rows_against_numpy(monkeypatch, integer):
 
 
 def test_openvino_fold_on_nan_data_with_the_integer_forms(monkeypatch):
-    """ROIPooling-1 on NaN data through the integer counts and rows (what counts and maps
+    """ROIPooling-1 on NaN data through the integer scores and rows (what counts and maps
     beyond ``FLOAT32_EXACT`` take), against the reference fold written from the spec."""
     from jaxmax._src.lowering.roi import max_pool as roi_max_pool
     monkeypatch.setattr(roi_max_pool, "FLOAT32_EXACT", 8)
