@@ -215,9 +215,28 @@ CONFIGS = [((2, 3, 9, 11), (3, 2), 0.5), ((1, 2, 5, 4), (4, 3), 1.0), ((2, 1, 12
                                                                       1 / 16)]
 
 
+@pytest.fixture(params=["dense", "tables"])
+def program(request, monkeypatch):
+    """The program small eager calls take: the dense one (`_values_dense`, what they take by
+    default) or the tables' (forced by a `DENSE_ELEMENTS` below every call), which jitted
+    and larger calls take; the dense one is checked to be taken when asked for."""
+    from jaxmax._src.lowering.roi import max_pool as roi_max_pool
+    taken = []
+    dense = roi_max_pool._values_dense
+    monkeypatch.setattr(roi_max_pool, "_values_dense",
+                        lambda *a: taken.append(True) or dense(*a))
+    if request.param == "tables":
+        monkeypatch.setattr(roi_max_pool, "DENSE_ELEMENTS", -1)
+    jax.clear_caches()  # programs traced before the patch would not trace it again
+    yield request.param
+    jax.clear_caches()
+    assert bool(taken) == (request.param == "dense"), f"{request.param}: dense calls {taken}"
+
+
 @pytest.mark.parametrize("special", [False, True], ids=["ties", "special"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-def test_seeded_against_oracle(dtype, special):
+def test_seeded_against_oracle(dtype, special, program):
+    """Small eager calls of both programs (`program`) against the oracles."""
     rng = np.random.default_rng(11 + special)
     configs = CONFIGS if dtype == np.float32 else CONFIGS[:1]
     with x64_for(dtype):

@@ -55,20 +55,28 @@ def roi_max_pool(x: jax.Array, rois: jax.Array, *, pooled: tuple[int, int],
     `x` is (N, C, H, W) floating, `rois` (R, 5) of its dtype; static arguments are validated.
     Invalid ROIs (batch index outside ``[0, N)``, a non-finite value, a corner outside int32)
     give all ``+0.0``. A small eager call compiles with the fast options
-    (`compile_options.jit`): the same bits in about a third of the compile time.
+    (`compile_options.jit`): the same bits in about a third of the compile time; and when
+    every bin against every pixel of its channel is at most `DENSE_ELEMENTS`, its values take
+    the dense program (:func:`_values_dense`: a few kernels, no tables or loops).
     """
     if rule not in RULES:
         raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
+    dense = (rois.shape[0] * pooled[0] * pooled[1] * int(np.prod(x.shape[1:])) <= DENSE_ELEMENTS
+             and compile_options.small_eager(x, rois))
     return _roi_max_pool_jit(x, rois, pooled=pooled, spatial_scale=float(spatial_scale),
-                             rule=rule)
+                             rule=rule, dense=dense)
 
 
-_STATIC = ("pooled", "spatial_scale", "rule")
+#: A small eager call whose bins times their channels' pixels are at most this many takes
+#: the dense program (:func:`_values_dense`).
+DENSE_ELEMENTS = 2**20
+
+_STATIC = ("pooled", "spatial_scale", "rule", "dense")
 
 
-def _roi_max_pool_body(x, rois, *, pooled, spatial_scale, rule):
+def _roi_max_pool_body(x, rois, *, pooled, spatial_scale, rule, dense=False):
     def compute(x, rois):
-        return _pool(x, rois, pooled, spatial_scale, rule)
+        return _pool(x, rois, pooled, spatial_scale, rule, dense)
 
     def out_spec(mesh):
         spec = (None, explicit_axes.spec_of(x)[1], None, None)
@@ -83,16 +91,17 @@ def _roi_max_pool_body(x, rois, *, pooled, spatial_scale, rule):
 _roi_max_pool_jit = compile_options.jit(_roi_max_pool_body, static_argnames=_STATIC)
 
 
-@partial(jax.custom_vjp, nondiff_argnums=(2, 3, 4))
-def _pool(x, rois, pooled, spatial_scale, rule):
-    return _values(x, rois, pooled, spatial_scale, rule)
+@partial(jax.custom_vjp, nondiff_argnums=(2, 3, 4, 5))
+def _pool(x, rois, pooled, spatial_scale, rule, dense):
+    return (_values_dense if dense else _values)(x, rois, pooled, spatial_scale, rule)
 
 
-def _pool_fwd(x, rois, pooled, spatial_scale, rule):
-    return _values(x, rois, pooled, spatial_scale, rule), (x, rois)
+def _pool_fwd(x, rois, pooled, spatial_scale, rule, dense):
+    return _pool(x, rois, pooled, spatial_scale, rule, dense), (x, rois)
 
 
-def _pool_bwd(pooled, spatial_scale, rule, residuals, g):
+def _pool_bwd(pooled, spatial_scale, rule, dense, residuals, g):
+    del dense
     x, rois = residuals
     return _cotangent(x, rois, g, pooled, spatial_scale, rule), jnp.zeros_like(rois)
 
@@ -498,6 +507,68 @@ def _values(x, rois, pooled, spatial_scale, rule):
                          answer(xb, flat, geometry, x_shape, stride, fields_at, element), zero)
 
     return _by_levels(spans, x, r, pooled, planes, combine, masked)
+
+
+def _values_dense(x, rois, pooled, spatial_scale, rule):
+    """The values of :func:`_values`, bit for bit, by masked maxima of every bin over its
+    ROI's image: the same keys (:func:`_nan_top_key`, :func:`_fold_keys`), whose integer
+    maximum over the same elements is the same, in a few kernels (no table, no loop). The
+    OpenVINO fold's NaN bins take the largest key after their last NaN by one more masked
+    maximum over the places after it. Work grows with bins x channels x pixels: for small
+    calls (`DENSE_ELEMENTS`), where the program's compile is the cost."""
+    r, c = rois.shape[0], x.shape[1]
+    if r == 0 or 0 in x.shape:
+        return jnp.zeros((r, c) + pooled, x.dtype)
+    n, _, height, width = x.shape
+    packed = bins_lowering.packed_bins(rois, rois_lowering.valid(rois, rois[:, 0], n),
+                                       spatial_scale, pooled, height, width)
+    image, h0, h1, w0, w1, valid = bins_lowering.unpack(packed, pooled)
+    rows, cols = np.arange(height, dtype=np.int32), np.arange(width, dtype=np.int32)
+    in_h = (rows >= h0[:, :, None]) & (rows < h1[:, :, None])  # (R, PH, H)
+    in_w = (cols >= w0[:, :, None]) & (cols < w1[:, :, None])  # (R, PW, W)
+    # each ROI's image of keys, (R, H, W, C): integers taken, never floats (on images
+    # sharded along the batch, XLA's partitioner assembles a take by an all-reduce that adds,
+    # which turned -0.0 into +0.0)
+    xt = x.transpose(0, 2, 3, 1)
+    keys = jnp.take(_nan_top_key(xt) if rule == "onnx" else _fold_keys(xt)[0], image, axis=0,
+                    mode="clip")
+    kt = keys.dtype.type
+    low = kt(np.iinfo(kt).min)
+
+    def masked_max(k, extra=None):  # (R, PH, PW, C): each bin's largest key of `k`
+        # (R, H, W, C), over the columns, then the rows (`extra`: a further mask of
+        # (R, PH, PW, H, W, C) applied to the whole bin at once)
+        if extra is None:
+            by_col = jnp.max(jnp.where(in_w[:, None, :, :, None], k[:, :, None], low), 3)
+            return jnp.max(jnp.where(in_h[:, :, :, None, None], by_col[:, None], low), 2)
+        inside = (in_h[:, :, None, :, None, None] & in_w[:, None, :, None, :, None]) & extra
+        return jnp.max(jnp.where(inside, k[:, None, None], low), (3, 4))
+
+    best = masked_max(keys)
+    read = ((h1[:, :, None] > h0[:, :, None]) & (w1[:, None, :] > w0[:, None, :])
+            & valid[:, None, None])[..., None]
+    zero = jnp.zeros((), x.dtype)
+    if rule == "onnx":
+        return jnp.where(read, order.from_monotone_bits(best, x.dtype), zero
+                         ).transpose(0, 3, 1, 2)
+    dtype, size = x.dtype, height * width
+    nan_base = _nan_base(dtype, size)
+    floor = kt(_monotone(dtypes.lowest(dtype), dtype))
+    nan = best >= kt(nan_base)
+    p = jnp.where(nan, best - kt(nan_base), kt(0))  # the place of the bin's last NaN
+    place = (rows[:, None] * np.int32(width) + cols).astype(kt)  # (H, W)
+    after = masked_max(keys, place[:, :, None] > p[:, :, :, None, None, :])
+    h = (p // kt(width)).astype(np.int32)
+    w = (p % kt(width)).astype(np.int32)
+    exists = (w + 1 < w1[:, None, :, None]) | (h + 1 < h1[:, :, None, None])
+    bits = lax.bitcast_convert_type(xt, order.signed_bits_dtype(dtype))
+    plane = jnp.take(bits, image, axis=0, mode="clip").reshape(r, size, c)
+    trailing = lax.bitcast_convert_type(jnp.take_along_axis(
+        plane, (h * np.int32(width) + w).reshape(r, -1, c), 1, mode="clip"), dtype
+    ).reshape(best.shape)
+    value = jnp.where(exists, _fold_decode(after, dtype, size), trailing)
+    value = jnp.where(nan, value, _fold_decode(jnp.maximum(best, floor), dtype, size))
+    return jnp.where(read, value, zero).transpose(0, 3, 1, 2)
 
 
 # ---- winners (gradient; the OpenVINO fold) ---------------------------------------------------
