@@ -395,8 +395,9 @@ def _fold_max(xb, flat, geometry, x_shape, stride, fields_at=None, element=None)
         where = ((img * np.int32(height) + h) * np.int32(width) + w) * np.int32(cb) + lanes
         trailing = (jnp.take(xb.reshape(-1), where, mode="clip") if element is None
                     else element(img, h, w, lanes))
-        value = jnp.where(row_rest | below, _fold_decode(after, dtype, size), trailing)
-        value = jnp.where(nan, value, _fold_decode(jnp.maximum(key, floor), dtype, size))
+        # one decode of the key chosen (the largest after the NaN, or the floored one)
+        value = _fold_decode(jnp.where(nan, after, jnp.maximum(key, floor)), dtype, size)
+        value = jnp.where(nan & ~(row_rest | below), trailing, value)
         out = out.at[jnp.where(live, entry, np.int32(total))].set(value, mode="drop")
         # the chunk took the first flagged bins, in order: the next starts past its last
         return out, first(jnp.where(live[-1], entry[-1] + np.int32(1), np.int32(total)))
