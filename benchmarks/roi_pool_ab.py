@@ -10,7 +10,8 @@ package of their own beside this tree's, and every output is checked bit-equal.
   over `--rounds` rounds (medians); anchor features (1, 256, 50, 50) f32, 300 ROIs, 7x7,
   ``spatial_scale`` 1/16, and 1000 ROIs.
 * ``run``: the jitted anchor on clean features, NaN-bearing ones (1 in 1,000) and with a third
-  of the ROIs past the image; medians of `--rounds` interleaved rounds of 3 calls each.
+  of the ROIs past the image; medians of `--rounds` interleaved rounds of 3 calls each. Outputs
+  and gradients (of a weighted sum; ``--no-grad`` skips them) are checked bit-equal first.
 * ``small``: eager calls on new small shapes (the ``many_shapes`` group's, 2 ROIs, 3x3), each
   shape's first call: CPU and wall seconds and resident memory growth.
 
@@ -132,7 +133,7 @@ def part_compile(base, rounds: int) -> None:
         print(f"compile {k:26s} CPU {cpu:.3f} s  wall {wall:.3f} s")
 
 
-def part_run(base, rounds: int) -> None:
+def part_run(base, rounds: int, gradients: bool = True) -> None:
     x, rois = anchor()
     x[x == 0] = 1.0
     rng = np.random.default_rng(1)
@@ -149,10 +150,24 @@ def part_run(base, rounds: int) -> None:
     fns = {(rule, name): jax.jit(pool(module, rule)) for rule in ("onnx", "openvino")
            for name, module in (("base", base), ("this", this_max_pool))}
     args = {k: tuple(jnp.asarray(a) for a in v) for k, v in inputs.items()}
+    weights = jnp.asarray(np.random.default_rng(2).standard_normal((300, 256, 7, 7),
+                                                                    dtype=np.float32))
+
+    def weighted(f):
+        return jax.jit(jax.grad(lambda x, r: jnp.sum(f(x, r) * weights)))
+
+    grads = {(rule, name): weighted(pool(module, rule)) for rule in ("onnx", "openvino")
+             for name, module in (("base", base), ("this", this_max_pool))}
     for k, a in args.items():
         for rule in ("onnx", "openvino"):
             want, got = (np.asarray(fns[(rule, n)](*a)) for n in ("base", "this"))
             assert np.array_equal(want.view(np.uint32), got.view(np.uint32)), (k, rule)
+            if not gradients:
+                continue
+            want, got = (np.asarray(grads[(rule, n)](*a)) for n in ("base", "this"))
+            assert np.array_equal(want.view(np.uint32), got.view(np.uint32)), (k, rule, "grad")
+    if gradients:
+        print("gradients (weighted sum) bit-equal to the base on every input, both rules")
     times: dict[tuple, list] = {}
     for _ in range(rounds):
         for k, a in args.items():
@@ -201,6 +216,7 @@ def main() -> None:
     parser.add_argument("--parts", default="compile,run,small")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--shapes", type=int, default=8)
+    parser.add_argument("--no-grad", action="store_true", help="skip the gradient bit check")
     args = parser.parse_args()
     base = load_base(args.base)
     print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load",
@@ -209,7 +225,7 @@ def main() -> None:
     if "compile" in parts:
         part_compile(base, args.rounds)
     if "run" in parts:
-        part_run(base, 3 * args.rounds)
+        part_run(base, 3 * args.rounds, not args.no_grad)
     if "small" in parts:
         part_small(base, args.shapes)
 

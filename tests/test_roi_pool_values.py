@@ -215,9 +215,28 @@ CONFIGS = [((2, 3, 9, 11), (3, 2), 0.5), ((1, 2, 5, 4), (4, 3), 1.0), ((2, 1, 12
                                                                       1 / 16)]
 
 
+@pytest.fixture(params=["dense", "tables"])
+def program(request, monkeypatch):
+    """The program small eager calls take: the dense one (`_values_dense`, what they take by
+    default) or the tables' (forced by a `DENSE_ELEMENTS` below every call), which jitted
+    and larger calls take; the dense one is checked to be taken when asked for."""
+    from jaxmax._src.lowering.roi import max_pool as roi_max_pool
+    taken = []
+    dense = roi_max_pool._values_dense
+    monkeypatch.setattr(roi_max_pool, "_values_dense",
+                        lambda *a: taken.append(True) or dense(*a))
+    if request.param == "tables":
+        monkeypatch.setattr(roi_max_pool, "DENSE_ELEMENTS", -1)
+    jax.clear_caches()  # programs traced before the patch would not trace it again
+    yield request.param
+    jax.clear_caches()
+    assert bool(taken) == (request.param == "dense"), f"{request.param}: dense calls {taken}"
+
+
 @pytest.mark.parametrize("special", [False, True], ids=["ties", "special"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-def test_seeded_against_oracle(dtype, special):
+def test_seeded_against_oracle(dtype, special, program):
+    """Small eager calls of both programs (`program`) against the oracles."""
     rng = np.random.default_rng(11 + special)
     configs = CONFIGS if dtype == np.float32 else CONFIGS[:1]
     with x64_for(dtype):
@@ -323,24 +342,36 @@ def test_m15_other_dtypes_and_empty():
 
 
 @pytest.mark.parametrize("integer", [False, True], ids=["float32", "integer"])
-def test_nan_bin_ranks_and_rows_against_numpy(monkeypatch, integer):
-    """The OpenVINO fix-up's counts (`_ranks`: set flags before each, and their number) and
-    positions (`_row_column`) against NumPy, on the float32 forms and on the integer forms that
-    counts or maps beyond ``FLOAT32_EXACT`` take (forced here by a small threshold)."""
+def test_nan_chunks_and_rows_against_numpy(monkeypatch, integer):
+    """The OpenVINO fix-up's chunks (``lax.top_k`` of `_first_scores`: the first `k` set flags
+    at or past `lo`, in order) and positions (`_row_column`) against NumPy, on the float32
+    forms and on the integer forms that counts or maps beyond ``FLOAT32_EXACT`` take (forced
+    here by a small threshold)."""
     from jaxmax._src.lowering.roi import max_pool as roi_max_pool
     if integer:
         monkeypatch.setattr(roi_max_pool, "FLOAT32_EXACT", 100)
     rng = np.random.default_rng(5)
     flags = rng.random(5000) < 0.3
+    starts, k = [0, 1, 17, 2500, 4990, 5000], 300
     maps = [(50, 50), (7, 13), (1000, 3)]
+
+    def chunks(f, lo):
+        number = jnp.arange(f.shape[0], dtype=jnp.int32)
+        return [jax.lax.top_k(roi_max_pool._first_scores(f, number, jnp.int32(v)), k)
+                for v in lo]
+
     # one plain jitted program (the helpers run inside the lowering's traced programs; run
     # eagerly they dispatched op by op, a compile per primitive)
-    ranks, count, rows = jax.jit(lambda f, ps: (*roi_max_pool._ranks(f), [
+    got, rows = jax.jit(lambda f, ps: (chunks(f, starts), [
         roi_max_pool._row_column(p, width, height)
         for p, (height, width) in zip(ps, maps, strict=True)]))(
         jnp.asarray(flags), [jnp.arange(h * w, dtype=jnp.int32) for h, w in maps])
-    np.testing.assert_array_equal(ranks, np.cumsum(flags) - flags)
-    assert int(count) == int(flags.sum())
+    for lo, (score, entry) in zip(starts, got, strict=True):
+        want = np.flatnonzero(flags & (np.arange(flags.size) >= lo))[:k]
+        live = np.asarray(score) > 0
+        assert live.sum() == want.size, lo
+        assert not live[want.size:].any(), lo
+        np.testing.assert_array_equal(np.asarray(entry)[:want.size], want, f"lo {lo}")
     for (height, width), (h, w) in zip(maps, rows, strict=True):
         p = np.arange(height * width, dtype=np.int32)
         np.testing.assert_array_equal(h, p // width, f"{height}x{width}")
@@ -348,7 +379,7 @@ def test_nan_bin_ranks_and_rows_against_numpy(monkeypatch, integer):
 
 
 def test_openvino_fold_on_nan_data_with_the_integer_forms(monkeypatch):
-    """ROIPooling-1 on NaN data through the integer counts and rows (what counts and maps
+    """ROIPooling-1 on NaN data through the integer scores and rows (what counts and maps
     beyond ``FLOAT32_EXACT`` take), against the reference fold written from the spec."""
     from jaxmax._src.lowering.roi import max_pool as roi_max_pool
     monkeypatch.setattr(roi_max_pool, "FLOAT32_EXACT", 8)

@@ -7,7 +7,8 @@ carried through the blocks by ``lax.fori_loop``, with as many levels as the larg
 (traced counts: one program, compiled once, for every size of bin); the gradient builds the
 full table per block under ``lax.map``. XLA:CPU compiles every kernel of the program
 separately (about 25 ms of CPU each on the anchor's machine), so the values are written for
-few kernels: one fill loop, one row gather per block, bin ranks by matrix products.
+few kernels: one fill loop, one row gather per block, the NaN bins found by ``lax.top_k``
+(a custom call: no kernel to compile).
 
 * ``rule="onnx"``: NaN if the bin holds a NaN, else its maximum (``+0`` over ``-0``). The table
   combines integer keys (IEEE total order, every NaN mapped to the top key) by ``max``, so the
@@ -17,7 +18,8 @@ few kernels: one fill loop, one row gather per block, bin ranks by matrix produc
   tied zeros and the last NaN on top, so any data takes the same path (a NaN or ``-0.0``
   anywhere no longer sends the whole call to the (key, position) tables: 7x slower). A bin
   whose last NaN is not its last element takes the largest key after it (two more
-  rectangles), for the bins holding a NaN only, gathered into chunks.
+  rectangles, six lookups), for the bins holding a NaN only, taken in chunks by
+  ``lax.top_k``.
 
 Gradients (``jax.custom_vjp``): ONNX sends each bin's cotangent to its first maximal element
 (first NaN; ``-0 == +0``), OpenVINO to the fold's winner (none when ``lowest(T)`` won); both
@@ -26,6 +28,8 @@ from a table of (key, position) pairs. Empty bins and invalid ROIs give ``+0.0``
 
 from __future__ import annotations
 
+import functools
+import operator
 from functools import partial
 
 import jax
@@ -51,20 +55,28 @@ def roi_max_pool(x: jax.Array, rois: jax.Array, *, pooled: tuple[int, int],
     `x` is (N, C, H, W) floating, `rois` (R, 5) of its dtype; static arguments are validated.
     Invalid ROIs (batch index outside ``[0, N)``, a non-finite value, a corner outside int32)
     give all ``+0.0``. A small eager call compiles with the fast options
-    (`compile_options.jit`): the same bits in about a third of the compile time.
+    (`compile_options.jit`): the same bits in about a third of the compile time; and when
+    every bin against every pixel of its channel is at most `DENSE_ELEMENTS`, its values take
+    the dense program (:func:`_values_dense`: a few kernels, no tables or loops).
     """
     if rule not in RULES:
         raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
+    dense = (rois.shape[0] * pooled[0] * pooled[1] * int(np.prod(x.shape[1:])) <= DENSE_ELEMENTS
+             and compile_options.small_eager(x, rois))
     return _roi_max_pool_jit(x, rois, pooled=pooled, spatial_scale=float(spatial_scale),
-                             rule=rule)
+                             rule=rule, dense=dense)
 
 
-_STATIC = ("pooled", "spatial_scale", "rule")
+#: A small eager call whose bins times their channels' pixels are at most this many takes
+#: the dense program (:func:`_values_dense`).
+DENSE_ELEMENTS = 2**20
+
+_STATIC = ("pooled", "spatial_scale", "rule", "dense")
 
 
-def _roi_max_pool_body(x, rois, *, pooled, spatial_scale, rule):
+def _roi_max_pool_body(x, rois, *, pooled, spatial_scale, rule, dense=False):
     def compute(x, rois):
-        return _pool(x, rois, pooled, spatial_scale, rule)
+        return _pool(x, rois, pooled, spatial_scale, rule, dense)
 
     def out_spec(mesh):
         spec = (None, explicit_axes.spec_of(x)[1], None, None)
@@ -79,16 +91,17 @@ def _roi_max_pool_body(x, rois, *, pooled, spatial_scale, rule):
 _roi_max_pool_jit = compile_options.jit(_roi_max_pool_body, static_argnames=_STATIC)
 
 
-@partial(jax.custom_vjp, nondiff_argnums=(2, 3, 4))
-def _pool(x, rois, pooled, spatial_scale, rule):
-    return _values(x, rois, pooled, spatial_scale, rule)
+@partial(jax.custom_vjp, nondiff_argnums=(2, 3, 4, 5))
+def _pool(x, rois, pooled, spatial_scale, rule, dense):
+    return (_values_dense if dense else _values)(x, rois, pooled, spatial_scale, rule)
 
 
-def _pool_fwd(x, rois, pooled, spatial_scale, rule):
-    return _values(x, rois, pooled, spatial_scale, rule), (x, rois)
+def _pool_fwd(x, rois, pooled, spatial_scale, rule, dense):
+    return _pool(x, rois, pooled, spatial_scale, rule, dense), (x, rois)
 
 
-def _pool_bwd(pooled, spatial_scale, rule, residuals, g):
+def _pool_bwd(pooled, spatial_scale, rule, dense, residuals, g):
+    del dense
     x, rois = residuals
     return _cotangent(x, rois, g, pooled, spatial_scale, rule), jnp.zeros_like(rois)
 
@@ -289,42 +302,13 @@ def _fold_decode(key, dtype, size: int):
     return order.from_monotone_bits(m.astype(order.signed_bits_dtype(dtype)), dtype)
 
 
-#: The bins of a block holding a NaN in some channel are answered in chunks of at most this
-#: share of its bins (compacted: a loop of as many chunks as they need, none without NaN).
 #: The bins holding a NaN are answered in chunks of at most this share of a block's bins (at
 #: least 128; a loop of as many chunks as they need, none on data without NaN).
 NAN_CHUNK_SHARE = 16
 
-#: Flags per group of :func:`_ranks`' two-level prefix sum.
-RANK_GROUP = 128
-
-#: Above this many flags (or map pixels) a float32 count or row estimate could be inexact:
-#: :func:`_ranks` and :func:`_row_column` then take the integer forms.
+#: From this many bins (or map pixels) a float32 score or row estimate could be inexact:
+#: :func:`_first_scores` and :func:`_row_column` then take the integer forms.
 FLOAT32_EXACT = 2**24
-
-
-def _ranks(flags):
-    """``(ranks, count)``: per flag (bool, (n,)) the number of set flags before it (int32),
-    and their number. A two-level prefix sum by two products with matrices of ones (exact:
-    float32 sums of at most ``2**24`` ones): the first gives, per group of `RANK_GROUP`, the
-    flags before each within the group and (one more column) the group's total; the second
-    sums the totals before each group. A few kernels where ``jnp.cumsum`` and ``jnp.sum``
-    compiled to a dozen (XLA:CPU splits a long reduction into ``reduce_window`` chains).
-    Beyond `FLOAT32_EXACT` flags, ``jnp.cumsum`` of int32."""
-    n, g = flags.shape[0], RANK_GROUP
-    if n > FLOAT32_EXACT:
-        inclusive = jnp.cumsum(flags, dtype=np.int32)
-        return inclusive - flags.astype(np.int32), inclusive[-1]
-    m = -(-n // g)
-    f = jnp.pad(flags, (0, m * g - n)).astype(np.float32).reshape(m, g)
-    hi = lax.Precision.HIGHEST
-    within = np.concatenate([np.triu(np.ones((g, g), np.float32), 1),
-                             np.ones((g, 1), np.float32)], 1)  # exclusive ranks, total
-    parts = jnp.dot(f, within, precision=hi)
-    totals = parts[:, g]
-    upto = jnp.dot(totals, np.triu(np.ones((m, m), np.float32)), precision=hi)
-    ranks = (parts[:, :g] + (upto - totals)[:, None]).reshape(-1)[:n].astype(np.int32)
-    return ranks, upto[-1].astype(np.int32)
 
 
 def _row_column(p, width: int, height: int):
@@ -356,15 +340,15 @@ def _corner_rows(image, h0, h1, w0, w1, x_shape, stride):
 
 def _fold_max(xb, flat, geometry, x_shape, stride, fields_at=None, element=None):
     """Per block: the OpenVINO fold of every bin, from `flat`, the table of :func:`_fold_keys`
-    (of `xb`). A bin
-    without NaN gives its largest key, floored at ``lowest(T)``. A bin holding a NaN gives
-    that NaN if its last NaN is its last element; otherwise the largest key after it (the rest
-    of its row, then the rows below: two rectangles of one channel), without the floor. The
-    bins holding a NaN in some channel are gathered into chunks (all their channels: the
-    rank runs over bins, an eighth of the pairs), so the cost follows their number, and data
-    without NaN runs no chunk. Written for few kernels (XLA:CPU compiles each alone): a
-    chunk's bins arrive by one scatter of rows (bin number, image, rectangle) and one gather
-    of their keys; its answers leave by one scatter."""
+    (of `xb`). A bin without NaN gives its largest key, floored at ``lowest(T)``. A bin holding
+    a NaN gives that NaN if its last NaN is its last element; otherwise the largest key after it
+    (the rest of its row, then the rows below: two rectangles of one channel), without the
+    floor. The bins holding a NaN in some channel are answered in chunks (all their channels),
+    so the cost follows their number: a chunk is the first `chunk` such bins at or past
+    ``lo``, found by ``lax.top_k`` of their scores (``Q - bin``; XLA:CPU's TopK is a custom
+    call, no kernel to compile), and the loop runs while the chunk found holds a bin (data
+    without NaN runs none). Ranks by prefix sums and a scatter of every bin's row took a dozen
+    kernels more and ran 2.4x the clean time. A chunk's answers leave by one scatter."""
     image, h0, h1, w0, w1, _ = geometry
     height, width = x_shape[2], x_shape[3]
     size, dtype, cb = height * width, xb.dtype, xb.shape[-1]
@@ -373,57 +357,94 @@ def _fold_max(xb, flat, geometry, x_shape, stride, fields_at=None, element=None)
     best = _lookup(flat, image, h0, h1, w0, w1, x_shape, lax.max, stride)
     floor = kt(_monotone(dtypes.lowest(dtype), dtype))
     out = _fold_decode(jnp.maximum(best, floor), dtype, size)
-    nan_bin = jnp.max(best, axis=1) >= kt(nan_base)  # (Q,)
-    total = nan_bin.shape[0]
+    total = best.shape[0]
     chunk = min(total, max(128, total // NAN_CHUNK_SHARE))
-    ranks, count = _ranks(nan_bin)
-    firsts = jnp.where(nan_bin, ranks, np.int32(np.iinfo(np.int32).max // 2))  # past any chunk
-    low = kt(np.iinfo(kt).min)
+    number = lax.iota(np.int32, total)
+    held = best >= kt(nan_base)  # (Q, Cb): the pairs whose bin and channel hold a NaN
+    # a bin holds a NaN in some channel: an `or` of the channels' columns (elementwise, in the
+    # scores' kernel; a reduction over the channels was a kernel of its own)
+    flag = functools.reduce(operator.or_, [held[:, i] for i in range(cb)])
 
-    def fix(t, state):  # chunk t: the NaN bins of rank [t*chunk, (t+1)*chunk)
-        out, rows = state
-        # per bin: its number, image and rectangle, one scatter of these rows gathers a chunk.
-        # They depend on `t` (a maximum with a negative number; `fields_at`), so that XLA
-        # cannot hoist them out of the loop: built only when a chunk runs (never on data
-        # without NaN), in the scatter's kernel
-        number = jnp.maximum(lax.iota(np.int32, total), np.int32(-1) - t)
-        fields = geometry[:5] if fields_at is None else fields_at(t)
-        info = jnp.stack([number, *fields], 1)
-        slot = firsts - t * np.int32(chunk)
-        rows = rows.at[slot].set(info, mode="drop")  # rows past the chunk's count: stale
+    def first(lo):  # the first `chunk` bins at or past `lo` holding a NaN, by ``lax.top_k``;
+        # behind a barrier: a slice of one element (the chunk's last) taken straight from the
+        # sort made XLA:CPU keep a full sort instead of its TopK call (14700 bins: 3 ms). With
+        # `lo` in it: a barrier of exactly the TopK's pair became the TopK's own user, which
+        # XLA's TopkDecomposer (sharded programs) cannot handle (a failed check, an abort)
+        got, entry, _ = lax.optimization_barrier(
+            (*lax.top_k(_first_scores(flag, number, lo), chunk), lo))
+        return got, entry
+
+    def pending(state):  # the chunk holds a bin
+        return state[1][0][0] > 0
+
+    def fix(state):
+        out, (got, entry) = state
+        live = got > 0
+        fields = (fields_at(entry) if fields_at is not None
+                  else [jnp.take(f, entry, mode="clip") for f in geometry[:5]])
+        img, top, bottom, left, right = (jnp.broadcast_to(f[:, None], (chunk, cb))
+                                         for f in fields)
         lanes = lax.broadcasted_iota(np.int32, (chunk, cb), 1)
-        entry = rows[:, 0]
-        img, top, bottom, left, right = (
-            jnp.broadcast_to(rows[:, i, None], (chunk, cb)) for i in range(1, 6))
         key = jnp.take(best, entry, axis=0, mode="clip")  # (chunk, cb)
         nan = key >= kt(nan_base)
         p = jnp.where(nan, (key - kt(nan_base)).astype(np.int32), top * np.int32(width) + left)
         h, w = _row_column(p, width, height)
         row_rest, below = w + 1 < right, h + 1 < bottom
-        # the rest of the row (rectangle 0) and the rows below (1): axis 0 of (2, chunk, cb),
-        # selected by a constant mask (no stacked copies)
-        second = np.arange(2, dtype=bool).reshape(2, 1, 1)
-        r_h0 = jnp.where(second, jnp.where(below, h + 1, top), h)
-        r_h1 = jnp.where(second, jnp.where(below, bottom, top + 1), h + 1)
-        r_w0 = jnp.where(second, left, jnp.where(row_rest, w + 1, left))
-        r_w1 = jnp.where(second, right, jnp.where(row_rest, right, left + 1))
-        got = _lookup(flat, img, r_h0, r_h1, r_w0, r_w1, x_shape, lax.max, stride, lanes)
-        after = jnp.maximum(jnp.where(row_rest, got[0], low), jnp.where(below, got[1], low))
+        after = _after_nan(flat, img, h, w, top, bottom, left, right, lanes, x_shape, stride,
+                           row_rest, below)
         where = ((img * np.int32(height) + h) * np.int32(width) + w) * np.int32(cb) + lanes
         trailing = (jnp.take(xb.reshape(-1), where, mode="clip") if element is None
                     else element(img, h, w, lanes))
-        value = jnp.where(row_rest | below, _fold_decode(after, dtype, size), trailing)
-        value = jnp.where(nan, value, _fold_decode(jnp.maximum(key, floor), dtype, size))
-        # a stale row (past the chunk's count) repeats a bin of an earlier chunk of this block
-        # (the same value again) or is the start's (bin number `total`: dropped)
-        out = out.at[entry].set(value, mode="drop")
-        return out, rows
+        # one decode of the key chosen (the largest after the NaN, or the floored one)
+        value = _fold_decode(jnp.where(nan, after, jnp.maximum(key, floor)), dtype, size)
+        value = jnp.where(nan & ~(row_rest | below), trailing, value)
+        out = out.at[jnp.where(live, entry, np.int32(total))].set(value, mode="drop")
+        # the chunk took the first flagged bins, in order: the next starts past its last
+        return out, first(jnp.where(live[-1], entry[-1] + np.int32(1), np.int32(total)))
 
-    chunks = (count + np.int32(chunk - 1)) // np.int32(chunk)
-    start = np.zeros((chunk, 6), np.int32)
-    start[:, 0] = total  # no bin: a literal (a uniform start became a kernel broadcasting it)
-    rows = jnp.asarray(start)
-    return lax.fori_loop(np.int32(0), chunks, fix, (out, rows))[0]
+    return lax.while_loop(pending, fix, (out, first(np.int32(0))))[0]
+
+
+def _after_nan(flat, image, h, w, top, bottom, left, right, lanes, x_shape, stride,
+                row_rest, below):
+    """The largest key of each rectangle's elements after its NaN at ``(h, w)`` (int32
+    arrays of one shape, each element of channel `lanes` of `flat`, the table of
+    :func:`_fold_keys`): the rest of its row (``row_rest``; a rectangle of one row, level
+    ``a = 0``: two lookups) and the rows below it (``below``; four lookups), one gather of six
+    lookups per element on a leading axis selected by constant masks (no stacked copies).
+    The lowest key where neither part exists; lookups of a part that does not exist read
+    some clipped entry, unused."""
+    kt = flat.dtype.type
+    one = np.int32(1)
+    b0 = range_max.floor_log2(right - w - one)  # the rest of the row: columns (w, right)
+    a1 = range_max.floor_log2(bottom - h - one)  # the rows below: (h, bottom) x [left, right)
+    b1 = range_max.floor_log2(right - left)
+    t = np.arange(6, dtype=np.int32).reshape((6,) + (1,) * np.ndim(h))
+    rows = jnp.where(t < 2, h, jnp.where(t < 4, h + one, bottom - (one << a1)))
+    columns = jnp.where(t == 0, w + one, jnp.where(t == 1, right - (one << b0),
+                                                   jnp.where(t % 2 == 0, left,
+                                                             right - (one << b1))))
+    level = jnp.where(t < 2, b0 * np.int32(stride), b1 * np.int32(stride) + a1)
+    at = _rows(image, rows, columns, level, x_shape) * np.int32(flat.shape[1]) + lanes
+    got = jnp.take(flat.reshape(-1), at, mode="clip")  # (6,) + shape
+    low = kt(np.iinfo(kt).min)
+    rest = jnp.where(row_rest, jnp.maximum(got[0], got[1]), low)
+    under = jnp.where(below, jnp.maximum(jnp.maximum(got[2], got[3]),
+                                         jnp.maximum(got[4], got[5])), low)
+    return jnp.maximum(rest, under)
+
+
+def _first_scores(flag, number, lo):
+    """Scores whose ``lax.top_k`` are the first set flags at or past `lo`, in order: ``Q -
+    bin`` there, else 0; float32 (XLA:CPU's TopK is a fast custom call for float32, a sort for
+    integers) while exact, int32 beyond `FLOAT32_EXACT` bins. ``Q - max(bin, lo - 1)``: the
+    same there, but it depends on `lo`, so XLA does not hoist it out of the loop into a
+    kernel of its own."""
+    total = flag.shape[0]
+    score = np.int32(total) - jnp.maximum(number, lo - np.int32(1))
+    if total < FLOAT32_EXACT:
+        score = score.astype(np.float32)
+    return jnp.where(flag & (number >= lo), score, jnp.zeros((), score.dtype))
 
 
 def _values(x, rois, pooled, spatial_scale, rule):
@@ -458,8 +479,21 @@ def _values(x, rois, pooled, spatial_scale, rule):
     # number (_bin_geometry): computed in the kernel that reads them
     geometry = _bin_geometry(packed, pooled)
 
-    def fields_at(t):
-        return _bin_geometry(packed, pooled, t)[:5]
+    def fields_at(entry):  # the rectangles of bins `entry` (int32 in [0, Q)), as
+        # _bin_geometry's, read from the packed bins by one gather of their fields
+        ph, pw = pooled
+        bins, k2 = ph * pw, ph + pw
+        roi, rest = _row_column(entry, bins, r)
+        i, j = _row_column(rest, pw, ph)
+        column = jnp.stack([i, k2 + i, ph + j, k2 + ph + j, jnp.full_like(i, 2 * k2),
+                            jnp.full_like(i, 2 * k2 + 1)], 1)
+        got = jnp.take(packed.reshape(-1), roi[:, None] * np.int32(packed.shape[1]) + column,
+                       mode="clip")
+        h0, h1, w0, w1, image, valid = (got[:, f] for f in range(6))
+        read = (h1 > h0) & (w1 > w0) & (valid != 0)
+        zero, one = np.int32(0), np.int32(1)
+        return (image, jnp.where(read, h0, zero), jnp.where(read, h1, one),
+                jnp.where(read, w0, zero), jnp.where(read, w1, one))
 
     def masked(xb, flat, stride, k):
         def element(image, h, w, lane):  # x[image, k*BLOCK + lane, h, w], read from x itself:
@@ -474,6 +508,68 @@ def _values(x, rois, pooled, spatial_scale, rule):
                          answer(xb, flat, geometry, x_shape, stride, fields_at, element), zero)
 
     return _by_levels(spans, x, r, pooled, planes, combine, masked)
+
+
+def _values_dense(x, rois, pooled, spatial_scale, rule):
+    """The values of :func:`_values`, bit for bit, by masked maxima of every bin over its
+    ROI's image: the same keys (:func:`_nan_top_key`, :func:`_fold_keys`), whose integer
+    maximum over the same elements is the same, in a few kernels (no table, no loop). The
+    OpenVINO fold's NaN bins take the largest key after their last NaN by one more masked
+    maximum over the places after it. Work grows with bins x channels x pixels: for small
+    calls (`DENSE_ELEMENTS`), where the program's compile is the cost."""
+    r, c = rois.shape[0], x.shape[1]
+    if r == 0 or 0 in x.shape:
+        return jnp.zeros((r, c) + pooled, x.dtype)
+    n, _, height, width = x.shape
+    packed = bins_lowering.packed_bins(rois, rois_lowering.valid(rois, rois[:, 0], n),
+                                       spatial_scale, pooled, height, width)
+    image, h0, h1, w0, w1, valid = bins_lowering.unpack(packed, pooled)
+    rows, cols = np.arange(height, dtype=np.int32), np.arange(width, dtype=np.int32)
+    in_h = (rows >= h0[:, :, None]) & (rows < h1[:, :, None])  # (R, PH, H)
+    in_w = (cols >= w0[:, :, None]) & (cols < w1[:, :, None])  # (R, PW, W)
+    # each ROI's image of keys, (R, H, W, C): integers taken, never floats (on images
+    # sharded along the batch, XLA's partitioner assembles a take by an all-reduce that adds,
+    # which turned -0.0 into +0.0)
+    xt = x.transpose(0, 2, 3, 1)
+    keys = jnp.take(_nan_top_key(xt) if rule == "onnx" else _fold_keys(xt)[0], image, axis=0,
+                    mode="clip")
+    kt = keys.dtype.type
+    low = kt(np.iinfo(kt).min)
+
+    def masked_max(k, extra=None):  # (R, PH, PW, C): each bin's largest key of `k`
+        # (R, H, W, C), over the columns, then the rows (`extra`: a further mask of
+        # (R, PH, PW, H, W, C) applied to the whole bin at once)
+        if extra is None:
+            by_col = jnp.max(jnp.where(in_w[:, None, :, :, None], k[:, :, None], low), 3)
+            return jnp.max(jnp.where(in_h[:, :, :, None, None], by_col[:, None], low), 2)
+        inside = (in_h[:, :, None, :, None, None] & in_w[:, None, :, None, :, None]) & extra
+        return jnp.max(jnp.where(inside, k[:, None, None], low), (3, 4))
+
+    best = masked_max(keys)
+    read = ((h1[:, :, None] > h0[:, :, None]) & (w1[:, None, :] > w0[:, None, :])
+            & valid[:, None, None])[..., None]
+    zero = jnp.zeros((), x.dtype)
+    if rule == "onnx":
+        return jnp.where(read, order.from_monotone_bits(best, x.dtype), zero
+                         ).transpose(0, 3, 1, 2)
+    dtype, size = x.dtype, height * width
+    nan_base = _nan_base(dtype, size)
+    floor = kt(_monotone(dtypes.lowest(dtype), dtype))
+    nan = best >= kt(nan_base)
+    p = jnp.where(nan, best - kt(nan_base), kt(0))  # the place of the bin's last NaN
+    place = (rows[:, None] * np.int32(width) + cols).astype(kt)  # (H, W)
+    after = masked_max(keys, place[:, :, None] > p[:, :, :, None, None, :])
+    h = (p // kt(width)).astype(np.int32)
+    w = (p % kt(width)).astype(np.int32)
+    exists = (w + 1 < w1[:, None, :, None]) | (h + 1 < h1[:, :, None, None])
+    bits = lax.bitcast_convert_type(xt, order.signed_bits_dtype(dtype))
+    plane = jnp.take(bits, image, axis=0, mode="clip").reshape(r, size, c)
+    trailing = lax.bitcast_convert_type(jnp.take_along_axis(
+        plane, (h * np.int32(width) + w).reshape(r, -1, c), 1, mode="clip"), dtype
+    ).reshape(best.shape)
+    value = jnp.where(exists, _fold_decode(after, dtype, size), trailing)
+    value = jnp.where(nan, value, _fold_decode(jnp.maximum(best, floor), dtype, size))
+    return jnp.where(read, value, zero).transpose(0, 3, 1, 2)
 
 
 # ---- winners (gradient; the OpenVINO fold) ---------------------------------------------------
