@@ -11,18 +11,18 @@ for 300 and 1000 ROIs, a 14x14 output and a 200x200 map (neither may grow them);
 small shape called eagerly (features (1, c, h, w) of under 64 KiB, 2 ROIs, 3x3: CPU, wall and
 resident memory added per shape, medians of 12 shapes).
 
-``--corners [--base REV] [--rounds N]``: instead, ``sampling_ratio=2`` max on the anchor, the
-weighted corners (onnxruntime's rule) and the interpolated max, this tree's lowering against
-the base revision's (``roi/{align,samples,adaptive}.py`` from ``git show``, loaded as a package
-of their own) and an onnxruntime RoiAlign-16 node, interleaved (medians of N rounds, process
-CPU and wall ms); outputs and the gradients for the data and the ROIs checked bit-equal to the
-base's; each program's compile (best of 3) and kernel count.
+``--corners [--base REV] [--rounds N] [--sr 2]``: instead, max on the anchor (``sampling_ratio``
+2, or `--sr`), the weighted corners (onnxruntime's rule) and the interpolated max, this tree's
+lowering against the base revision's (``roi/{align,samples,adaptive}.py`` from ``git show``,
+loaded as a package of their own) and an onnxruntime RoiAlign-16 node, interleaved (medians of
+N rounds, process CPU and wall ms); outputs and the gradients for the data and the ROIs checked
+bit-equal to the base's; each program's compile (best of 3) and kernel count.
 
 ``--data [--base REV] [--rounds N]``: instead, ``sampling_ratio=0`` max and avg on the data
 shapes (clean, 1 in 100 NaN, ROIs partly outside the image, mixed sizes 8-800 px), this tree's
 lowering against the base revision's, interleaved as ``--corners``, outputs checked bit-equal.
 
-    PYTHONPATH=. python benchmarks/roi_align_ab.py [--compile | --corners --base main |
+    PYTHONPATH=. python benchmarks/roi_align_ab.py [--compile | --corners --base main [--sr 0] |
                                                     --data --base REV]
 """
 
@@ -175,15 +175,15 @@ def load_base(rev: str):
     return importlib.import_module("roi_align_base.align")
 
 
-def corners_main(rev: str, rounds: int):
+def corners_main(rev: str, rounds: int, sr: int = 2):
     from jaxmax._src.lowering.roi import align as this  # noqa: PLC0415
 
     base = load_base(rev)
     rois = boxes(300)
     args = [jax.device_put(a) for a in (X, rois, BATCH.astype(np.int32))]
-    static = dict(face="onnx", mode="max", pooled=(7, 7), sampling_ratio=2,
+    static = dict(face="onnx", mode="max", pooled=(7, 7), sampling_ratio=sr,
                   scale=float(np.float32(1 / 16)), geometry=(0.5, False))
-    print(f"load {os.getloadavg()[0]:.1f}; base {rev}")
+    print(f"load {os.getloadavg()[0]:.1f}; base {rev}; sampling_ratio {sr}")
     runs, names = [], []
     for corners in (True, False):
         label = "weighted corners" if corners else "interpolated"
@@ -207,7 +207,7 @@ def corners_main(rev: str, rounds: int):
         for name in ("base", "this"):
             runs.append(lambda f=fns[name]: f(*args).block_until_ready())
             names.append(f"{label} {name}")
-    runs.append(ort_run("max", 2, X, rois))
+    runs.append(ort_run("max", sr, X, rois))
     names.append("onnxruntime")
     cpu, wall = interleaved(runs, rounds)
     for k, name in enumerate(names):
@@ -273,7 +273,7 @@ def main():
     if "--corners" in sys.argv:
         def opt(name, default):
             return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
-        corners_main(opt("--base", "main"), int(opt("--rounds", "21")))
+        corners_main(opt("--base", "main"), int(opt("--rounds", "21")), int(opt("--sr", "2")))
         return
     if "--data" in sys.argv:
         def opt(name, default):
