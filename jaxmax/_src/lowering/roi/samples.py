@@ -201,10 +201,10 @@ def ieee_max(a: jax.Array, b: jax.Array) -> jax.Array:
 def take_key(x: jax.Array) -> jax.Array:
     """A signed integer of `x`'s width whose order is `ieee_take`'s on values that are not
     subnormal: the IEEE total order of the bits (``-0 < +0``), every NaN at the top, one key
-    (so the earlier NaN stays). For the weighted corners, which never are subnormal: each is a
-    product computed under XLA:CPU's flush to zero (a subnormal result becomes a zero of its
-    sign; a subnormal operand counts as zero), where `ieee_take`'s float compares would also
-    read a subnormal as zero."""
+    (so the earlier NaN stays). For the weighted corners and the samples, which never are
+    subnormal: each is a product (or a sum of products) computed under XLA:CPU's flush to zero
+    (a subnormal result becomes a zero of its sign; a subnormal operand counts as zero), where
+    `ieee_take`'s float compares would also read a subnormal as zero."""
     m = order.monotone_bits(x)
     return lax.select(x != x, lax.full_like(m, np.iinfo(m.dtype).max), m)
 
