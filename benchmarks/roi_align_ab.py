@@ -11,15 +11,30 @@ for 300 and 1000 ROIs, a 14x14 output and a 200x200 map (neither may grow them);
 small shape called eagerly (features (1, c, h, w) of under 64 KiB, 2 ROIs, 3x3: CPU, wall and
 resident memory added per shape, medians of 12 shapes).
 
-    PYTHONPATH=. python benchmarks/roi_align_ab.py [--compile]
+``--corners [--base REV] [--rounds N] [--sr 2]``: instead, max on the anchor (``sampling_ratio``
+2, or `--sr`), the weighted corners (onnxruntime's rule) and the interpolated max, this tree's
+lowering against the base revision's (``roi/{align,samples,adaptive}.py`` from ``git show``,
+loaded as a package of their own) and an onnxruntime RoiAlign-16 node, interleaved (medians of
+N rounds, process CPU and wall ms); outputs and the gradients for the data and the ROIs checked
+bit-equal to the base's; each program's compile (best of 3) and kernel count.
+
+``--data [--base REV] [--rounds N]``: instead, ``sampling_ratio=0`` max and avg on the data
+shapes (clean, 1 in 100 NaN, ROIs partly outside the image, mixed sizes 8-800 px), this tree's
+lowering against the base revision's, interleaved as ``--corners``, outputs checked bit-equal.
+
+    PYTHONPATH=. python benchmarks/roi_align_ab.py [--compile | --corners --base main [--sr 0] |
+                                                    --data --base REV]
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import jax
@@ -135,9 +150,135 @@ def compile_main():
               f"+{mb:.2f} MB resident")
 
 
+BASE_MODULES = ("align", "samples", "adaptive")
+
+
+def load_base(rev: str):
+    """The base revision's ``align`` module, its imports of the modules this script compares
+    pointed at the base's own copies (the rest of jaxmax is this tree's)."""
+    root = tempfile.mkdtemp(prefix="roi_align_base_")
+    package = os.path.join(root, "roi_align_base")
+    os.makedirs(package)
+    open(os.path.join(package, "__init__.py"), "w").close()
+    for name in BASE_MODULES:
+        text = subprocess.run(["git", "show", f"{rev}:jaxmax/_src/lowering/roi/{name}.py"],
+                              check=True, capture_output=True, text=True).stdout
+        text = text.replace("from jaxmax._src.lowering.roi import adaptive, samples",
+                            "from roi_align_base import adaptive, samples")
+        text = text.replace("from jaxmax._src.lowering.roi import samples",
+                            "from roi_align_base import samples")
+        text = text.replace("from jaxmax._src.lowering.roi.samples import",
+                            "from roi_align_base.samples import")
+        with open(os.path.join(package, f"{name}.py"), "w") as f:
+            f.write(text)
+    sys.path.insert(0, root)
+    return importlib.import_module("roi_align_base.align")
+
+
+def corners_main(rev: str, rounds: int, sr: int = 2):
+    from jaxmax._src.lowering.roi import align as this  # noqa: PLC0415
+
+    base = load_base(rev)
+    rois = boxes(300)
+    args = [jax.device_put(a) for a in (X, rois, BATCH.astype(np.int32))]
+    static = dict(face="onnx", mode="max", pooled=(7, 7), sampling_ratio=sr,
+                  scale=float(np.float32(1 / 16)), geometry=(0.5, False))
+    print(f"load {os.getloadavg()[0]:.1f}; base {rev}; sampling_ratio {sr}")
+    runs, names = [], []
+    for corners in (True, False):
+        label = "weighted corners" if corners else "interpolated"
+        fns = {}
+        for name, module in (("base", base), ("this", this)):
+            def f(x, r, b, module=module, corners=corners):
+                return module.align(x, r, b, corners=corners, **static)
+            wall, cpu, kernels, _ = compile_seconds(f, args)
+            print(f"{label} {name}: compile {wall:.3f} s wall, {cpu:.3f} s CPU, "
+                  f"{kernels} kernels", flush=True)
+            fns[name] = jax.jit(f)
+            ct = np.random.default_rng(1).standard_normal((300, 256, 7, 7)).astype(np.float32)
+            grad = jax.jit(jax.grad(lambda x, r, b, f=f, ct=ct: (f(x, r, b) * ct).sum(),
+                                    argnums=(0, 1)))
+            fns[name + " grad"] = grad
+        pairs = [(fns["base"](*args), fns["this"](*args))]
+        pairs += zip(fns["base grad"](*args), fns["this grad"](*args), strict=True)
+        same = [np.asarray(g).tobytes() == np.asarray(h).tobytes() for g, h in pairs]
+        print(f"{label}: output, data gradient, ROI gradient bit-equal to the base: {same}")
+        assert all(same)
+        for name in ("base", "this"):
+            runs.append(lambda f=fns[name]: f(*args).block_until_ready())
+            names.append(f"{label} {name}")
+    runs.append(ort_run("max", sr, X, rois))
+    names.append("onnxruntime")
+    cpu, wall = interleaved(runs, rounds)
+    for k, name in enumerate(names):
+        print(f"{name}: {cpu[k]:.1f} ms CPU, {wall[k]:.1f} ms wall; / onnxruntime CPU "
+              f"{cpu[k] / cpu[-1]:.2f}, wall {wall[k] / wall[-1]:.2f}")
+    for k in (0, 2):
+        print(f"{names[k + 1]} / base: CPU {cpu[k + 1] / cpu[k]:.2f}, wall "
+              f"{wall[k + 1] / wall[k]:.2f}")
+    print(f"load {os.getloadavg()[0]:.1f}")
+
+
+def interleaved(runs, rounds):
+    """Medians of `rounds` interleaved rounds (one warm-up call each): (CPU ms, wall ms)."""
+    cpu, wall = ([[] for _ in runs] for _ in range(2))
+    for run in runs:
+        run()
+    for _ in range(rounds):
+        for k, run in enumerate(runs):
+            c0, w0 = time.process_time(), time.perf_counter()
+            run()
+            cpu[k].append(time.process_time() - c0)
+            wall[k].append(time.perf_counter() - w0)
+    return ([float(np.median(t)) * 1e3 for t in ts] for ts in (cpu, wall))
+
+
+def data_main(rev: str, rounds: int):
+    from jaxmax._src.lowering.roi import align as this  # noqa: PLC0415
+
+    base = load_base(rev)
+    nan = X.copy()
+    nan.reshape(-1)[RNG.choice(nan.size, nan.size // 100, replace=False)] = np.nan
+    shapes = {"clean": (X, boxes(300)), "NaN 1/100": (nan, boxes(300)),
+              "outside": (X, boxes(300, spill=200)), "mixed": (X, boxes(300, 8, 800))}
+    print(f"load {os.getloadavg()[0]:.1f}; base {rev}")
+    for mode in ("max", "avg"):
+        static = dict(face="onnx", mode=mode, corners=False, pooled=(7, 7), sampling_ratio=0,
+                      scale=float(np.float32(1 / 16)), geometry=(0.5, False))
+        runs, names = [], []
+        for label, (x, rois) in shapes.items():
+            args = [jax.device_put(a) for a in (x, rois, BATCH.astype(np.int32))]
+            outs = []
+            for name, module in (("base", base), ("this", this)):
+                f = jax.jit(lambda x, r, b, module=module, static=static: module.align(
+                    x, r, b, **static))
+                outs.append(np.asarray(f(*args)).tobytes())
+                runs.append(lambda f=f, args=args: f(*args).block_until_ready())
+                names.append((label, name))
+            assert outs[0] == outs[1], f"{mode} {label}: outputs differ from the base"
+        cpu, wall = interleaved(runs, rounds)
+        for k in range(0, len(runs), 2):
+            label = names[k][0]
+            print(f"{mode} sr=0 {label}: base {cpu[k]:.1f} ms CPU {wall[k]:.1f} wall | this "
+                  f"{cpu[k + 1]:.1f} CPU {wall[k + 1]:.1f} wall | this/base CPU "
+                  f"{cpu[k + 1] / cpu[k]:.2f} wall {wall[k + 1] / wall[k]:.2f} | / clean CPU "
+                  f"base {cpu[k] / cpu[0]:.2f} this {cpu[k + 1] / cpu[1]:.2f}", flush=True)
+    print(f"load {os.getloadavg()[0]:.1f}")
+
+
 def main():
     if "--compile" in sys.argv:
         compile_main()
+        return
+    if "--corners" in sys.argv:
+        def opt(name, default):
+            return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+        corners_main(opt("--base", "main"), int(opt("--rounds", "21")), int(opt("--sr", "2")))
+        return
+    if "--data" in sys.argv:
+        def opt(name, default):
+            return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+        data_main(opt("--base", "main"), int(opt("--rounds", "21")))
         return
     rois = boxes(300)
     for mode in ("max", "avg"):

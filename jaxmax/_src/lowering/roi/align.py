@@ -36,7 +36,7 @@ from jaxmax._src import dtypes, explicit_axes
 from jaxmax._src.lowering import compile_options, order, roi_sharded, rules
 from jaxmax._src.lowering.roi import adaptive, samples
 from jaxmax._src.lowering.roi import rois as roi_rows
-from jaxmax._src.lowering.roi.samples import ieee_max, ieee_take, rounded
+from jaxmax._src.lowering.roi.samples import ieee_take, rounded
 
 
 def compute_dtype(dtype) -> np.dtype:
@@ -99,7 +99,7 @@ def _combine(products, outside, corners: bool, ct) -> jax.Array:
     """One sample's value from its weighted corners: their sum left to right (or, for the
     weighted-corner max, their IEEE maximum); ``+0.0`` out of the image."""
     t1, t2, t3, t4 = products
-    v = ieee_max(ieee_max(ieee_max(t1, t2), t3), t4) if corners else ((t1 + t2) + t3) + t4
+    v = samples.corner_max(t1, t2, t3, t4) if corners else ((t1 + t2) + t3) + t4
     return jnp.where(outside[..., None], jnp.zeros((), ct), v)
 
 
