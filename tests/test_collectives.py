@@ -74,16 +74,6 @@ OVER = {
 GRADIENTS = [(c, layout) for c in CASES if c.grad for layout in c.layouts]
 
 
-STRIDE_ONE = (
-    "MaxPool's derivative takes the tangent at each window's winner by its index flat over the "
-    "(H, W) plane (lowering/pooling/compact.py `_gather`, a take_along_axis): along a sharded "
-    "spatial axis XLA's partitioner cannot split that gather and its transposed scatter-add by "
-    "rows, so along H it sums a whole f32[4,8,256] partial input cotangent across devices "
-    "(all-reduce, op transpose(jvp(take_along_axis))/scatter-add) and along W it all-gathers "
-    "the cotangent whole (f32[4,8,16,16], op transpose(jvp())/reshape; the winners too, "
-    "s32). At stride 2 the same collectives carry the output's size (f32[4,8,64]), within "
-    "the bound; a backward by window taps, whose slices the partitioner splits with halo "
-    "exchanges as it does the forward's reduce_window, would move the halo alone")
 SCATTER = (
     "the scatter's derivative (lowering/scatter/rules.py `gradients`) runs under auto_axes, "
     "the partitioner's form (lowering/scatter/across.py `_with_gradients`): it scatters the "
@@ -101,10 +91,6 @@ SEU_12_GRADIENT = (
     "forward's pmax into a tuple all-reduce): 1664 B for a 1536 B bound")
 
 GRADIENT_OVER = {
-    ("openvino.max_pool MaxPool-1 k3 s1 p1 (stride 1)", "H"): STRIDE_ONE,
-    ("openvino.max_pool MaxPool-1 k3 s1 p1 (stride 1)", "W"): STRIDE_ONE,
-    ("onnx.max_pool MaxPool-1 k3 s1 same_lower", "H"): STRIDE_ONE,
-    ("onnx.max_pool MaxPool-1 k3 s1 same_lower", "W"): STRIDE_ONE,
     ("onnx.scatter_elements ScatterElements-18 max axis 0", "scatter axis, all three"): SCATTER,
     ("onnx.scatter_elements ScatterElements-18 max axis 1", "other axis, all three"): SCATTER,
     ("openvino.scatter_elements_update SEU-12 max axis 0", "scatter axis, all three"): SCATTER,
@@ -277,3 +263,42 @@ def test_the_rules_flag_what_moves_an_input_and_pass_what_moves_outputs():
     assert over == ["moves 2176 B per device, more than the outputs' 512 B + halo 0 B + the "
                     "backward's 1024 B"]
     assert collectives.backward(whole) and not collectives.backward(keys)
+
+
+
+STRIDE_ONE = ["openvino.max_pool MaxPool-1 k3 s1 p1 (stride 1)",
+              "onnx.max_pool MaxPool-1 k3 s1 same_lower"]
+
+
+@pytest.mark.parametrize("layout", ["H", "W", "H and W"])
+@pytest.mark.parametrize("name", STRIDE_ONE)
+def test_stride_one_gradients_sharded_along_a_pooled_axis_are_the_unsharded_bits(name, layout):
+    """The stride-1 pools' derivatives sharded along H or W (taken tap by tap there,
+    lowering/pooling/compact.py `_gather_by_taps`) are the one-device ones bit for bit. The
+    gradient sums each element's cotangents in the windows' row-major order from +0.0, as the
+    one-device scatter-add does: with random normal cotangents (inexact sums, whose order
+    shows: the partitioner's all-reduce of per-device partial sums differed in 123-136
+    elements along H), and with every cotangent -0.0 on distinct values (an element that wins
+    all nine of its windows sums nine -0.0 terms, +0.0 from a +0.0 start). The forward-mode
+    tangent of a tangent a third -0.0 is the one-device one too (the partitioner's form gave
+    +0.0 for 240-1,373 of them)."""
+    case = by_name(name)
+    (tricky,) = case.inputs()
+    rng = np.random.default_rng(4)
+    distinct = rng.permutation(tricky.size).astype(np.float32).reshape(tricky.shape)
+    t = np.where(rng.random(tricky.shape) < 0.3, -0.0, rng.standard_normal(tricky.shape))
+    t = t.astype(np.float32)
+    for x, w in ((tricky, rng.standard_normal(tricky.shape).astype(np.float32)),
+                 (distinct, np.full(tricky.shape, -0.0, np.float32))):
+        def grad(v, w=w):
+            return jax.grad(lambda u: (jax.tree.leaves(case.fn(u))[0] * w).sum())(v)
+
+        def tangent(v, t):
+            return jax.jvp(lambda u: jax.tree.leaves(case.fn(u))[0], (v,), (t,))[1]
+
+        xs, ts = collectives.placed(case, layout, jax.devices()[:4], (x, t))
+        assert tuple(xs.sharding.spec) == tuple(case.layouts[layout][0])
+        for fn, sharded, one in ((grad, (xs,), (x,)), (tangent, (xs, ts), (x, t))):
+            got = np.asarray(jax.jit(fn)(*sharded)).view(np.uint32)
+            want = np.asarray(jax.jit(fn)(*one)).view(np.uint32)
+            assert np.array_equal(got, want), (fn.__name__, int((got != want).sum()))
