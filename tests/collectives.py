@@ -108,9 +108,10 @@ def window_halo(case_name: str, inputs, specs) -> int:
     return total
 
 
-def _placed(case, layout: str, devices):
+def placed(case, layout: str, devices, inputs=None):
     """The case's inputs laid out as `layout` over a mesh of `devices` (``"d"``, or ``"a"`` x
-    ``"b"`` when the layout names those axes), ``Explicit`` axes."""
+    ``"b"`` when the layout names those axes), ``Explicit`` axes; or `inputs`, each laid out
+    as the layout's first input (an input and its tangent)."""
     import jax
     from jax.sharding import AxisType, NamedSharding, PartitionSpec
 
@@ -123,7 +124,9 @@ def _placed(case, layout: str, devices):
              for a in (e if isinstance(e, tuple) else (e,))}
     mesh = meshes["ab" if names & {"a", "b"} else "d"]
     return [jax.device_put(x, NamedSharding(mesh, PartitionSpec() if s is None else s))
-            for x, s in zip(case.inputs(), specs, strict=True)]
+            for x, s in zip(case.inputs() if inputs is None else inputs,
+                            specs if inputs is None else specs[:1] * len(inputs),
+                            strict=True)]
 
 
 def gradient(case):
@@ -152,7 +155,7 @@ def measure(case, layout: str, devices=None, compiler_options=None, *, grad: boo
     devices = jax.devices()[:4] if devices is None else devices
     inputs = case.inputs()
     specs = case.layouts[layout]
-    args = _placed(case, layout, devices)
+    args = placed(case, layout, devices)
     fn = gradient(case) if grad else case.fn
     text = jax.jit(fn, keep_unused=grad).lower(*args).compile(compiler_options).as_text()
     out = jax.eval_shape(case.fn, *args)

@@ -74,45 +74,11 @@ OVER = {
 GRADIENTS = [(c, layout) for c in CASES if c.grad for layout in c.layouts]
 
 
-STRIDE_ONE = (
-    "MaxPool's derivative takes the tangent at each window's winner by its index flat over the "
-    "(H, W) plane (lowering/pooling/compact.py `_gather`, a take_along_axis): along a sharded "
-    "spatial axis XLA's partitioner cannot split that gather and its transposed scatter-add by "
-    "rows, so along H it sums a whole f32[4,8,256] partial input cotangent across devices "
-    "(all-reduce, op transpose(jvp(take_along_axis))/scatter-add) and along W it all-gathers "
-    "the cotangent whole (f32[4,8,16,16], op transpose(jvp())/reshape; the winners too, "
-    "s32). At stride 2 the same collectives carry the output's size (f32[4,8,64]), within "
-    "the bound; a backward by window taps, whose slices the partitioner splits with halo "
-    "exchanges as it does the forward's reduce_window, would move the halo alone")
-SCATTER = (
-    "the scatter's derivative (lowering/scatter/rules.py `gradients`) runs under auto_axes, "
-    "the partitioner's form (lowering/scatter/across.py `_with_gradients`): it scatters the "
-    "winners' positions over the updates and gathers them back at the targets, and with the "
-    "data and the updates sharded XLA all-gathers data-sized position and key arrays and the "
-    "data cotangent whole (u32/s32/f32[128] or [16,8], ops transpose(jvp())/gather, "
-    "/scatter-max, /scatter-add, /reshape): 2.0-3.6 KiB for a 1.5 KiB bound, where each "
-    "device's block of the data gradient needs its block's cotangent and one all-reduce of "
-    "output-sized keys")
-SEU_12_GRADIENT = (
-    "ScatterElementsUpdate-12's forward already moves more than its output with the updates "
-    "sharded along the scatter axis (tests/test_collectives.py: the last NaN's device and the "
-    "runs' keys, 640 B for a 512 B output), and its backward all-reduces two data-sized "
-    "position arrays (s32[128], op transpose(jvp())/scatter-max; XLA fuses one with the "
-    "forward's pmax into a tuple all-reduce): 1664 B for a 1536 B bound")
-
-GRADIENT_OVER = {
-    ("openvino.max_pool MaxPool-1 k3 s1 p1 (stride 1)", "H"): STRIDE_ONE,
-    ("openvino.max_pool MaxPool-1 k3 s1 p1 (stride 1)", "W"): STRIDE_ONE,
-    ("onnx.max_pool MaxPool-1 k3 s1 same_lower", "H"): STRIDE_ONE,
-    ("onnx.max_pool MaxPool-1 k3 s1 same_lower", "W"): STRIDE_ONE,
-    ("onnx.scatter_elements ScatterElements-18 max axis 0", "scatter axis, all three"): SCATTER,
-    ("onnx.scatter_elements ScatterElements-18 max axis 1", "other axis, all three"): SCATTER,
-    ("openvino.scatter_elements_update SEU-12 max axis 0", "scatter axis, all three"): SCATTER,
-    ("openvino.scatter_elements_update SEU-12 max axis 0", "indices and updates only"):
-        SEU_12_GRADIENT,
-    ("openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False",
-     "other axis, all three"): SCATTER,
-}
+# no gradient row is over the bound any more (the stride-1 pools along H and W take their
+# derivative tap by tap, lowering/pooling/compact.py; the scatters along their order axis take
+# theirs in blocks, lowering/scatter/across.py): a row that goes over is listed here, strictly
+# expected to fail with its instruction
+GRADIENT_OVER: dict[tuple[str, str], str] = {}
 
 
 def _params(pairs, over):
@@ -169,8 +135,9 @@ SAMPLE = [
     ("onnx.scatter_elements ScatterElements-18 max axis 0", "scatter axis, all three"),
     ("onnx.max_unpool MaxUnpool-22 k2 s2", "H"),
 ]
-# gradients: between them collective-permute (a pool's halo), all-gather and all-reduce (the
-# scatter's backward, run by the partitioner), and all-to-all (TopK's forward)
+# gradients: between them collective-permute (a pool's halo) and all-gather (the stride-2 pool's
+# backward, run by the partitioner), all-to-all (TopK's forward), all-reduce and reduce-scatter
+# (the scatter's forward keys and its backward's counts, lowering/scatter/across.py)
 GRADIENT_SAMPLE = [
     ("openvino.max_pool MaxPool-1 k3 s2 same_upper", "H"),
     ("onnx.top_k TopK-24 K 3 axis 1", "channels (reduced)"),
@@ -218,7 +185,7 @@ def test_the_sample_holds_every_kind():
 def test_the_gradient_sample_holds_every_kind_a_gradient_moves():
     kinds = {c.kind for name, layout in GRADIENT_SAMPLE
              for c in _measured(name, layout, True).collectives}
-    assert kinds == {"collective-permute", "all-gather", "all-reduce", "all-to-all"}, kinds
+    assert kinds == set(collectives.KINDS), kinds
 
 
 def test_the_bound_reads_the_backward_apart():
@@ -277,3 +244,84 @@ def test_the_rules_flag_what_moves_an_input_and_pass_what_moves_outputs():
     assert over == ["moves 2176 B per device, more than the outputs' 512 B + halo 0 B + the "
                     "backward's 1024 B"]
     assert collectives.backward(whole) and not collectives.backward(keys)
+
+
+
+STRIDE_ONE = ["openvino.max_pool MaxPool-1 k3 s1 p1 (stride 1)",
+              "onnx.max_pool MaxPool-1 k3 s1 same_lower"]
+
+
+@pytest.mark.parametrize("layout", ["H", "W", "H and W"])
+@pytest.mark.parametrize("name", STRIDE_ONE)
+def test_stride_one_gradients_sharded_along_a_pooled_axis_are_the_unsharded_bits(name, layout):
+    """The stride-1 pools' derivatives sharded along H or W (taken tap by tap there,
+    lowering/pooling/compact.py `_gather_by_taps`) are the one-device ones bit for bit. The
+    gradient sums each element's cotangents in the windows' row-major order from +0.0, as the
+    one-device scatter-add does: with random normal cotangents (inexact sums, whose order
+    shows: the partitioner's all-reduce of per-device partial sums differed in 123-136
+    elements along H), and with every cotangent -0.0 on distinct values (an element that wins
+    all nine of its windows sums nine -0.0 terms, +0.0 from a +0.0 start). The forward-mode
+    tangent of a tangent a third -0.0 is the one-device one too (the partitioner's form gave
+    +0.0 for 240-1,373 of them)."""
+    case = by_name(name)
+    (tricky,) = case.inputs()
+    rng = np.random.default_rng(4)
+    distinct = rng.permutation(tricky.size).astype(np.float32).reshape(tricky.shape)
+    t = np.where(rng.random(tricky.shape) < 0.3, -0.0, rng.standard_normal(tricky.shape))
+    t = t.astype(np.float32)
+    for x, w in ((tricky, rng.standard_normal(tricky.shape).astype(np.float32)),
+                 (distinct, np.full(tricky.shape, -0.0, np.float32))):
+        def grad(v, w=w):
+            return jax.grad(lambda u: (jax.tree.leaves(case.fn(u))[0] * w).sum())(v)
+
+        def tangent(v, t):
+            return jax.jvp(lambda u: jax.tree.leaves(case.fn(u))[0], (v,), (t,))[1]
+
+        xs, ts = collectives.placed(case, layout, jax.devices()[:4], (x, t))
+        assert tuple(xs.sharding.spec) == tuple(case.layouts[layout][0])
+        for fn, sharded, one in ((grad, (xs,), (x,)), (tangent, (xs, ts), (x, t))):
+            got = np.asarray(jax.jit(fn)(*sharded)).view(np.uint32)
+            want = np.asarray(jax.jit(fn)(*one)).view(np.uint32)
+            assert np.array_equal(got, want), (fn.__name__, int((got != want).sum()))
+
+
+ORDER_AXIS_SCATTERS = [
+    "onnx.scatter_elements ScatterElements-18 max axis 0",
+    "onnx.scatter_elements ScatterElements-18 max axis 1",
+    "openvino.scatter_elements_update SEU-12 max axis 0",
+    "openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False",
+]
+
+
+@pytest.mark.parametrize("name", ORDER_AXIS_SCATTERS)
+def test_scatter_gradients_in_blocks_are_the_unsharded_bits(name):
+    """The scatters whose updates are sharded along their order axis take both cotangents
+    (data and updates) in blocks (lowering/scatter/across.py `_maximum_gradients`,
+    `_acc_gt_gradients`): the one-device ones bit for bit, on data and updates drawn from a
+    few values (ties everywhere, NaN that restarts ScatterElementsUpdate-12's fold on any
+    device, -inf, both zeros), negative indices, and a cotangent a fifth -0.0, on every layout
+    that shards the updates."""
+    case = by_name(name)
+    axis = int(name.split("axis ")[1][0])
+    values = np.array([-0.0, 0.0, 1.0, np.nan, 2.0, -np.inf, -1.0], np.float32)
+    data, updates, indices = case.inputs()
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        d, u = (rng.choice(values, size=a.shape) for a in (data, updates))
+        n = data.shape[axis]
+        i = rng.integers(-n, n, size=indices.shape).astype(indices.dtype)
+        w = np.where(rng.random(data.shape) < 0.2, -0.0, rng.standard_normal(data.shape))
+        w = w.astype(np.float32)
+
+        def grads(d, u, i, w=w):
+            return jax.grad(lambda d, u: (case.fn(d, u, i) * w).sum(), argnums=(0, 1))(d, u)
+
+        want = [np.asarray(a).view(np.uint32) for a in jax.jit(grads)(d, u, i)]
+        for layout, specs in case.layouts.items():
+            if specs[1] is None:
+                continue
+            args = collectives.placed(case, layout, jax.devices()[:4], None)
+            args = [jax.device_put(a, b.sharding) for a, b in zip((d, u, i), args, strict=True)]
+            got = [np.asarray(a).view(np.uint32) for a in jax.jit(grads)(*args)]
+            for part, g, x in zip(("data", "updates"), got, want, strict=True):
+                assert np.array_equal(g, x), (layout, seed, part, int((g != x).sum()))

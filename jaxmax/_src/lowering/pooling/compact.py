@@ -47,6 +47,7 @@ from jax import lax
 
 from jaxmax._src import dtypes, explicit_axes
 from jaxmax._src.lowering import order
+from jaxmax._src.lowering.pooling import taps as pool_taps
 from jaxmax._src.lowering.pooling.geometry import Geometry
 from jaxmax._src.lowering.pooling.winners import IndexLayout
 
@@ -223,6 +224,58 @@ def _gather(t: jax.Array, index: jax.Array, g: Geometry) -> jax.Array:
     return picked.reshape(index.shape)
 
 
+def _tap_number(index: jax.Array, g: Geometry) -> jax.Array:
+    """The kernel tap (its number in ``g.taps``, row-major window order) at which each window
+    reads its plane `index`; -1 where `index` is ``NONE``."""
+    tap = jnp.zeros(index.shape, np.int32)
+    step = 1  # the plane index's stride along `axis`
+    taps = 1  # the tap number's stride along `axis`
+    for axis in reversed(range(g.lead, len(g.in_shape))):
+        a = g.axes[axis]
+        coord = lax.rem(lax.div(index, np.int32(step)), np.int32(a.size))
+        start = (lax.broadcasted_iota(np.int32, index.shape, axis) * np.int32(a.s)
+                 - np.int32(a.lo))
+        tap = tap + lax.div(coord - start, np.int32(a.d)) * np.int32(taps)
+        step *= a.size
+        taps *= a.k
+    return lax.select(index != NONE, tap, lax.full(index.shape, -1, np.int32))
+
+
+def _gather_by_taps(t: jax.Array, index: jax.Array, g: Geometry) -> jax.Array:
+    """`_gather`'s result (`t` at each output's plane `index`, zero at ``NONE``) read tap by
+    tap, for an input sharded along a pooled axis: each tap a slice of `t`
+    (`pool_taps.piece_tap`), the winner's kept by a chain of selects. XLA's SPMD partitioner
+    splits each slice, and its transposed pad, by rows with a halo exchange (a
+    collective-permute of the rows a window reaches across a shard boundary), where it could
+    not split the flat gather over the plane by rows (along H it all-reduced a whole partial
+    input cotangent, along W it all-gathered the cotangent and the winners).
+
+    The forward tangent is `_gather`'s exactly (selects only). The transpose, JAX's, adds the
+    taps' cotangents in reverse tap order, which is the windows' row-major order (a later tap
+    reads the same element from an earlier window), as ``_gather``'s transposed scatter-add
+    adds them. That scatter-add starts from ``+0.0``; JAX's sum starts from its first term, so
+    an element whose every term is ``-0.0`` would sum to ``-0.0``. The chain's first link, a
+    select that never picks (no tap is numbered -2, which XLA cannot know), transposes to a
+    last term of ``+0.0`` added to every element: ``-0.0 + 0.0`` is ``+0.0`` and every other
+    sum is unchanged, so each element's cotangent is the scatter-add's, NaN and zeros
+    included."""
+    tap = _tap_number(index, g)
+    pieces = pool_taps.phase_pieces(t, g)
+    taps = [(j, tp) for j, tp in enumerate(g.taps) if 0 not in tp.counts]
+    zero = lax.full(g.out_shape, 0, t.dtype)
+    if not taps:
+        return zero
+    # the never-picking link reads the tap that reads each output's own position (the
+    # least shifted), so that its transposed pad moves no more halo rows
+    _, still = min(taps, key=lambda jt: sum(abs(i - o) for i, o in zip(jt[1].first_in,
+                                                                        jt[1].first_out,
+                                                                        strict=True)))
+    out = lax.select(tap == -2, pool_taps.piece_tap(pieces, g, still), zero)
+    for j, tp in taps:
+        out = lax.select(tap == j, pool_taps.piece_tap(pieces, g, tp), out)
+    return out
+
+
 def _first_tap(g: Geometry, out_shape: tuple[int, ...]) -> tuple[jax.Array, jax.Array]:
     """Each window's first tap: its plane index, and whether it is an input element."""
     index = jnp.zeros(out_shape, np.int32)
@@ -237,18 +290,20 @@ def _first_tap(g: Geometry, out_shape: tuple[int, ...]) -> tuple[jax.Array, jax.
     return jnp.where(inside, index, np.int32(NONE)), inside
 
 
-@partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3))
-def _pooled(x: jax.Array, g: Geometry, nan: str,
-            pairs: bool) -> tuple[jax.Array, jax.Array]:
+@partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3, 4))
+def _pooled(x: jax.Array, g: Geometry, nan: str, pairs: bool,
+            by_taps: bool) -> tuple[jax.Array, jax.Array]:
     """The values and each window's winner (its plane index, ``NONE`` without one), from one
-    reduction: the indices and the derivative read the winner the values came from."""
+    reduction: the indices and the derivative read the winner the values came from. With
+    `by_taps` the derivative gathers the winners' tangents tap by tap (`_gather_by_taps`)."""
     return winners(x, g, nan, pairs)
 
 
 @_pooled.defjvp
-def _pooled_jvp(g, nan, pairs, primals, tangents):
+def _pooled_jvp(g, nan, pairs, by_taps, primals, tangents):
     (x,), (t,) = primals, tangents
-    out, index = _pooled(x, g, nan, pairs)  # itself, so that higher orders differentiate it again
+    # itself, so that higher orders differentiate it again
+    out, index = _pooled(x, g, nan, pairs, by_taps)
     at = index
     if nan == "skip" and dtypes.is_floating(x.dtype):
         # windows at lowest(T): the first tap of the clamped input, padding counted
@@ -256,25 +311,28 @@ def _pooled_jvp(g, nan, pairs, primals, tangents):
         first, _ = _first_tap(g, out.shape)
         at = jnp.where(out > low, index, first)
         t = jnp.where(x >= low, t, jnp.zeros((), t.dtype))
-    return (out, index), (_gather(t, at, g), np.zeros(index.shape, jax.dtypes.float0))
+    gather = _gather_by_taps if by_taps else _gather
+    return (out, index), (gather(t, at, g), np.zeros(index.shape, jax.dtypes.float0))
 
 
-def pooled(x: jax.Array, g: Geometry, nan: str, *,
-           pairs: bool = False) -> tuple[jax.Array, jax.Array]:
+def pooled(x: jax.Array, g: Geometry, nan: str, *, pairs: bool = False,
+           by_taps: bool = False) -> tuple[jax.Array, jax.Array]:
     """The pooled values under the rule `nan` (``"skip"`` or ``"propagate"``), differentiable
     for floating `x`, and each window's winner as its plane index (``NONE`` without one; see
     `indices`). `pairs`: whether `winners` may take its pairs (the caller knows the input on
-    one device)."""
+    one device). `by_taps`: the derivative reads the tangent tap by tap (`_gather_by_taps`;
+    the caller knows a pooled axis sharded over ``Explicit`` mesh axes)."""
     if nan not in ("skip", "propagate"):
         raise ValueError(f"max_pool: unknown NaN rule {nan!r}")
     if dtypes.is_floating(x.dtype):
-        return _pooled(x, g, nan, pairs)
+        return _pooled(x, g, nan, pairs, by_taps)
     return winners(x, g, nan, pairs)
 
 
-def max_pool(x: jax.Array, g: Geometry, nan: str, *, pairs: bool = False) -> jax.Array:
-    """The pooled values under the rule `nan`, differentiable for floating `x`."""
-    return pooled(x, g, nan, pairs=pairs)[0]
+def max_pool(x: jax.Array, g: Geometry, nan: str, *, pairs: bool = False,
+             by_taps: bool = False) -> jax.Array:
+    """The pooled values under the rule `nan`, differentiable for floating `x` (`pooled`)."""
+    return pooled(x, g, nan, pairs=pairs, by_taps=by_taps)[0]
 
 
 def _coords(index: jax.Array, g: Geometry, dtype) -> list[jax.Array]:

@@ -32,6 +32,8 @@ See docs/semantics.md §5 for the rules and §9 for the jit contract.
 
 from __future__ import annotations
 
+import math
+
 import jax
 import numpy as np
 from jax import lax
@@ -85,19 +87,26 @@ def _max_pool_jit(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...
 
         return pool_halo.max_pool(x, g, index_dtype, layout, local)
     compact = pool_compact.applies(g, x.dtype.itemsize)
+    # the compact form's derivative tap by tap where a pooled axis is sharded over Explicit
+    # mesh axes, every stride is 1 and the window has few taps (pool_compact.pooled,
+    # `by_taps`): at larger strides the flat gather moves output-sized arrays only
+    by_taps = (compact and max(g.strides) == 1
+               and math.prod(g.window) <= pool_compact.MAX_UNROLLED_TAPS
+               and _pooled_axis_sharded(x, g))
 
     def compute(x):
         if index_dtype is None:
-            return _values(x, g, nan, cross_device, compact)
+            return _values(x, g, nan, cross_device, compact, by_taps)
         dtype = index_dtype.type
         if compact:
             # values and indices from one reduction, on every platform: the indices need the
             # compact form's winners wherever it runs, so the values are read from them (a
             # platform choice for the values alone kept a second program in every new
             # shape's jaxpr, and XLA could not share the reduction across it)
-            values, index = pool_compact.pooled(x, g, nan, pairs=not cross_device)
+            values, index = pool_compact.pooled(x, g, nan, pairs=not cross_device,
+                                                by_taps=by_taps)
             return values, pool_compact.indices(index, g, layout, dtype)
-        values = _values(x, g, nan, cross_device, compact)
+        values = _values(x, g, nan, cross_device, compact, False)
         return values, pool_winners.indices(lax.stop_gradient(x), g, lax.stop_gradient(values),
                                             nan, layout, dtype)
 
@@ -107,12 +116,21 @@ def _max_pool_jit(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...
     return explicit_axes.run(compute, (x,), out_spec, outputs=1 if index_dtype is None else 2)
 
 
+def _pooled_axis_sharded(x: jax.Array, g: Geometry) -> bool:
+    """Whether `x`'s type shards a pooled axis (one with a window, a stride or padding) over
+    ``Explicit`` mesh axes (known at trace time; on ``Auto`` axes the partitioner decides)."""
+    spec = explicit_axes.spec_of(x)
+    return any(explicit_axes.explicit_only(x, axis) for axis in range(g.lead, x.ndim)
+               if spec[axis] is not None)
+
+
 def _values(x: jax.Array, g: Geometry, nan: str, cross_device: bool,
-            compact: bool) -> jax.Array:
-    """The differentiable pooled values, by the form the module docstring lists."""
+            compact: bool, by_taps: bool) -> jax.Array:
+    """The differentiable pooled values, by the form the module docstring lists (`by_taps`:
+    the compact form's derivative tap by tap, `pool_compact.pooled`)."""
     def sliced(v):
         if compact:  # large windows and small inputs: no per-tap code
-            return pool_compact.max_pool(v, g, nan, pairs=not cross_device)
+            return pool_compact.max_pool(v, g, nan, pairs=not cross_device, by_taps=by_taps)
         return pool_tangents.pooled(v, g, nan)
 
     if nan == "propagate" or max(g.dilation) > 1:

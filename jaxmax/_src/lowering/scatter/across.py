@@ -29,8 +29,19 @@ order, so device ``j``'s partial is the fold of its run, and:
 Integers and bool take one max of the partials (every rule is a max there); integer data with
 ``use_init_val=False`` keeps the partitioner's form. With replicated updates and data sharded
 along the scatter axis (along-axis faces), each device scatters every update into its own
-block instead: no collective. Gradients are the rule's (`rules.gradients`), computed
-from the output as on one device, with the mesh axes made ``Auto`` (`explicit_axes.run`).
+block instead: no collective.
+
+Gradients are the rule's (`rules.gradients`), bit for bit. With the updates sharded along the
+scatter axis and the data sharded alike (or, for ``acc_gt``, replicated), the along-axis faces
+take them in blocks too (`_maximum_gradients`, `_acc_gt_gradients`): the forward's all-reduces
+leave every target's combined key (and ``acc_gt``'s restart device) on every device, which
+tells each update whether it can have produced the output; then one small integer exchange
+(the counts of equal updates, reduce-scattered to their targets' owners; or the last device
+holding the chosen update, one byte per target) and one all-gather of the output cotangent's
+bits (zero where no update can receive it) give every device its blocks of both cotangents.
+The partitioner's form had all-gathered data-sized positions, keys and the data cotangent
+whole. Otherwise they are computed from the output as on one device, with the mesh axes made
+``Auto`` (`_with_gradients`).
 """
 
 from __future__ import annotations
@@ -53,13 +64,15 @@ Local = Callable[[str, bool], Callable]
 
 def along_order(data: jax.Array, indices: jax.Array, updates: jax.Array, *, order_axis: int,
                 rule: str, use_init: bool, local: Local, gradients: Callable,
-                shift: Callable | None) -> jax.Array | None:
+                shift: Callable | None, elements: Callable | None = None) -> jax.Array | None:
     """The scatter by `rule` when the layout allows one of this module's forms, else None.
 
     `local(rule, use_init)` is the one-device ``compute(data, indices, updates)``;
     `gradients(data, indices, updates, out, g)` the rule's cotangents; `shift(indices, size,
     start, block)` turns along-axis indices into indices of one block of the scatter axis (None:
-    the form with replicated updates does not apply)."""
+    the form with replicated updates does not apply); `elements(shape, indices,
+    updates_shape)` the per-element geometry and flat index of along-axis `indices` into an
+    array of `shape` (None: no `_maximum_gradients`)."""
     specs = [explicit_axes.spec_of(a) for a in (data, indices, updates)]
     data_spec, index_spec, update_spec = specs
     floating = dtypes.is_floating(data.dtype)
@@ -100,6 +113,20 @@ def along_order(data: jax.Array, indices: jax.Array, updates: jax.Array, *, orde
                            out_specs=PartitionSpec(*data_spec), check_vma=False)
     if not floating:
         return mapped(data, indices, updates)
+    alike = _sharded(update_spec) and tuple(data_spec) == tuple(update_spec)
+    if elements is not None and ((rule == "maximum" and use_init and alike) or (
+            rule == "acc_gt" and _sharded(update_spec) and (alike or not _sharded(data_spec)))):
+        # updates sharded along the scatter axis, the data alike (or replicated): the
+        # backward in blocks too
+        residuals = 1 if rule == "maximum" else 2
+        with_keys = jax.shard_map(
+            lambda *a: forward(*a, keys=True), mesh=mesh, in_specs=in_specs,
+            out_specs=(PartitionSpec(*data_spec),) + (PartitionSpec(),) * residuals,
+            check_vma=False)
+        gradients_of = _maximum_gradients if rule == "maximum" else _acc_gt_gradients
+        backward = gradients_of(elements, data, data_spec, order_axis, names, mesh, in_specs,
+                                use_init)
+        return _with_block_gradients(mapped, with_keys, backward)(data, indices, updates)
     return _with_gradients(mapped, gradients, data_spec, update_spec)(data, indices, updates)
 
 
@@ -173,16 +200,11 @@ def _exchange(rule, use_init, local, data, data_spec, names, n):
     mesh = _mesh(data) if _sharded(data_spec) else None
 
     def own(full):
-        # the device's block of an output-sized array, as the data is sharded
-        for axis, entry in enumerate(data_spec):
-            if entry is None:
-                continue
-            along = explicit_axes.entry_names(entry)
-            block = shape[axis] // explicit_axes.devices_along(mesh, along)
-            full = lax.dynamic_slice_in_dim(full, lax.axis_index(along) * block, block, axis)
-        return full
+        return _own(full, data_spec, mesh)
 
-    def forward(e0, indices, updates):
+    def forward(e0, indices, updates, keys=False):
+        # with `keys` (floating "maximum" and "acc_gt"), also what the all-reduces left on
+        # every device: the combined keys of every target (and "acc_gt"'s restart devices)
         j = lax.axis_index(names)
         if not dtypes.is_floating(dtype):
             identity = dtypes.max_identity(dtype)
@@ -192,7 +214,9 @@ def _exchange(rule, use_init, local, data, data_spec, names, n):
             return jnp.maximum(e0, combined)
         if rule == "maximum":
             part = local("maximum", True)(jnp.full(shape, -np.inf, dtype), indices, updates)
-            return _join_maximum(e0, own(lax.pmax(ieee_key(part), names)))
+            combined = lax.pmax(ieee_key(part), names)
+            out = _join_maximum(e0, own(combined))
+            return (out, combined) if keys else out
         if rule == "acc_lt":
             part = local("acc_lt", True)(jnp.full(shape, -np.inf, dtype), indices, updates)
             codes = _encode(part, j, n, later=False)
@@ -208,10 +232,23 @@ def _exchange(rule, use_init, local, data, data_spec, names, n):
         low = np.iinfo(signed).min
         codes = jnp.where(_is_nan(part), signed.type(low + 1), _encode(part, j, n, later=True))
         codes = jnp.where(touched & (j >= restart), codes, signed.type(low))
-        combined = own(lax.pmax(codes, names))
-        return _join_acc_gt(e0, combined, own(restart), n, use_init)
+        every = lax.pmax(codes, names)
+        out = _join_acc_gt(e0, own(every), own(restart), n, use_init)
+        return (out, every, restart) if keys else out
 
     return forward
+
+
+def _own(full, data_spec, mesh):
+    """The device's block of an output-sized array, as the data is sharded (inside
+    ``jax.shard_map``)."""
+    for axis, entry in enumerate(data_spec):
+        if entry is None:
+            continue
+        along = explicit_axes.entry_names(entry)
+        block = full.shape[axis] // explicit_axes.devices_along(mesh, along)
+        full = lax.dynamic_slice_in_dim(full, lax.axis_index(along) * block, block, axis)
+    return full
 
 
 def _is_nan(x):
@@ -300,3 +337,154 @@ def _with_gradients(forward, gradients, data_spec, update_spec):
 
     scatter.defvjp(fwd, bwd)
     return scatter
+
+
+def _with_block_gradients(forward, with_keys, backward):
+    """`forward` with the cotangents `backward(residuals, g)` computes from the data, indices,
+    updates, output and combined keys of `with_keys` (the same output, and the keys its one
+    all-reduce left on every device)."""
+
+    @jax.custom_vjp
+    def scatter(data, indices, updates):
+        return forward(data, indices, updates)
+
+    def fwd(data, indices, updates):
+        out, *keys = with_keys(data, indices, updates)
+        return out, (data, indices, updates, out, *keys)
+
+    def bwd(residuals, g):
+        out = residuals[3]
+        # the cotangent laid out as the output (the caller's may be replicated: each device
+        # then keeps its block, nothing moves)
+        g = jax.sharding.reshard(g, NamedSharding(_mesh(out), PartitionSpec(
+            *explicit_axes.spec_of(out))))
+        g_data, g_upd = backward(*residuals, g)
+        return g_data, None, g_upd
+
+    scatter.defvjp(fwd, bwd)
+    return scatter
+
+
+def _equal(a, b):
+    """``a == b`` with NaN equal to NaN and ``-0 == +0`` (the rule's equality,
+    ``scatter.rules._equal``)."""
+    return (a == b) | (jnp.isnan(a) & jnp.isnan(b))
+
+
+def _maximum_gradients(elements, data, data_spec, axis, names, mesh, in_specs, use_init):
+    """The IEEE ``maximum`` rule's cotangents (``rules.gradients``) in blocks, for data and
+    updates sharded alike along the scatter `axis` over `names`: the partitioner's form
+    all-gathered data-sized positions, keys and the data cotangent whole (2.0-2.5 KiB for a
+    0.5 KiB output).
+
+    An update shares its target's cotangent when it equals the output there; each target's
+    share is its cotangent over the count of its data element and updates equal to it. The
+    forward's all-reduce left the updates' combined key of every target on every device: an
+    update equals the output at its target iff it equals that key's value and the output
+    does too (the rule's equality classes, ``-0 == +0`` and NaN, are runs of the key order,
+    and no update's key is above the combined one). So each device counts its own updates
+    equal to the combined values per target (integers), one reduce-scatter gives every
+    device its block's counts, the owner keeps them where its output equals the combined
+    value and computes its block's shares as the one-device rule does (the same division of
+    the same numbers), and one all-gather of the shares' bits (zero where no update can
+    equal the output) gives each update its target's: the output cotangent's bytes, once."""
+    shape = tuple(data.shape)
+    dtype = np.dtype(data.dtype)
+    count_dtype = np.float64 if dtype.itemsize == 8 else np.float32
+    data_spec_p = PartitionSpec(*data_spec)
+    update_spec_p = in_specs[2]
+
+    def block(data, indices, updates, out, keys, g):
+        geom, flat = elements(shape, indices, updates.shape)
+        zero = jnp.zeros((), dtype)
+        combined = order.from_monotone_bits(keys, dtype)  # every target's, replicated
+        valid = geom.gather(jnp.ones(shape, bool), flat, fill=False)
+        mine = _equal(updates, geom.gather(combined, flat, fill=0)) & valid
+        partial = geom.scatter("add", jnp.zeros(shape, np.int32), flat, mine.astype(np.int32))
+        counts = lax.psum_scatter(partial, names, scatter_dimension=axis, tiled=True)
+        reachable = _equal(out, _own(combined, data_spec, mesh))
+        eq_init = _equal(data, out)
+        count = (eq_init.astype(count_dtype)
+                 + jnp.where(reachable, counts, 0).astype(count_dtype))
+        share = (g.astype(count_dtype) / jnp.maximum(count, 1)).astype(dtype)
+        g_data = jnp.where(eq_init, share, zero)
+        reached = order.bits(jnp.where(reachable, share, zero))
+        shares = order.from_bits(lax.all_gather(reached, names, axis=axis, tiled=True), dtype)
+        g_upd = jnp.where(mine, geom.gather(shares, flat, fill=0), zero)
+        return g_data, g_upd
+
+    mapped = jax.shard_map(
+        block, mesh=mesh,
+        in_specs=(*in_specs, data_spec_p, PartitionSpec(), data_spec_p),
+        out_specs=(data_spec_p, update_spec_p), check_vma=False)
+
+    def backward(data, indices, updates, out, keys, g):
+        return mapped(data, indices, updates, out, keys, g)
+
+    return backward
+
+
+def _acc_gt_gradients(elements, data, data_spec, axis, names, mesh, in_specs, use_init):
+    """``acc > u ? acc : u``'s cotangents (``rules.gradients``) in blocks, for updates sharded
+    along the scatter `axis` over `names` and the data sharded alike or replicated: the
+    partitioner's form all-reduced and all-gathered data-sized positions and the output's
+    bits (1.6-3.6 KiB for a 0.5 KiB output).
+
+    The cotangent of a target goes to the last update (in the fold's order: device, then
+    position) at or after the target's last NaN update that equals the output, else to the
+    data element when it equals the output and no NaN update reached it (with
+    ``use_init_val`` false, to no one where an update landed). The forward's all-reduces
+    left on every device the last device with a NaN update per target (`restart`) and the
+    combined keys of the runs from it on, whose value is the fold of the updates: an update
+    equals the output iff it equals that value and the output does too (where the data
+    element is kept, it is above every update). So each device finds its own last equal
+    update after the last NaN per target, one all-reduce of one byte per target names the
+    last device holding one, the owner of each target decides its data element's share, and
+    one all-gather of the output cotangent's bits (zero where no update equals the output)
+    gives the chosen updates theirs."""
+    shape = tuple(data.shape)
+    dtype = np.dtype(data.dtype)
+    n = explicit_axes.devices_along(mesh, names)
+    small = np.int8 if n < 127 else np.int32
+    low = np.iinfo(order.signed_bits_dtype(dtype)).min
+    sharded = _sharded(data_spec)
+    data_spec_p = PartitionSpec(*data_spec)
+    update_spec_p = in_specs[2]
+
+    def block(data, indices, updates, out, codes, restart, g):
+        geom, flat = elements(shape, indices, updates.shape)
+        j = lax.axis_index(names)
+        zero = jnp.zeros((), dtype)
+        folded = _decode(codes, n, dtype)  # every target's, replicated
+        folded = _select(codes == low + 1, jnp.full(shape, np.nan, dtype), folded)
+        valid = geom.gather(jnp.ones(shape, bool), flat, fill=False)
+        q = (lax.iota(np.int32, updates.size) + 1).reshape(updates.shape)  # this device's order
+        none = jnp.full(shape, -1, np.int32)
+        last_nan = geom.scatter("max", none, flat, jnp.where(jnp.isnan(updates), q, -1))
+        first = geom.gather(restart.astype(np.int32), flat, fill=-1)
+        after = (first < j) | ((first == j) & (q >= geom.gather(last_nan, flat, fill=-1)))
+        equal = _equal(updates, geom.gather(folded, flat, fill=0)) & valid & after
+        mine = geom.scatter("max", none, flat, jnp.where(equal, q, -1))
+        last = lax.pmax(jnp.where(mine > 0, j, -1).astype(small), names)
+        own_codes, own_restart = _own(codes, data_spec, mesh), _own(restart, data_spec, mesh)
+        touched = (own_restart >= 0) | (own_codes != low)
+        start = data if use_init else jnp.where(touched, dtypes.lowest(dtype), data)
+        reachable = _equal(out, _own(folded, data_spec, mesh))
+        to_init = (_equal(start, out) & (own_restart < 0)
+                   & (~reachable | (_own(last, data_spec, mesh) < 0)))
+        if not use_init:
+            to_init = to_init & ~touched
+        g_data = jnp.where(to_init, g, zero)
+        reached = order.bits(jnp.where(reachable, g, zero))
+        if sharded:
+            reached = lax.all_gather(reached, names, axis=axis, tiled=True)
+        chosen = (equal & (geom.gather(last.astype(np.int32), flat, fill=-1) == j)
+                  & (q == geom.gather(mine, flat, fill=-1)))
+        at = geom.gather(order.from_bits(reached, dtype), flat, fill=0)
+        return g_data, jnp.where(chosen, at, zero)
+
+    mapped = jax.shard_map(
+        block, mesh=mesh,
+        in_specs=(*in_specs, data_spec_p, PartitionSpec(), PartitionSpec(), data_spec_p),
+        out_specs=(data_spec_p, update_spec_p), check_vma=False)
+    return mapped

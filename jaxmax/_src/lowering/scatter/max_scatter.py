@@ -24,6 +24,7 @@ one copy for both layouts.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -96,7 +97,7 @@ def _along_axis(data, indices, updates, *, axis, rule, use_init, layout):
         data, indices, updates, order_axis=axis, rule=rule, use_init=use_init,
         local=lambda init_rule, use: _along_rule(axis, init_rule, use, layout, False),
         gradients=_along_gradients(axis, rule, use_init),
-        shift=_into_block)
+        shift=_into_block, elements=partial(_elements_index, axis=axis, keys=True))
     if across is not None:
         return across
     return _sharded(compute, data, indices, updates)
