@@ -3,14 +3,14 @@
 A program whose run time is microseconds is dominated by its compile: the elemental IR emitter
 (``xla_cpu_use_fusion_emitters=False``) and LLVM's -O0 (``xla_backend_optimization_level=0``)
 compile RoiAlign's and the ROI poolings' small programs in a quarter to a third of the time,
-with the same bits (benchmarks/RESULTS.md: roi_align, and "ROI pooling compile"), except for
+with the same bits (benchmarks/RESULTS.md, "Detection"), except for
 bfloat16: the elemental emitter computes it in float32 and rounds a NaN back to the canonical
 one (TopK returned ``0x7FC0`` for an input ``0x7FC1``), so a call with a bfloat16 argument
 compiles without it (`NOT_FOR_BFLOAT16`). One LLVM module per program
 (``xla_cpu_parallel_codegen_split_count=1``; XLA:CPU splits a program's code into several for
-parallel compile threads) takes a further 0.82-0.91x of the CPU and 0.3-1.6 MB less resident
+parallel compile threads) takes a further 0.69-0.94x of the CPU and 0.1-1.7 MB less resident
 memory per new small shape (ROI poolings, RoiAlign, TopK, Hardmax, ReduceMax), same bits
-(benchmarks/RESULTS.md, "A new small shape, one LLVM module"). Option names
+(``benchmarks/fast_options_ab.py``; benchmarks/RESULTS.md, "Detection"). Option names
 come and go with XLA: jaxlib 0.10 knows both, jaxlib 0.12 rejects the first (``No such compile
 option``). `fast_compile()` keeps, of `WANTED`, the options the installed XLA compiles a
 trivial program with, and nothing when none works: a missing option only costs compile time.
