@@ -212,6 +212,20 @@ def from_bits(b: jax.Array, dtype) -> jax.Array:
     return b
 
 
+def nan_top_key(x: jax.Array) -> jax.Array:
+    """A signed integer of `x`'s width in the IEEE total order of the bits (``-0 < +0``), every
+    NaN (either sign, any payload) moved to the one top key, so that a strict ``>`` keeps the
+    earlier of two NaN. Orders as float compares do on values that are not subnormal (XLA:CPU's
+    compares read a subnormal as zero)."""
+    m = monotone_bits(x)
+    return lax.select(x != x, lax.full_like(m, np.iinfo(m.dtype).max), m)
+
+
+def equal_values(a: jax.Array, b: jax.Array) -> jax.Array:
+    """``a == b`` with NaN equal to NaN and ``-0 == +0``."""
+    return (a == b) | (jnp.isnan(a) & jnp.isnan(b))
+
+
 def select(pred: jax.Array, on_true, on_false) -> jax.Array:
     """``where(pred, on_true, on_false)`` as one ``lax.select``, a scalar broadcast to `pred`'s
     shape (in the other operand's dtype when only one is an array): ``jnp.where`` lowers each

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from jaxmax._src.lowering import order
 from jaxmax._src.lowering.roi import samples
 
 
@@ -130,11 +131,12 @@ def _looped(step, face, mode, lowest, shape):
                 if winner:
                     win = jnp.where(fresh, -1, win)
                 if face == "onnx":
-                    # ieee_take's order by integer keys (samples.take_key: neither a sample
-                    # nor the accumulator is ever subnormal): its four float tests of the
+                    # ieee_take's order by integer keys (order.nan_top_key: neither a sample
+                    # nor the accumulator is ever subnormal, being products and sums under
+                    # XLA:CPU's flush to zero): its four float tests of the
                     # accumulator just reset (`fresh`) cost up to 1.4x the run time of ROIs
                     # mostly outside the image (benchmarks/roi_align_ab.py --data)
-                    take = m & (samples.take_key(v) > samples.take_key(acc))
+                    take = m & (order.nan_top_key(v) > order.nan_top_key(acc))
                 else:
                     first = tuple(at(a) for a in ints["skipped"])
                     pending = jnp.where(fresh, first[0], pending)

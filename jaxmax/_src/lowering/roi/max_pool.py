@@ -91,13 +91,15 @@ def _roi_max_pool_body(x, rois, *, pooled, spatial_scale, rule, dense=False):
 _roi_max_pool_jit = compile_options.jit(_roi_max_pool_body, static_argnames=_STATIC)
 
 
-@partial(jax.custom_vjp, nondiff_argnums=(2, 3, 4, 5))
-def _pool(x, rois, pooled, spatial_scale, rule, dense):
+def _pool_values(x, rois, pooled, spatial_scale, rule, dense):
     return (_values_dense if dense else _values)(x, rois, pooled, spatial_scale, rule)
 
 
+_pool = partial(jax.custom_vjp, nondiff_argnums=(2, 3, 4, 5))(_pool_values)
+
+
 def _pool_fwd(x, rois, pooled, spatial_scale, rule, dense):
-    return _pool(x, rois, pooled, spatial_scale, rule, dense), (x, rois)
+    return _pool_values(x, rois, pooled, spatial_scale, rule, dense), (x, rois)
 
 
 def _pool_bwd(pooled, spatial_scale, rule, dense, residuals, g):
@@ -227,14 +229,8 @@ def _by_levels(spans, x, r, pooled, planes, combine, answer):
 
 # ---- values ----------------------------------------------------------------------------------
 
-def _nan_top_key(x):
-    """IEEE total order on the bits, every NaN (either sign) moved to the top key."""
-    m = order.monotone_bits(x)
-    return lax.select(x != x, lax.full_like(m, np.iinfo(m.dtype).max), m)
-
-
 def _key_max(xb, flat, geometry, x_shape, stride, fields_at=None, element=None):
-    """Per block, from the table `flat` of :func:`_nan_top_key`: the maximum key of every
+    """Per block, from the table `flat` of `order.nan_top_key`: the maximum key of every
     bin, decoded (NaN propagates, ``+0`` over ``-0``). (`fields_at`, `element`: unused.)"""
     image, h0, h1, w0, w1, _ = geometry
     best = _lookup(flat, image, h0, h1, w0, w1, x_shape, lax.max, stride)
@@ -456,7 +452,7 @@ def _values(x, rois, pooled, spatial_scale, rule):
     zero = jnp.zeros((), x.dtype)
 
     if rule == "onnx":
-        planes, combine = (lambda xb, k: _nan_top_key(xb)), lax.max
+        planes, combine = (lambda xb, k: order.nan_top_key(xb)), lax.max
         answer = _key_max
     elif _fold_fits(x.dtype, x_shape[2], x_shape[3]):
         planes, combine = (lambda xb, k: _fold_keys(xb, k)[0]), lax.max
@@ -512,7 +508,7 @@ def _values(x, rois, pooled, spatial_scale, rule):
 
 def _values_dense(x, rois, pooled, spatial_scale, rule):
     """The values of :func:`_values`, bit for bit, by masked maxima of every bin over its
-    ROI's image: the same keys (:func:`_nan_top_key`, :func:`_fold_keys`), whose integer
+    ROI's image: the same keys (`order.nan_top_key`, :func:`_fold_keys`), whose integer
     maximum over the same elements is the same, in a few kernels (no table, no loop). The
     OpenVINO fold's NaN bins take the largest key after their last NaN by one more masked
     maximum over the places after it. Work grows with bins x channels x pixels: for small
@@ -531,7 +527,7 @@ def _values_dense(x, rois, pooled, spatial_scale, rule):
     # sharded along the batch, XLA's partitioner assembles a take by an all-reduce that adds,
     # which turned -0.0 into +0.0)
     xt = x.transpose(0, 2, 3, 1)
-    keys = jnp.take(_nan_top_key(xt) if rule == "onnx" else _fold_keys(xt)[0], image, axis=0,
+    keys = jnp.take(order.nan_top_key(xt) if rule == "onnx" else _fold_keys(xt)[0], image, axis=0,
                     mode="clip")
     kt = keys.dtype.type
     low = kt(np.iinfo(kt).min)

@@ -198,22 +198,13 @@ def ieee_max(a: jax.Array, b: jax.Array) -> jax.Array:
     return jnp.where(ieee_take(a, b), b, a)
 
 
-def take_key(x: jax.Array) -> jax.Array:
-    """A signed integer of `x`'s width whose order is `ieee_take`'s on values that are not
-    subnormal: the IEEE total order of the bits (``-0 < +0``), every NaN at the top, one key
-    (so the earlier NaN stays). For the weighted corners and the samples, which never are
-    subnormal: each is a product (or a sum of products) computed under XLA:CPU's flush to zero
-    (a subnormal result becomes a zero of its sign; a subnormal operand counts as zero), where
-    `ieee_take`'s float compares would also read a subnormal as zero."""
-    m = order.monotone_bits(x)
-    return lax.select(x != x, lax.full_like(m, np.iinfo(m.dtype).max), m)
-
-
 @jax.custom_jvp
 def corner_max(t1: jax.Array, t2: jax.Array, t3: jax.Array, t4: jax.Array) -> jax.Array:
     """``ieee_max(ieee_max(ieee_max(t1, t2), t3), t4)`` of four weighted corners, the same
     element selected (the first NaN, else the first largest, ``+0`` over ``-0``: the same
-    bits), in about 0.6x the time: each corner is keyed once (`take_key`) and the pairs
+    bits), in about 0.6x the time: each corner is keyed once (`order.nan_top_key`, whose order
+    is `ieee_take`'s on values that are not subnormal, and a weighted corner never is: a product
+    computed under XLA:CPU's flush to zero) and the pairs
     ``(t1, t2)`` and ``(t3, t4)`` are folded apart, then together. The chain of `ieee_max`
     tests each pair four ways (float compares, NaN tests, sign tests) and ran at 2.3x the
     interpolated sample on the anchor (benchmarks/roi_align_ab.py --corners).
@@ -223,7 +214,7 @@ def corner_max(t1: jax.Array, t2: jax.Array, t3: jax.Array, t4: jax.Array) -> ja
     products and sums into fused multiply-adds: ``sampling_ratio=0``'s ROI gradient (its
     custom VJP pulls each sample back through ``jax.vjp`` of the step) moved by an ulp in a
     few elements. Under differentiation the forward pass computes the chain as before."""
-    k1, k2, k3, k4 = (take_key(t) for t in (t1, t2, t3, t4))
+    k1, k2, k3, k4 = (order.nan_top_key(t) for t in (t1, t2, t3, t4))
     first, second = k2 > k1, k4 > k3
     ka, va = lax.select(first, k2, k1), lax.select(first, t2, t1)
     kb, vb = lax.select(second, k4, k3), lax.select(second, t4, t3)

@@ -365,12 +365,6 @@ def _with_block_gradients(forward, with_keys, backward):
     return scatter
 
 
-def _equal(a, b):
-    """``a == b`` with NaN equal to NaN and ``-0 == +0`` (the rule's equality,
-    ``scatter.rules._equal``)."""
-    return (a == b) | (jnp.isnan(a) & jnp.isnan(b))
-
-
 def _maximum_gradients(elements, data, data_spec, axis, names, mesh, in_specs, use_init):
     """The IEEE ``maximum`` rule's cotangents (``rules.gradients``) in blocks, for data and
     updates sharded alike along the scatter `axis` over `names`: the partitioner's form
@@ -399,11 +393,11 @@ def _maximum_gradients(elements, data, data_spec, axis, names, mesh, in_specs, u
         zero = jnp.zeros((), dtype)
         combined = order.from_monotone_bits(keys, dtype)  # every target's, replicated
         valid = geom.gather(jnp.ones(shape, bool), flat, fill=False)
-        mine = _equal(updates, geom.gather(combined, flat, fill=0)) & valid
+        mine = order.equal_values(updates, geom.gather(combined, flat, fill=0)) & valid
         partial = geom.scatter("add", jnp.zeros(shape, np.int32), flat, mine.astype(np.int32))
         counts = lax.psum_scatter(partial, names, scatter_dimension=axis, tiled=True)
-        reachable = _equal(out, _own(combined, data_spec, mesh))
-        eq_init = _equal(data, out)
+        reachable = order.equal_values(out, _own(combined, data_spec, mesh))
+        eq_init = order.equal_values(data, out)
         count = (eq_init.astype(count_dtype)
                  + jnp.where(reachable, counts, 0).astype(count_dtype))
         share = (g.astype(count_dtype) / jnp.maximum(count, 1)).astype(dtype)
@@ -463,14 +457,14 @@ def _acc_gt_gradients(elements, data, data_spec, axis, names, mesh, in_specs, us
         last_nan = geom.scatter("max", none, flat, jnp.where(jnp.isnan(updates), q, -1))
         first = geom.gather(restart.astype(np.int32), flat, fill=-1)
         after = (first < j) | ((first == j) & (q >= geom.gather(last_nan, flat, fill=-1)))
-        equal = _equal(updates, geom.gather(folded, flat, fill=0)) & valid & after
+        equal = order.equal_values(updates, geom.gather(folded, flat, fill=0)) & valid & after
         mine = geom.scatter("max", none, flat, jnp.where(equal, q, -1))
         last = lax.pmax(jnp.where(mine > 0, j, -1).astype(small), names)
         own_codes, own_restart = _own(codes, data_spec, mesh), _own(restart, data_spec, mesh)
         touched = (own_restart >= 0) | (own_codes != low)
         start = data if use_init else jnp.where(touched, dtypes.lowest(dtype), data)
-        reachable = _equal(out, _own(folded, data_spec, mesh))
-        to_init = (_equal(start, out) & (own_restart < 0)
+        reachable = order.equal_values(out, _own(folded, data_spec, mesh))
+        to_init = (order.equal_values(start, out) & (own_restart < 0)
                    & (~reachable | (_own(last, data_spec, mesh) < 0)))
         if not use_init:
             to_init = to_init & ~touched

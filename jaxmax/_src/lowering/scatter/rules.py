@@ -134,11 +134,6 @@ def _is_neg_zero(x):
     return _is_zero(x) & _sign(x)
 
 
-def _equal(a, b):
-    """``a == b`` with NaN equal to NaN and ``-0 == +0`` (the elements a result may come from)."""
-    return (a == b) | (jnp.isnan(a) & jnp.isnan(b))
-
-
 def _positions(geom: Geometry, dtype):
     n = math.prod(geom.updates_shape)
     return (lax.iota(dtype, n) + dtype.type(1)).reshape(geom.updates_shape)
@@ -503,8 +498,8 @@ def gradients(rule, geom, use_init, data, index, u, out, g):
     valid = at(jnp.ones(data.shape, bool), fill=False)
     out_u = at(out, fill=0)
     g_u = at(g, fill=0)
-    eq_init = _equal(init, out)
-    eq_u = _equal(u, out_u) & valid
+    eq_init = order.equal_values(init, out)
+    eq_u = order.equal_values(u, out_u) & valid
     if rule == "maximum":
         count_dtype = np.float64 if np.dtype(g.dtype).itemsize == 8 else np.float32
         count = geom.scatter("add", eq_init.astype(count_dtype), index, eq_u.astype(count_dtype))
