@@ -251,6 +251,24 @@ STRIDE_ONE = ["openvino.max_pool MaxPool-1 k3 s1 p1 (stride 1)",
               "onnx.max_pool MaxPool-1 k3 s1 same_lower"]
 
 
+@functools.cache
+def _derivatives(name):
+    """The gradient (the cotangent an argument) and the forward-mode tangent of case `name`'s
+    first output, each jitted once: the two data sets and the three layouts share the
+    one-device programs (a cotangent closed over was a constant, and a program of its own)."""
+    fn = by_name(name).fn
+
+    @jax.jit
+    def grad(v, w):
+        return jax.grad(lambda u: (jax.tree.leaves(fn(u))[0] * w).sum())(v)
+
+    @jax.jit
+    def tangent(v, t):
+        return jax.jvp(lambda u: jax.tree.leaves(fn(u))[0], (v,), (t,))[1]
+
+    return grad, tangent
+
+
 @pytest.mark.parametrize("layout", ["H", "W", "H and W"])
 @pytest.mark.parametrize("name", STRIDE_ONE)
 def test_stride_one_gradients_sharded_along_a_pooled_axis_are_the_unsharded_bits(name, layout):
@@ -269,19 +287,14 @@ def test_stride_one_gradients_sharded_along_a_pooled_axis_are_the_unsharded_bits
     distinct = rng.permutation(tricky.size).astype(np.float32).reshape(tricky.shape)
     t = np.where(rng.random(tricky.shape) < 0.3, -0.0, rng.standard_normal(tricky.shape))
     t = t.astype(np.float32)
+    grad, tangent = _derivatives(name)
     for x, w in ((tricky, rng.standard_normal(tricky.shape).astype(np.float32)),
                  (distinct, np.full(tricky.shape, -0.0, np.float32))):
-        def grad(v, w=w):
-            return jax.grad(lambda u: (jax.tree.leaves(case.fn(u))[0] * w).sum())(v)
-
-        def tangent(v, t):
-            return jax.jvp(lambda u: jax.tree.leaves(case.fn(u))[0], (v,), (t,))[1]
-
         xs, ts = collectives.placed(case, layout, jax.devices()[:4], (x, t))
         assert tuple(xs.sharding.spec) == tuple(case.layouts[layout][0])
-        for fn, sharded, one in ((grad, (xs,), (x,)), (tangent, (xs, ts), (x, t))):
-            got = np.asarray(jax.jit(fn)(*sharded)).view(np.uint32)
-            want = np.asarray(jax.jit(fn)(*one)).view(np.uint32)
+        for fn, sharded, one in ((grad, (xs, w), (x, w)), (tangent, (xs, ts), (x, t))):
+            got = np.asarray(fn(*sharded)).view(np.uint32)
+            want = np.asarray(fn(*one)).view(np.uint32)
             assert np.array_equal(got, want), (fn.__name__, int((got != want).sum()))
 
 
@@ -305,6 +318,12 @@ def test_scatter_gradients_in_blocks_are_the_unsharded_bits(name):
     axis = int(name.split("axis ")[1][0])
     values = np.array([-0.0, 0.0, 1.0, np.nan, 2.0, -np.inf, -1.0], np.float32)
     data, updates, indices = case.inputs()
+
+    # the cotangent an argument, jitted once: the three seeds share each layout's program
+    @jax.jit
+    def grads(d, u, i, w):
+        return jax.grad(lambda d, u: (case.fn(d, u, i) * w).sum(), argnums=(0, 1))(d, u)
+
     for seed in range(3):
         rng = np.random.default_rng(seed)
         d, u = (rng.choice(values, size=a.shape) for a in (data, updates))
@@ -312,16 +331,12 @@ def test_scatter_gradients_in_blocks_are_the_unsharded_bits(name):
         i = rng.integers(-n, n, size=indices.shape).astype(indices.dtype)
         w = np.where(rng.random(data.shape) < 0.2, -0.0, rng.standard_normal(data.shape))
         w = w.astype(np.float32)
-
-        def grads(d, u, i, w=w):
-            return jax.grad(lambda d, u: (case.fn(d, u, i) * w).sum(), argnums=(0, 1))(d, u)
-
-        want = [np.asarray(a).view(np.uint32) for a in jax.jit(grads)(d, u, i)]
+        want = [np.asarray(a).view(np.uint32) for a in grads(d, u, i, w)]
         for layout, specs in case.layouts.items():
             if specs[1] is None:
                 continue
             args = collectives.placed(case, layout, jax.devices()[:4], None)
             args = [jax.device_put(a, b.sharding) for a, b in zip((d, u, i), args, strict=True)]
-            got = [np.asarray(a).view(np.uint32) for a in jax.jit(grads)(*args)]
+            got = [np.asarray(a).view(np.uint32) for a in grads(*args, w)]
             for part, g, x in zip(("data", "updates"), got, want, strict=True):
                 assert np.array_equal(g, x), (layout, seed, part, int((g != x).sum()))
