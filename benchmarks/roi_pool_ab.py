@@ -14,6 +14,9 @@ package of their own beside this tree's, and every output is checked bit-equal.
   and gradients (of a weighted sum; ``--no-grad`` skips them) are checked bit-equal first.
 * ``small``: eager calls on new small shapes (the ``many_shapes`` group's, 2 ROIs, 3x3), each
   shape's first call: CPU and wall seconds and resident memory growth.
+* ``kernels``: the kernels XLA:CPU compiles apart (fusions of the optimized program, by kind)
+  of the anchor's values and gradient programs (XLA:CPU compile time grows with their
+  number).
 
     PYTHONPATH=$PWD python benchmarks/roi_pool_ab.py --base main --parts compile,run,small
 """
@@ -21,8 +24,10 @@ package of their own beside this tree's, and every output is checked bit-equal.
 from __future__ import annotations
 
 import argparse
+import collections
 import importlib
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -185,6 +190,19 @@ def part_run(base, rounds: int, gradients: bool = True) -> None:
                   f"{t[1] / b[1]:.2f}")
 
 
+def part_kernels(base) -> None:
+    specs = (jax.ShapeDtypeStruct((1, 256, 50, 50), jnp.float32),
+             jax.ShapeDtypeStruct((300, 5), jnp.float32))
+    for face, rule in (("ONNX", "onnx"), ("OV", "openvino")):
+        for name, module in (("base", base), ("this", this_max_pool)):
+            for kind, f in (("values", pool(module, rule)),
+                            ("grad", summed_grad(pool(module, rule)))):
+                text = jax.jit(f).lower(*specs).compile().as_text()
+                kinds = collections.Counter(re.findall(r"kind=(k\w+)", text))
+                print(f"kernels {face} {kind:6s} {name}: {sum(kinds.values())} "
+                      f"({', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))})")
+
+
 def _rss_mb() -> float:
     with open(f"/proc/{os.getpid()}/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
@@ -228,6 +246,8 @@ def main() -> None:
         part_run(base, 3 * args.rounds, not args.no_grad)
     if "small" in parts:
         part_small(base, args.shapes)
+    if "kernels" in parts:
+        part_kernels(base)
 
 
 if __name__ == "__main__":

@@ -356,9 +356,7 @@ def test_nan_chunks_and_rows_against_numpy(monkeypatch, integer):
     maps = [(50, 50), (7, 13), (1000, 3)]
 
     def chunks(f, lo):
-        number = jnp.arange(f.shape[0], dtype=jnp.int32)
-        return [jax.lax.top_k(roi_max_pool._first_scores(f, number, jnp.int32(v)), k)
-                for v in lo]
+        return [jax.lax.top_k(roi_max_pool._first_scores(f, jnp.int32(v)), k) for v in lo]
 
     # one plain jitted program (the helpers run inside the lowering's traced programs; run
     # eagerly they dispatched op by op, a compile per primitive)

@@ -89,18 +89,25 @@ def computed_once(v: jax.Array) -> jax.Array:
 
 
 def _edges(start, end, place: np.ndarray, pooled: np.ndarray, size: np.ndarray):
-    """Bin edges, (R, K) int32 starts and ends: column ``k`` is bin ``place[k]`` of
-    ``pooled[k]`` along an axis of ``size[k]`` pixels, the ROI from `start` to `end` ((R, K)
-    each). Both axes in one array: one division, one kernel."""
+    """Bin edges, (R, 2, K) int32: ``[:, 0]`` the starts, ``[:, 1]`` the ends; column ``k`` is
+    bin ``place[k]`` of ``pooled[k]`` along an axis of ``size[k]`` pixels, the ROI from
+    `start` to `end` ((R, K) each). Both axes in one array: one division, one kernel. Both
+    edges on an axis of their own, each from its own quotient (the division done twice
+    over): XLA:CPU fuses an expensive operation (a division) only into a kernel that reads
+    each of its elements once, and one quotient read for both edges kept the division, and
+    the corners, in two kernels of their own."""
     dtype = start.dtype
     extent = jnp.maximum(end - start + 1, np.array(1, dtype))
-    step = exact_divide(extent, pooled)
+    shape = (start.shape[0], 2, start.shape[1])
+    step = exact_divide(jnp.broadcast_to(extent[:, None], shape), pooled)
     p = place.astype(dtype)
-    lo = jnp.floor(p * step) + start
-    hi = jnp.ceil((p + np.array(1, dtype)) * step) + start
+    p = np.stack([p, p + np.array(1, dtype)])  # (2, K): p for the starts, p + 1 the ends
+    raw = p * step
+    first = np.arange(2).reshape(2, 1) == 0
+    edge = jnp.where(first, jnp.floor(raw), jnp.ceil(raw)) + start[:, None]
     top = size.astype(dtype)
     zero = np.array(0, dtype)
-    return (jnp.clip(lo, zero, top).astype(np.int32), jnp.clip(hi, zero, top).astype(np.int32))
+    return jnp.clip(edge, zero, top).astype(np.int32)
 
 
 def bins(rois: jax.Array, batch_valid: jax.Array, spatial_scale: float,
@@ -110,37 +117,42 @@ def bins(rois: jax.Array, batch_valid: jax.Array, spatial_scale: float,
 
 
 def packed_bins(rois: jax.Array, batch_valid: jax.Array, spatial_scale: float,
-                pooled: tuple[int, int], height: int, width: int) -> jax.Array:
+                pooled: tuple[int, int], height: int, width: int,
+                extents: bool = False) -> jax.Array:
     """The bins of every ROI (`rois` (R, 5) floating; `batch_valid` (R,) from
     :func:`jaxmax._src.lowering.roi.rois.valid`). Invalid ROIs get in-range garbage edges and
-    ``valid`` False; the caller zeroes their output."""
+    ``valid`` False; the caller zeroes their output. `extents`: ``PH + PW`` more columns at
+    the end, each bin's end minus its start (computed in the same kernel: a caller reduces
+    them straight from this array, with no kernel of its own to compute them)."""
     corners = scaled_corners(rois, spatial_scale)
     in_range = functools.reduce(operator.and_, (
         (corners[:, i] >= -INT32_BOUND) & (corners[:, i] < INT32_BOUND) for i in range(4)))
     ok = batch_valid & in_range
     corners = jnp.where(ok[:, None], corners, jnp.zeros_like(corners))
     ph, pw = pooled
-    count = rois.shape[0]
 
-    def both(h, w):  # (R,) per axis -> (R, PH + PW)
-        return jnp.concatenate([jnp.broadcast_to(h[:, None], (count, ph)),
-                                jnp.broadcast_to(w[:, None], (count, pw))], 1)
+    def both(h, w):  # (R,) per axis -> (R, PH + PW), by a select on constant columns (a
+        # concatenation was computed in a kernel of its own)
+        return jnp.where(np.arange(ph + pw) < ph, h[:, None], w[:, None])
 
     def constants(h, w):
         return np.array([h] * ph + [w] * pw)
 
-    lo, hi = _edges(both(corners[:, 1], corners[:, 0]), both(corners[:, 3], corners[:, 2]),
-                    np.concatenate([np.arange(ph), np.arange(pw)]), constants(ph, pw),
-                    constants(height, width))
+    edges = _edges(both(corners[:, 1], corners[:, 0]), both(corners[:, 3], corners[:, 2]),
+                   np.concatenate([np.arange(ph), np.arange(pw)]), constants(ph, pw),
+                   constants(height, width))
+    lo, hi = edges[:, 0], edges[:, 1]
     first = jnp.where(ok, rois[:, 0], jnp.zeros_like(rois[:, 0]))
     image = jnp.trunc(first.astype(corners.dtype)).astype(np.int32)
-    return computed_once(jnp.concatenate([lo, hi, image[:, None], ok[:, None].astype(np.int32)],
-                                         1))
+    fields = [lo, hi, image[:, None], ok[:, None].astype(np.int32)] + ([hi - lo] if extents
+                                                                        else [])
+    return computed_once(jnp.concatenate(fields, 1))
 
 
 def unpack(packed: jax.Array, pooled: tuple[int, int]) -> Bins:
     """The `Bins` held in one int32 array (R, 2*(PH + PW) + 2) of :func:`packed_bins`: starts,
-    ends, image, valid (a caller can pass that one array into a loop and unpack it there)."""
+    ends, image, valid (a caller can pass that one array into a loop and unpack it there);
+    the extents' columns, if any, after them."""
     ph, pw = pooled
     k = ph + pw
     lo, hi = packed[:, :k], packed[:, k:2 * k]

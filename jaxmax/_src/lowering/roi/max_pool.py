@@ -122,20 +122,30 @@ def _geometry(x, rois, pooled, spatial_scale):
 
 
 def _roi_bins(x, rois, pooled, spatial_scale):
-    """The bins of every ROI (`bins_lowering.packed_bins`) and an upper bound of the bin
-    heights and widths (the largest, at least 1 and 2): a scatter-max into two counters
-    (XLA:CPU splits a max over the ROIs into a ``reduce_window`` and two more kernels)."""
+    """The bins of every ROI (`bins_lowering.packed_bins`, with the bins' extents) and an
+    upper bound of the bin heights and widths, (3,) int32 (the largest, at least 1 and 2;
+    the third entry unused): a scatter-max of every entry of the packed bins into three
+    counters, the extents into the first two and the other fields into the third (the
+    scatter reads the packed array as it is: no kernel to gather the extents first; XLA:CPU
+    splits a max over the ROIs into a ``reduce_window`` and two more kernels)."""
     n, _, height, width = x.shape
     packed = bins_lowering.packed_bins(rois, rois_lowering.valid(rois, rois[:, 0], n),
-                                       spatial_scale, pooled, height, width)
-    b = bins_lowering.unpack(packed, pooled)
-    extent = jnp.concatenate([b.h_end - b.h_start, b.w_end - b.w_start], 1).reshape(-1)
-    axis = np.tile(np.repeat(np.int32([0, 1]), pooled), rois.shape[0])
+                                       spatial_scale, pooled, height, width, extents=True)
+    k = pooled[0] + pooled[1]
+    axis = np.full((rois.shape[0], packed.shape[1]), 2, np.int32)
+    axis[:, 2 * k + 2:2 * k + 2 + pooled[0]] = 0
+    axis[:, 2 * k + 2 + pooled[0]:] = 1
     # from (1, 2), a literal: a uniform start became a kernel broadcasting it (and (0, 1) an
     # iota). A width bound of 2 for bins all one column wide fills one more level: the same
     # values (`range_max.fill` needs an upper bound)
-    start = jnp.asarray(np.int32([1, 2]))
-    return packed, start.at[axis].max(extent, mode="promise_in_bounds")
+    start = jnp.asarray(np.int32([1, 2, 0]))
+    # by lax.scatter_max with windows of one entry, the updates (R*K, 1): a reshape of the
+    # packed bins in their layout (``.at[].max`` has them (R*K,), and XLA:CPU then copied
+    # them into the scatter's (R*K, 1) in a kernel of its own)
+    dnums = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(),
+                                        scatter_dims_to_operand_dims=(0,))
+    return packed, lax.scatter_max(start, axis.reshape(-1, 1), packed.reshape(-1, 1), dnums,
+                                   mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
 def _bin_geometry(packed, pooled, k=None):
@@ -167,13 +177,16 @@ def _rows(image, h, w, level, x_shape):
     return ((level * np.int32(n) + image) * np.int32(height) + h) * np.int32(width) + w
 
 
-def _lookup(flat, image, h0, h1, w0, w1, x_shape, combine, stride, lanes=None):
+def _lookup(flat, image, h0, h1, w0, w1, x_shape, combine, stride, lanes=None, read=None):
     """Combine the four blocks of each rectangle: `flat` a pytree of (rows, Cb) tables in
     `range_max.build`'s layout, `stride` height levels (every level a rectangle needs
     filled); the rectangles int32 arrays of one shape,
     shared by every channel (`lanes` None: a lookup reads a row of Cb channels) or each of
-    one channel (`lanes`, of their shape: a lookup reads one element, a 1-D gather)."""
-    rows = _corner_rows(image, h0, h1, w0, w1, x_shape, stride)  # (4,) + h0.shape
+    one channel (`lanes`, of their shape: a lookup reads one element, a 1-D gather).
+    `read` (bool, of their shape), when given: the rectangles where it is False read the
+    table's last level instead (:func:`_by_levels`' spare level, all zeros)."""
+    rows = _corner_rows(image, h0, h1, w0, w1, x_shape, stride,
+                        None if read is None else (read, _spare_level(flat, x_shape)))
     if lanes is None:
         got = jax.tree.map(lambda t: jnp.take(t, rows.reshape(-1), axis=0, mode="clip")
                            .reshape(rows.shape + t.shape[1:]), flat)
@@ -192,7 +205,7 @@ def _blocks(x):
     return x.reshape(n, count, BLOCK, height, width).transpose(1, 0, 3, 4, 2)
 
 
-def _by_levels(spans, x, r, pooled, planes, combine, answer):
+def _by_levels(spans, x, r, pooled, planes, combine, answer, spare=False):
     """``answer(xb, table, stride, k)`` (Q, BLOCK) of every block `k`, `xb`, of `BLOCK`
     channels of `x` (N, H, W, BLOCK; channels past C are zeros), its table of
     ``planes(xb, k)`` (combined by `combine`) filled with the fewest levels that hold every bin:
@@ -201,27 +214,35 @@ def _by_levels(spans, x, r, pooled, planes, combine, answer):
     of 36; an ROI beyond the map takes more). One table, allocated once, and the output are
     carried through the blocks (``lax.fori_loop``), each block's answer written straight
     into the output's (R, C, PH*PW) layout (no stacked copy to transpose afterwards).
-    `spans`: the largest bin height and width; `r` the number of ROIs. Returns (R, C, PH,
-    PW) of `x`'s dtype."""
+    `spans`: the largest bin height and width; `r` the number of ROIs; `spare`: the table
+    gets one more level, all zeros, never filled. Returns (R, C, PH, PW) of `x`'s dtype."""
     height, width = x.shape[2], x.shape[3]
     full = (range_max.levels(height), range_max.levels(width))
     n, c = x.shape[0], x.shape[1]
     block_shape = (n, height, width, BLOCK)
     shapes = jax.eval_shape(planes, jax.ShapeDtypeStruct(block_shape, x.dtype),
                             jax.ShapeDtypeStruct((), np.int32))
-    table = jax.tree.map(lambda t: jnp.zeros((full[0] * full[1],) + t.shape, t.dtype), shapes)
+    # one spare level past the filled ones, never written: zero keys, the lookup of the bins
+    # not read (`spare`; the key 0 decodes to +0.0 under both key rules), in place of a
+    # select of every bin's answer by a read mask (a kernel of its own, before the loop)
+    levels = full[0] * full[1] + (1 if spare else 0)
+    table = jax.tree.map(lambda t: jnp.zeros((levels,) + t.shape, t.dtype), shapes)
     blocks = -(-c // BLOCK)
     x = jnp.pad(x, ((0, 0), (0, blocks * BLOCK - c), (0, 0), (0, 0)))
     bins = pooled[0] * pooled[1]
     out = jnp.zeros((r, blocks * BLOCK, bins), x.dtype)
 
-    def step(k, state):  # block k sliced and moved to (N, H, W, BLOCK) here: no copy of x
+    def step(k, state):  # block k sliced and moved to (N, H, W, BLOCK) here: no copy of x.
+        # The first channel unsigned: JAX then adds no wrap of negative indices (a select
+        # computed once, in a kernel of its own, for both slices)
         table, out = state
-        xb = lax.dynamic_slice_in_dim(x, k * np.int32(BLOCK), BLOCK, 1).transpose(0, 2, 3, 1)
-        table = range_max.fill(table, planes(xb, k), combine, full[0], spans)
+        first = (k * np.int32(BLOCK)).astype(np.uint32)
+        xb = lax.dynamic_slice_in_dim(x, first, BLOCK, 1).transpose(0, 2, 3, 1)
+        table = range_max.fill(table, planes(xb, k), combine, full[0], spans,
+                               spare=1 if spare else 0)
         flat = jax.tree.map(lambda t: t.reshape(-1, BLOCK), table)
         v = answer(xb, flat, full[0], k).reshape(r, bins, BLOCK).transpose(0, 2, 1)
-        return table, lax.dynamic_update_slice_in_dim(out, v, k * np.int32(BLOCK), 1)
+        return table, lax.dynamic_update_slice_in_dim(out, v, first, 1)
 
     out = lax.fori_loop(np.int32(0), np.int32(blocks), step, (table, out))[1]
     return out[:, :c].reshape((r, c) + pooled)
@@ -229,11 +250,12 @@ def _by_levels(spans, x, r, pooled, planes, combine, answer):
 
 # ---- values ----------------------------------------------------------------------------------
 
-def _key_max(xb, flat, geometry, x_shape, stride, fields_at=None, element=None):
+def _key_max(xb, flat, geometry, x_shape, stride, fields_at=None, element=None, k=None):
     """Per block, from the table `flat` of `order.nan_top_key`: the maximum key of every
-    bin, decoded (NaN propagates, ``+0`` over ``-0``). (`fields_at`, `element`: unused.)"""
-    image, h0, h1, w0, w1, _ = geometry
-    best = _lookup(flat, image, h0, h1, w0, w1, x_shape, lax.max, stride)
+    bin, decoded (NaN propagates, ``+0`` over ``-0``). (`fields_at`, `element`, `k`:
+    unused.)"""
+    image, h0, h1, w0, w1, read = geometry
+    best = _lookup(flat, image, h0, h1, w0, w1, x_shape, lax.max, stride, read=read)
     return order.from_monotone_bits(best, xb.dtype)
 
 
@@ -257,10 +279,10 @@ def _fold_keys(xb, k=None):
     m = order.monotone_bits(xb).astype(kt)
     inf = _monotone(np.inf, xb.dtype)
     size = height * width
-    pos = (lax.broadcasted_iota(kt, xb.shape, 1) * kt(width)
-           + lax.broadcasted_iota(kt, xb.shape, 2))
-    if k is not None:
-        pos = jnp.maximum(pos, (np.int32(-1) - k).astype(kt))
+    row = lax.broadcasted_iota(kt, xb.shape, 1)
+    if k is not None:  # on the row, before the product: the whole place then in the kernel
+        row = jnp.maximum(row, (np.int32(-1) - k).astype(kt))
+    pos = row * kt(width) + lax.broadcasted_iota(kt, xb.shape, 2)
     nan_base = _nan_base(xb.dtype, size)
     nan = (m > kt(inf)) | (m < kt(-inf - 1))
     zero = (m == kt(0)) | (m == kt(-1))
@@ -321,20 +343,30 @@ def _row_column(p, width: int, height: int):
     return h, p - h * np.int32(width)
 
 
-def _corner_rows(image, h0, h1, w0, w1, x_shape, stride):
+def _corner_rows(image, h0, h1, w0, w1, x_shape, stride, spare=None):
     """The table rows of the four blocks of each rectangle (`range_max.corners`' lookups),
     ``(4,) + shape``: arithmetic on a leading corner axis selected by constant masks (no
     stacked copies: XLA:CPU materialised each stack in a kernel of its own; this way the
-    index computation stays in the gather's kernel)."""
+    index computation stays in the gather's kernel). `spare`: ``(read, level)``, the
+    rectangles not read looking up `level` instead."""
     a = range_max.floor_log2(h1 - h0)
     b = range_max.floor_log2(w1 - w0)
     corner = np.arange(4, dtype=np.int32).reshape((4,) + (1,) * np.ndim(a))
     h = jnp.where(corner >= 2, h1 - (np.int32(1) << a), h0)
     w = jnp.where(corner % 2 == 1, w1 - (np.int32(1) << b), w0)
-    return _rows(image, h, w, b * np.int32(stride) + a, x_shape)
+    level = b * np.int32(stride) + a
+    if spare is not None:
+        level = jnp.where(spare[0], level, np.int32(spare[1]))
+    return _rows(image, h, w, level, x_shape)
 
 
-def _fold_max(xb, flat, geometry, x_shape, stride, fields_at=None, element=None):
+def _spare_level(flat, x_shape) -> int:
+    """The last level of the table `flat` (rows of every level of (N, H, W) each)."""
+    n, _, height, width = x_shape
+    return jax.tree.leaves(flat)[0].shape[0] // (n * height * width) - 1
+
+
+def _fold_max(xb, flat, geometry, x_shape, stride, fields_at=None, element=None, k=None):
     """Per block: the OpenVINO fold of every bin, from `flat`, the table of :func:`_fold_keys`
     (of `xb`). A bin without NaN gives its largest key, floored at ``lowest(T)``. A bin holding
     a NaN gives that NaN if its last NaN is its last element; otherwise the largest key after it
@@ -344,22 +376,28 @@ def _fold_max(xb, flat, geometry, x_shape, stride, fields_at=None, element=None)
     ``lo``, found by ``lax.top_k`` of their scores (``Q - bin``; XLA:CPU's TopK is a custom
     call, no kernel to compile), and the loop runs while the chunk found holds a bin (data
     without NaN runs none). Ranks by prefix sums and a scatter of every bin's row took a dozen
-    kernels more and ran 2.4x the clean time. A chunk's answers leave by one scatter."""
-    image, h0, h1, w0, w1, _ = geometry
+    kernels more and ran 2.4x the clean time. A chunk's answers leave by one scatter, every
+    entry of the chunk written (a bin found without NaN gets the value it has: no mask of
+    the live entries, a kernel of its own). `k`, the block number (traced, >= 0) when in a
+    loop over blocks: the first chunk's search then depends on it (its scores are computed in
+    their kernel, not hoisted before the loop)."""
+    image, h0, h1, w0, w1, read = geometry
     height, width = x_shape[2], x_shape[3]
     size, dtype, cb = height * width, xb.dtype, xb.shape[-1]
     nan_base = _nan_base(dtype, size)
     kt = flat.dtype.type
-    best = _lookup(flat, image, h0, h1, w0, w1, x_shape, lax.max, stride)
+    best = _lookup(flat, image, h0, h1, w0, w1, x_shape, lax.max, stride, read=read)
     floor = kt(_monotone(dtypes.lowest(dtype), dtype))
     out = _fold_decode(jnp.maximum(best, floor), dtype, size)
     total = best.shape[0]
     chunk = min(total, max(128, total // NAN_CHUNK_SHARE))
-    number = lax.iota(np.int32, total)
-    held = best >= kt(nan_base)  # (Q, Cb): the pairs whose bin and channel hold a NaN
-    # a bin holds a NaN in some channel: an `or` of the channels' columns (elementwise, in the
-    # scores' kernel; a reduction over the channels was a kernel of its own)
-    flag = functools.reduce(operator.or_, [held[:, i] for i in range(cb)])
+
+    def flag(lo):  # a bin holds a NaN in some channel (`lo` >= 0, the search's start: the
+        # same flags, but computed in the scores' kernel, not hoisted into one of their own):
+        # an `or` of the channels' columns (elementwise; a reduction over the channels was a
+        # kernel of its own)
+        held = best >= kt(nan_base) + jnp.minimum(lo, np.int32(0)).astype(kt)
+        return functools.reduce(operator.or_, [held[:, i] for i in range(cb)])
 
     def first(lo):  # the first `chunk` bins at or past `lo` holding a NaN, by ``lax.top_k``;
         # behind a barrier: a slice of one element (the chunk's last) taken straight from the
@@ -367,7 +405,7 @@ def _fold_max(xb, flat, geometry, x_shape, stride, fields_at=None, element=None)
         # `lo` in it: a barrier of exactly the TopK's pair became the TopK's own user, which
         # XLA's TopkDecomposer (sharded programs) cannot handle (a failed check, an abort)
         got, entry, _ = lax.optimization_barrier(
-            (*lax.top_k(_first_scores(flag, number, lo), chunk), lo))
+            (*lax.top_k(_first_scores(flag(lo), lo), chunk), lo))
         return got, entry
 
     def pending(state):  # the chunk holds a bin
@@ -394,11 +432,21 @@ def _fold_max(xb, flat, geometry, x_shape, stride, fields_at=None, element=None)
         # one decode of the key chosen (the largest after the NaN, or the floored one)
         value = _fold_decode(jnp.where(nan, after, jnp.maximum(key, floor)), dtype, size)
         value = jnp.where(nan & ~(row_rest | below), trailing, value)
-        out = out.at[jnp.where(live, entry, np.int32(total))].set(value, mode="drop")
+        out = _set_rows(out, entry, value)
         # the chunk took the first flagged bins, in order: the next starts past its last
         return out, first(jnp.where(live[-1], entry[-1] + np.int32(1), np.int32(total)))
 
-    return lax.while_loop(pending, fix, (out, first(np.int32(0))))[0]
+    start = np.int32(0) if k is None else jnp.minimum(k, np.int32(0))  # 0
+    return lax.while_loop(pending, fix, (out, first(start)))[0]
+
+
+def _set_rows(out, rows, values):
+    """``out.at[rows].set(values)`` for distinct `rows` in range, by ``lax.scatter`` itself
+    (``.at`` wraps negative indices first: a select, a kernel of its own)."""
+    dnums = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
+                                        scatter_dims_to_operand_dims=(0,))
+    return lax.scatter(out, rows[:, None], values, dnums, unique_indices=True,
+                       mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
 def _after_nan(flat, image, h, w, top, bottom, left, right, lanes, x_shape, stride,
@@ -430,13 +478,14 @@ def _after_nan(flat, image, h, w, top, bottom, left, right, lanes, x_shape, stri
     return jnp.maximum(rest, under)
 
 
-def _first_scores(flag, number, lo):
+def _first_scores(flag, lo):
     """Scores whose ``lax.top_k`` are the first set flags at or past `lo`, in order: ``Q -
     bin`` there, else 0; float32 (XLA:CPU's TopK is a fast custom call for float32, a sort for
     integers) while exact, int32 beyond `FLOAT32_EXACT` bins. ``Q - max(bin, lo - 1)``: the
     same there, but it depends on `lo`, so XLA does not hoist it out of the loop into a
-    kernel of its own."""
+    kernel of its own (nor the bin numbers, an iota made here: not a loop operand)."""
     total = flag.shape[0]
+    number = lax.iota(np.int32, total)
     score = np.int32(total) - jnp.maximum(number, lo - np.int32(1))
     if total < FLOAT32_EXACT:
         score = score.astype(np.float32)
@@ -451,6 +500,8 @@ def _values(x, rois, pooled, spatial_scale, rule):
     x_shape = x.shape
     zero = jnp.zeros((), x.dtype)
 
+    # the key rules read the bins not read from the table's spare level of zero keys (+0.0)
+    keys = rule == "onnx" or _fold_fits(x.dtype, x_shape[2], x_shape[3])
     if rule == "onnx":
         planes, combine = (lambda xb, k: order.nan_top_key(xb)), lax.max
         answer = _key_max
@@ -461,17 +512,18 @@ def _values(x, rois, pooled, spatial_scale, rule):
         lowest = dtypes.lowest(x.dtype)
         planes, combine = (lambda xb, k: _pairs(xb)), _pick(True)
 
-        def answer(xb, flat, geometry, x_shape, stride, fields_at, element):
-            del fields_at, element
+        def answer(xb, flat, geometry, x_shape, stride, fields_at, element, k):
+            del fields_at, element, k
             winner = _fold_winner(xb, flat, geometry, x_shape, stride)
             data = xb.reshape(-1, xb.shape[-1])
             got = jnp.take_along_axis(data, jnp.maximum(winner, 0), axis=0, mode="clip")
             return jnp.where(winner >= 0, got, lowest)
 
-    # the main lookup's rows and the read mask from bins the same in every block: XLA computes
-    # them once, before the loop, and the gather copies rows in a kernel of its own (with
-    # either computed in the loop, the gather was fused into its consumer and read each
-    # element alone: 2-8x slower). The NaN fix-up's rows from bins that depend on its chunk
+    # the main lookup's rows (the bins not read pointed at the spare level, under the key
+    # rules) from bins the same in every block: XLA computes them once, before the loop, and
+    # the gather copies rows in a kernel of its own (with them, or a read mask, computed in
+    # the loop, the gather was fused into its consumer and read each element alone: 2-8x
+    # slower). The NaN fix-up's rows from bins that depend on its chunk
     # number (_bin_geometry): computed in the kernel that reads them
     geometry = _bin_geometry(packed, pooled)
 
@@ -495,15 +547,18 @@ def _values(x, rois, pooled, spatial_scale, rule):
         def element(image, h, w, lane):  # x[image, k*BLOCK + lane, h, w], read from x itself:
             # the block `xb` then feeds only the table, and XLA moves it there in the table's
             # kernel (two kernels fewer); channels past C (padding) read some element, unused
+            # (k as the larger of it and -1 - h, h >= 0: no change, but computed here, not
+            # hoisted out of the NaN loop into a kernel of its own)
             plane = np.int32(x_shape[2] * x_shape[3])
+            block = jnp.maximum(k, np.int32(-1) - h)
             at = (((image * np.int32(c) + lane) * np.int32(x_shape[2]) + h) * np.int32(x_shape[3])
-                  + w + k * np.int32(BLOCK) * plane)
+                  + w + block * np.int32(BLOCK) * plane)
             return jnp.take(x.reshape(-1), at, mode="clip")
 
-        return jnp.where(geometry[-1][:, None],
-                         answer(xb, flat, geometry, x_shape, stride, fields_at, element), zero)
+        got = answer(xb, flat, geometry, x_shape, stride, fields_at, element, k)
+        return got if keys else jnp.where(geometry[-1][:, None], got, zero)
 
-    return _by_levels(spans, x, r, pooled, planes, combine, masked)
+    return _by_levels(spans, x, r, pooled, planes, combine, masked, spare=keys)
 
 
 def _values_dense(x, rois, pooled, spatial_scale, rule):

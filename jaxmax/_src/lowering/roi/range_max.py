@@ -63,14 +63,15 @@ def build(planes, combine: Combine, height_axis: int, width_axis: int,
     return jax.tree.map(lambda t: t.reshape((-1,) + t.shape[2:]), table)
 
 
-def fill(table, planes, combine: Combine, stride: int, spans):
+def fill(table, planes, combine: Combine, stride: int, spans, spare: int = 0):
     """`table` (a pytree in `build`'s layout for the full level counts ``(A, B)``, ``A`` the
     `stride`: leaves of ``A * B`` levels of shape ``planes``' leaves, level ``(i, j)`` at ``j *
     A + i``) with the levels every rectangle of at most `spans` rows and columns (a traced
-    int32 (2,) array, at least 1, below ``(2**A, 2**B)``) needs made those of `planes`
+    int32 array of (2,) or more, its first two at least 1 and below ``(2**A, 2**B)``, any
+    after them unused) needs made those of `planes`
     (leaves (N, H, W, Cb)): ``i <= floor(log2(spans[0]))``, ``j <= floor(log2(spans[1]))``.
     The others keep what they held (a caller carries one table through its blocks,
-    allocated once).
+    allocated once), and so do the last `spare` entries of the table (past its levels).
 
     One loop computes every level from the one before it, in `build`'s order (height levels
     of width level 0, then each width level from the one below it): a level is the
@@ -88,15 +89,18 @@ def fill(table, planes, combine: Combine, stride: int, spans):
     one = np.int32(1)
 
     a_levels = np.int32(stride)
-    b_levels = jax.tree.leaves(table)[0].shape[0] // stride
+    b_levels = (jax.tree.leaves(table)[0].shape[0] - spare) // stride
 
     def split(t):  # (i, j) of slot t by compares (cheap: copied into each kernel, no division)
         j = functools.reduce(operator.add, [(t >= np.int32(m * stride)).astype(np.int32)
                                             for m in range(1, b_levels)], np.int32(0))
         return t - j * a_levels, j
 
-    def following(t):  # the slot of the level after slot t, and the width level count
-        counts = floor_log2(spans) + one
+    def following(t):  # the slot of the level after slot t, and the width level count;
+        # the counts from spans that depend on t (a maximum with ``-1 - t``, t >= 0: no
+        # change), so that XLA computes them in the loop's kernels instead of hoisting them
+        # into a kernel of their own before the loop
+        counts = floor_log2(jnp.maximum(spans, np.int32(-1) - t)) + one
         i = split(t)[0]
         return jnp.where(i + one == counts[0], t - i + a_levels, t + one), counts[1]
 
