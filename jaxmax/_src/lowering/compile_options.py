@@ -110,8 +110,8 @@ def options_for(args: tuple) -> dict:
 
 class _Programs:
     """The fast programs of one `jit` function compiled ahead of time, by signature, trace
-    context and options: registered with JAX's caches (`jax_caches.register`), so ``jax.clear_caches()``
-    empties it with them."""
+    context and options: registered with JAX's caches (`jax_caches.register`), so
+    ``jax.clear_caches()`` empties it with them."""
 
     def __init__(self) -> None:
         self.by_key: dict[tuple, Any] = {}
