@@ -232,6 +232,28 @@ def test_a_program_is_reused_only_under_its_trace_context():
     np.testing.assert_array_equal(f(x, y), x + y)
 
 
+def test_the_signatures_counted_are_bounded(monkeypatch, counted):
+    """Past `MAX_SIGNATURES` signatures the counts start again, and the programs kept with
+    them go too."""
+    monkeypatch.setattr(compile_options, "MAX_SIGNATURES", 2)
+    f, counts = counted
+    for n in (3, 4, 5):
+        np.testing.assert_array_equal(f(np.ones(n, np.float32), k=2), np.full(n, 2.0))
+    assert len(f.programs.by_key) == 1 and counts() == (0, 3)
+
+
+def test_other_options_take_their_own_program(monkeypatch, counted):
+    """A program is kept by its options too: a call whose options differ (a benchmark that
+    leaves one out) compiles its own, never runs one compiled with others."""
+    f, counts = counted
+    small = np.arange(5, dtype=np.float32)
+    f(small, k=2)
+    fewer = dict(list(compile_options.fast_compile().items())[1:])
+    monkeypatch.setattr(compile_options, "fast_compile", lambda: fewer)
+    np.testing.assert_array_equal(f(small, k=2), small * 2)
+    assert counts() == (0, 2)
+
+
 def test_under_disable_jit_a_small_call_runs_op_by_op():
     """``jax.disable_jit()`` runs the function on concrete values, as ``jax.jit`` does (a
     program compiled ahead of time cannot)."""
