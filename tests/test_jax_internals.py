@@ -1,12 +1,14 @@
 """Every JAX internal jaxmax uses sits behind one probe with a public fallback.
 
-Two internals, each read in one module and decided once per process by that module's
+Three internals, each read in one module and decided once per process by that module's
 `available()`:
 
 * JAX's private scatter primitive with a combiner of our own (`lowering/scatter/private.py`),
   for SegmentMax's rule and the bit-reading max scatters;
 * a tracer's recorded producer (`lowering/scatter/built.py`), to recognise an index broadcast
-  in the same trace.
+  in the same trace;
+* JAX's trace context and cache registry (`lowering/jax_caches.py`), for the fast programs of
+  small eager calls compiled ahead of time (`compile_options.jit`).
 
 Here: no other module reaches into JAX's internals (read from the source with `ast`), each
 probe says yes on the installed JAX and no when its internal fails or computes something else.
@@ -28,11 +30,12 @@ from helpers import assert_same, public_forms
 from segment_oracle import segment_max
 
 from jaxmax import openvino as jov
+from jaxmax._src.lowering import compile_options, jax_caches
 from jaxmax._src.lowering.scatter import built, private
 
 PACKAGE = Path(__file__).resolve().parent.parent / "jaxmax"
 #: the module allowed to import from JAX's internals (`jax._src`)
-PRIVATE_IMPORTS = {"_src/lowering/scatter/private.py"}
+PRIVATE_IMPORTS = {"_src/lowering/scatter/private.py", "_src/lowering/jax_caches.py"}
 #: the module allowed to read a tracer's recorded producer
 TRACE_RECORD = {"_src/lowering/scatter/built.py"}
 _RECORD_FIELDS = {"parent", "in_tracers"}
@@ -70,15 +73,18 @@ def test_the_probes_say_yes_on_this_jax():
     # the installed JAX (CI runs the oldest and the newest) must take the faster forms
     assert private._works() and private.available()
     assert built._works() and built.available()
+    assert jax_caches._works() and jax_caches.available()
 
 
 @pytest.fixture
 def fresh_probes():
     private._works.cache_clear()
     built._works.cache_clear()
+    jax_caches._works.cache_clear()
     yield
     private._works.cache_clear()
     built._works.cache_clear()
+    jax_caches._works.cache_clear()
     jax.clear_caches()
 
 
@@ -115,6 +121,38 @@ def _no_record(x, axis, depth):
 def test_the_record_probe_says_no_when_the_record_differs(fresh_probes, monkeypatch, read):
     monkeypatch.setattr(built, "_known_constant", read)
     assert not built.available()
+
+
+def test_the_caches_probe_says_no_when_the_context_does_not_change(fresh_probes, monkeypatch):
+    monkeypatch.setattr(jax_caches, "trace_key", lambda: ())
+    assert not jax_caches.available()
+
+
+def test_the_caches_probe_says_no_without_the_internals(fresh_probes, monkeypatch):
+    monkeypatch.setattr(jax_caches, "_PRIVATE", False)
+    assert not jax_caches.available()
+
+
+def test_the_caches_probe_says_no_when_registering_fails(fresh_probes, monkeypatch):
+    monkeypatch.setattr(jax_caches, "register", _broken)
+    assert not jax_caches.available()
+
+
+def test_small_eager_calls_without_the_caches_internals(fresh_probes, monkeypatch):
+    """The fallback keeps the fast programs in ``jax.jit`` caches: the same bits as a jitted
+    call, and nothing compiled ahead of time."""
+    monkeypatch.setattr(jax_caches, "_PRIVATE", False)
+    x = np.random.default_rng(5).standard_normal((1, 2, 7, 13)).astype(np.float32)
+    rois = np.array([[0, 0.5, 1.0, 9.0, 5.5], [0, -2.0, 0.0, 20.0, 3.0]], np.float32)
+    from jaxmax import onnx
+
+    def f(x, rois):
+        return onnx.max_roi_pool(x, rois, pooled_shape=(2, 3))
+
+    entry = compile_options.jit(lambda v: v * 2)
+    assert_same(np.asarray(entry(x)), x * 2)
+    assert entry.programs.by_key == {} and entry.fast
+    assert_same(np.asarray(f(x, rois)), np.asarray(jax.jit(f)(x, rois)))
 
 
 def test_the_probes_run_inside_a_trace(fresh_probes):

@@ -21,12 +21,15 @@ compile with those options: every operator's entry point is one.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from jaxmax._src.lowering import jax_caches
 
 #: in order of preference; each is tried alone
 WANTED = ({"xla_cpu_use_fusion_emitters": False}, {"xla_backend_optimization_level": 0},
@@ -85,13 +88,14 @@ MAX_SIGNATURES = 4096
 
 def _signature(args: tuple, kwargs: dict) -> tuple:
     """What selects a compiled program of a call: arrays by shape, dtype and placement, the
-    rest (static arguments) by value."""
+    rest (static arguments, Python scalars) by type and value (``2``, ``2.0`` and ``True``
+    are equal, but trace to different types)."""
     def of(a):
         if isinstance(a, jax.Array):
             return (a.shape, a.dtype, a.weak_type, a.sharding)
         if isinstance(a, (np.ndarray, np.generic)):
             return (a.shape, a.dtype)
-        return a
+        return type(a), a
     return tuple(of(a) for a in args), tuple(sorted((k, of(v)) for k, v in kwargs.items()))
 
 
@@ -104,24 +108,91 @@ def options_for(args: tuple) -> dict:
     return options
 
 
+class _Programs:
+    """The fast programs of one `jit` function compiled ahead of time, by signature, trace
+    context and options: registered with JAX's caches (`jax_caches.register`), so
+    ``jax.clear_caches()`` empties it with them."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[tuple, Any] = {}
+
+    def cache_clear(self) -> None:
+        self.by_key.clear()
+
+    def cache_info(self) -> int:
+        return len(self.by_key)
+
+
+def _static_positions(fun: Callable, static_argnames: Sequence[str]) -> frozenset[int]:
+    """The positions of `static_argnames` that may be passed positionally (as ``jax.jit``
+    finds them: from `fun`'s signature)."""
+    try:
+        parameters = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):  # no signature: static arguments by name only
+        return frozenset()
+    return frozenset(i for i, p in enumerate(parameters) if p.name in static_argnames
+                     and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
+def _compile_ahead(fun: Callable, static_argnames: Sequence[str], options: dict,
+                   args: tuple, kwargs: dict) -> Any:
+    """`fun` jitted with `options` and compiled for these arguments, through a fresh callable
+    that dies here: JAX's trace caches hold a jaxpr (and its lowering: an MLIR context and
+    module, about 2 MB for a small ROI program) as long as the jitted callable lives, so only
+    the executable stays (the ``Compiled``; called without the static arguments)."""
+    fresh = jax.jit(functools.partial(fun), static_argnames=static_argnames,
+                    compiler_options=options)
+    return fresh.lower(*args, **kwargs).compile()
+
+
 def jit(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
         inline: bool = True) -> Any:
     """``jax.jit(fun, static_argnames=..., inline=...)``, tiered for small eager calls: the
     first `FAST_CALLS` calls of a signature whose arguments are small (`small_eager` of the
-    positional arguments) run the same function jitted with the fast options
+    positional arguments) run the same function compiled with the fast options
     (`options_for`: the same program and bits, compiled in a third to a half of the time);
     from the next call of that signature on, the plain program runs, compiled then (its code
     is faster: a shape called in a loop pays one more compile, then runs at full speed).
     Traced arguments (under ``jit``, ``vmap``, ``grad``) always take the plain ``jax.jit``,
-    inlined into the caller's program. Every program lives in a ``jax.jit`` cache, so
-    ``jax.clear_caches()`` drops them all. Usable as a decorator, with or without arguments;
-    ``__wrapped__`` is `fun`, ``.plain`` the plain jit and ``.fast`` the fast jits by their
-    options (a sorted tuple of items)."""
+    inlined into the caller's program.
+
+    The fast programs are compiled ahead of time (`_compile_ahead`) and kept by signature,
+    trace context (`jax_caches.trace_key`) and options in a store JAX's caches registry empties
+    (`_Programs`): a new small shape keeps its executable only, not its jaxpr and MLIR module;
+    a signature's fast program is dropped at its switch to the plain one. ``jax.clear_caches()``
+    drops every program, as for a ``jax.jit``. On a JAX whose internals `jax_caches` cannot
+    reach, the fast programs live in ``jax.jit`` caches instead (the same programs and bits).
+
+    Usable as a decorator, with or without arguments; ``__wrapped__`` is `fun`, ``.plain`` the
+    plain jit, ``.fast`` the ``jax.jit`` caches by options (the fallback) and ``.programs`` the
+    store of programs compiled ahead of time (``.programs.by_key``)."""
     if fun is None:
         return functools.partial(jit, static_argnames=static_argnames, inline=inline)
     plain = jax.jit(fun, static_argnames=static_argnames, inline=inline)
-    fast: dict[tuple, Callable] = {}  # one jit per set of options
+    fast: dict[tuple, Callable] = {}  # the fallback: one jit per set of options
+    programs = _Programs()
+    registered = []  # whether `programs` is registered with JAX's caches (on first use)
     calls: dict[tuple, int] = {}
+    static_names = frozenset(static_argnames)
+    static_at = _static_positions(fun, static_argnames)
+
+    def ahead(key, seen, options, args, kwargs):
+        """A fast call through a program compiled ahead of time."""
+        if not registered:
+            jax_caches.register(programs, f"jaxmax fast programs of {fun!r}")
+            registered.append(True)
+        full = (key, jax_caches.trace_key(), tuple(sorted(options.items())))
+        program = programs.by_key.get(full)
+        if program is None:
+            program = _compile_ahead(fun, static_argnames, options, args, kwargs)
+            programs.by_key[full] = program
+        if seen + 1 >= FAST_CALLS:  # its last fast call: the plain program from the next on
+            programs.by_key.pop(full, None)
+        if static_at:
+            args = tuple(a for i, a in enumerate(args) if i not in static_at)
+        if static_names:
+            kwargs = {k: v for k, v in kwargs.items() if k not in static_names}
+        return program(*args, **kwargs)
 
     @functools.wraps(fun)
     def call(*args, **kwargs):
@@ -135,7 +206,10 @@ def jit(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
             if seen < FAST_CALLS:
                 if len(calls) >= MAX_SIGNATURES:
                     calls.clear()
+                    programs.cache_clear()
                 calls[key] = seen + 1
+                if jax_caches.available() and not jax.config.jax_disable_jit:
+                    return ahead(key, seen, options, args, kwargs)  # (no AOT under disable_jit)
                 frozen = tuple(sorted(options.items()))
                 if frozen not in fast:
                     fast[frozen] = jax.jit(fun, static_argnames=static_argnames,
@@ -143,5 +217,5 @@ def jit(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
                 return fast[frozen](*args, **kwargs)
         return plain(*args, **kwargs)
 
-    call.plain, call.fast = plain, fast  # type: ignore[attr-defined]
+    call.plain, call.fast, call.programs = plain, fast, programs  # type: ignore[attr-defined]
     return call
