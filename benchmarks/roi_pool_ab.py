@@ -17,6 +17,10 @@ package of their own beside this tree's, and every output is checked bit-equal.
 * ``kernels``: the kernels XLA:CPU compiles apart (fusions of the optimized program, by kind)
   of the anchor's values and gradient programs (XLA:CPU compile time grows with their
   number).
+* ``same``: whether the anchor's values and gradient programs, optimized by XLA, are the base's
+  (instruction names, metadata and stack frames aside): a change that leaves them the same
+  changes no output bit and no run time, whatever the data (a refactoring of the tracing, for
+  instance, which ``hlo_hashes.py``'s StableHLO hashes would call a change).
 
     PYTHONPATH=$PWD python benchmarks/roi_pool_ab.py --base main --parts compile,run,small
 """
@@ -203,6 +207,33 @@ def part_kernels(base) -> None:
                       f"({', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))})")
 
 
+def _canonical(text: str) -> list[str]:
+    """The optimized HLO `text` without names, metadata, stack frames (the tables after the
+    module's header, and each instruction's id) or the header, its lines sorted (the order of
+    independent instructions may differ)."""
+    text = re.sub(r"^(FileNames|FunctionNames|FileLocations|StackFrames)$", "", text, flags=re.M)
+    text = re.sub(r"^\d+ .*$", "", text, flags=re.M)  # the tables' rows
+    text = re.sub(r", metadata=\{[^}]*\}", "", text)
+    text = re.sub(r", stack_frame_id=\d+", "", text)
+    text = re.sub(r"%[\w.\-]+", "%", text)
+    text = re.sub(r"^HloModule.*$", "", text, flags=re.M)
+    return sorted(line.strip() for line in text.splitlines() if line.strip())
+
+
+def part_same(base) -> None:
+    specs = (jax.ShapeDtypeStruct((1, 256, 50, 50), jnp.float32),
+             jax.ShapeDtypeStruct((300, 5), jnp.float32))
+    for face, rule in (("ONNX", "onnx"), ("OV", "openvino")):
+        for kind in ("values", "grad"):
+            texts = []
+            for module in (base, this_max_pool):
+                f = pool(module, rule) if kind == "values" else summed_grad(pool(module, rule))
+                jax.clear_caches()
+                texts.append(_canonical(jax.jit(f).lower(*specs).compile().as_text()))
+            print(f"same {face} {kind:6s}: optimized program "
+                  f"{'the same as' if texts[0] == texts[1] else 'DIFFERENT from'} the base's")
+
+
 def _rss_mb() -> float:
     with open(f"/proc/{os.getpid()}/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
@@ -248,6 +279,8 @@ def main() -> None:
         part_small(base, args.shapes)
     if "kernels" in parts:
         part_kernels(base)
+    if "same" in parts:
+        part_same(base)
 
 
 if __name__ == "__main__":
