@@ -171,7 +171,7 @@ def jit(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
     plain = jax.jit(fun, static_argnames=static_argnames, inline=inline)
     fast: dict[tuple, Callable] = {}  # the fallback: one jit per set of options
     programs = _Programs()
-    registered = []  # whether `programs` is registered with JAX's caches (on first use)
+    registered: list[bool] = []  # whether `programs` is registered with JAX's caches (on first use)
     calls: dict[tuple, int] = {}
     static_names = frozenset(static_argnames)
     static_at = _static_positions(fun, static_argnames)

@@ -73,12 +73,13 @@ def _works() -> bool:
         return False
     try:
         base = trace_key()
-        with jax.numpy_rank_promotion("raise" if jax.config.jax_numpy_rank_promotion != "raise"
-                                      else "allow"):
-            other = trace_key()
+        with jax.numpy_rank_promotion("raise"):
+            raised = trace_key()
+        with jax.numpy_rank_promotion("allow"):
+            allowed = trace_key()
         probe = _Probe()
         register(probe, "jaxmax probe")
         registered = probe in _jax_util._caches
-        return hash(base) == hash(trace_key()) and base != other and registered
+        return hash(base) == hash(trace_key()) and raised != allowed and registered
     except Exception:  # noqa: BLE001 (any failure of an internal: the public form)
         return False
