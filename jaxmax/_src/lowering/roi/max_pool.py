@@ -151,12 +151,11 @@ def _roi_bins(x, rois, pooled, spatial_scale):
 def _bin_geometry(packed, pooled, k=None):
     """The per-bin arrays of :func:`_geometry` from the ROIs' packed bins. Inside a loop over
     blocks, `k` (the block number, a traced non-negative int32): the bins then depend on it
-    (a maximum of the non-negative fields with ``-1 - k``, which changes nothing), so that
-    XLA computes these arrays inside the kernels that read them instead of hoisting each
-    into a kernel of its own before the loop."""
+    (`range_max.in_loop`), so that XLA computes these arrays inside the kernels that read them
+    instead of hoisting each into a kernel of its own before the loop."""
     ph, pw = pooled
     if k is not None:
-        packed = jnp.maximum(packed, np.int32(-1) - k)
+        packed = range_max.in_loop(packed, k)
     image, h_start, h_end, w_start, w_end, valid = bins_lowering.unpack(packed, pooled)
     shape = (image.shape[0], ph, pw)
     h0 = jnp.broadcast_to(h_start[:, :, None], shape)
@@ -547,10 +546,10 @@ def _values(x, rois, pooled, spatial_scale, rule):
         def element(image, h, w, lane):  # x[image, k*BLOCK + lane, h, w], read from x itself:
             # the block `xb` then feeds only the table, and XLA moves it there in the table's
             # kernel (two kernels fewer); channels past C (padding) read some element, unused
-            # (k as the larger of it and -1 - h, h >= 0: no change, but computed here, not
-            # hoisted out of the NaN loop into a kernel of its own)
+            # (k made to depend on h, `range_max.in_loop`: computed here, not hoisted out of
+            # the NaN loop into a kernel of its own)
             plane = np.int32(x_shape[2] * x_shape[3])
-            block = jnp.maximum(k, np.int32(-1) - h)
+            block = range_max.in_loop(k, h)
             at = (((image * np.int32(c) + lane) * np.int32(x_shape[2]) + h) * np.int32(x_shape[3])
                   + w + block * np.int32(BLOCK) * plane)
             return jnp.take(x.reshape(-1), at, mode="clip")

@@ -27,6 +27,14 @@ from jax import lax
 Combine = Callable[[Any, Any], Any]
 
 
+def in_loop(v, counter):
+    """`v` (non-negative int32) unchanged, but computed from `counter` (a loop's non-negative
+    int32 counter): ``max(v, -1 - counter)``. XLA hoists what a loop body computes from
+    loop-invariant values into kernels of their own before the loop; what depends on the
+    counter is computed in the body's kernels that read it (a kernel fewer each)."""
+    return jnp.maximum(v, np.int32(-1) - counter)
+
+
 def levels(size: int) -> int:
     """The number of levels along an axis of `size` >= 1: ``floor(log2(size)) + 1``."""
     return max(size, 1).bit_length()
@@ -96,11 +104,9 @@ def fill(table, planes, combine: Combine, stride: int, spans, spare: int = 0):
                                             for m in range(1, b_levels)], np.int32(0))
         return t - j * a_levels, j
 
-    def following(t):  # the slot of the level after slot t, and the width level count;
-        # the counts from spans that depend on t (a maximum with ``-1 - t``, t >= 0: no
-        # change), so that XLA computes them in the loop's kernels instead of hoisting them
-        # into a kernel of their own before the loop
-        counts = floor_log2(jnp.maximum(spans, np.int32(-1) - t)) + one
+    def following(t):  # the slot of the level after slot t, and the width level count (from
+        # spans made to depend on t: computed in the loop's kernels)
+        counts = floor_log2(in_loop(spans, t)) + one
         i = split(t)[0]
         return jnp.where(i + one == counts[0], t - i + a_levels, t + one), counts[1]
 
