@@ -26,9 +26,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import roi_oracle
 from helpers import assert_same, public_forms
 from segment_oracle import segment_max
 
+from jaxmax import onnx
 from jaxmax import openvino as jov
 from jaxmax._src.lowering import compile_options, jax_caches
 from jaxmax._src.lowering.scatter import built, private
@@ -139,20 +141,18 @@ def test_the_caches_probe_says_no_when_registering_fails(fresh_probes, monkeypat
 
 
 def test_small_eager_calls_without_the_caches_internals(fresh_probes, monkeypatch):
-    """The fallback keeps the fast programs in ``jax.jit`` caches: the same bits as a jitted
-    call, and nothing compiled ahead of time."""
+    """The fallback keeps the fast programs in ``jax.jit`` caches, compiles nothing ahead of
+    time, and a small eager call of an operator still gives the contract's values (the NumPy
+    oracle of tests/roi_oracle.py; NaN and a ROI partly outside the map)."""
     monkeypatch.setattr(jax_caches, "_PRIVATE", False)
     x = np.random.default_rng(5).standard_normal((1, 2, 7, 13)).astype(np.float32)
+    x[0, 1, 2, 4] = np.nan
     rois = np.array([[0, 0.5, 1.0, 9.0, 5.5], [0, -2.0, 0.0, 20.0, 3.0]], np.float32)
-    from jaxmax import onnx
-
-    def f(x, rois):
-        return onnx.max_roi_pool(x, rois, pooled_shape=(2, 3))
-
     entry = compile_options.jit(lambda v: v * 2)
     assert_same(np.asarray(entry(x)), x * 2)
     assert entry.programs.by_key == {} and entry.fast
-    assert_same(np.asarray(f(x, rois)), np.asarray(jax.jit(f)(x, rois)))
+    got = np.asarray(onnx.max_roi_pool(x, rois, pooled_shape=(2, 3)))
+    assert_same(got, roi_oracle.max_roi_pool(x, rois, 1.0, (2, 3)))
 
 
 def test_the_probes_run_inside_a_trace(fresh_probes):

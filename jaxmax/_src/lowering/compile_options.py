@@ -108,21 +108,6 @@ def options_for(args: tuple) -> dict:
     return options
 
 
-class _Programs:
-    """The fast programs of one `jit` function compiled ahead of time, by signature, trace
-    context and options: registered with JAX's caches (`jax_caches.register`), so
-    ``jax.clear_caches()`` empties it with them."""
-
-    def __init__(self) -> None:
-        self.by_key: dict[tuple, Any] = {}
-
-    def cache_clear(self) -> None:
-        self.by_key.clear()
-
-    def cache_info(self) -> int:
-        return len(self.by_key)
-
-
 def _static_positions(fun: Callable, static_argnames: Sequence[str]) -> frozenset[int]:
     """The positions of `static_argnames` that may be passed positionally (as ``jax.jit``
     finds them: from `fun`'s signature)."""
@@ -157,9 +142,9 @@ def jit(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
     inlined into the caller's program.
 
     The fast programs are compiled ahead of time (`_compile_ahead`) and kept by signature,
-    trace context (`jax_caches.trace_key`) and options in a store JAX's caches registry empties
-    (`_Programs`): a new small shape keeps its executable only, not its jaxpr and MLIR module;
-    a signature's fast program is dropped at its switch to the plain one. ``jax.clear_caches()``
+    trace context (`jax_caches.trace_key`) and options in a `jax_caches.Store` registered with
+    JAX's caches: a new small shape keeps its executable only, not its jaxpr and MLIR module; a
+    signature's fast program is dropped at its switch to the plain one. ``jax.clear_caches()``
     drops every program, as for a ``jax.jit``. On a JAX whose internals `jax_caches` cannot
     reach, the fast programs live in ``jax.jit`` caches instead (the same programs and bits).
 
@@ -170,7 +155,7 @@ def jit(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
         return functools.partial(jit, static_argnames=static_argnames, inline=inline)
     plain = jax.jit(fun, static_argnames=static_argnames, inline=inline)
     fast: dict[tuple, Callable] = {}  # the fallback: one jit per set of options
-    programs = _Programs()
+    programs = jax_caches.Store()  # the fast programs compiled ahead of time
     registered: list[bool] = []  # whether `programs` is registered with JAX's caches (on first use)
     calls: dict[tuple, int] = {}
     static_names = frozenset(static_argnames)

@@ -56,12 +56,18 @@ def register(cache: Any, what: str) -> None:
     _jax_util.register_cache(cache, what)
 
 
-class _Probe:
-    def cache_clear(self) -> None:
-        pass
+class Store:
+    """Programs by key (`by_key`), in the form JAX's cache registry takes: ``cache_clear``
+    (what ``jax.clear_caches()`` calls) and ``cache_info``."""
 
-    def cache_info(self) -> None:
-        return None
+    def __init__(self) -> None:
+        self.by_key: dict[Any, Any] = {}
+
+    def cache_clear(self) -> None:
+        self.by_key.clear()
+
+    def cache_info(self) -> int:
+        return len(self.by_key)
 
 
 @functools.cache
@@ -77,7 +83,7 @@ def _works() -> bool:
             raised = trace_key()
         with jax.numpy_rank_promotion("allow"):
             allowed = trace_key()
-        probe = _Probe()
+        probe = Store()
         register(probe, "jaxmax probe")
         registered = probe in _jax_util._caches
         return hash(base) == hash(trace_key()) and raised != allowed and registered
