@@ -10,7 +10,8 @@ this process's devices and returns the row of the collectives table.
 ``python tests/collectives.py`` prints the table (Markdown) for every case and layout, as
 docs/multi-host.md and benchmarks/RESULTS.md record it; run it with 8 CPU devices as the tests
 do (it sets them itself). ``python tests/collectives.py --grad`` prints the gradients' table
-(`measure(..., grad=True)`, judged by `gradient_violations`).
+(`measure(..., grad=True)`, judged by `gradient_violations`); ``--auto`` lays the inputs over
+``Auto`` mesh axes instead of ``Explicit`` ones.
 """
 
 from __future__ import annotations
@@ -108,16 +109,18 @@ def window_halo(case_name: str, inputs, specs) -> int:
     return total
 
 
-def placed(case, layout: str, devices, inputs=None):
+def placed(case, layout: str, devices, inputs=None, axis_type: str = "Explicit"):
     """The case's inputs laid out as `layout` over a mesh of `devices` (``"d"``, or ``"a"`` x
-    ``"b"`` when the layout names those axes), ``Explicit`` axes; or `inputs`, each laid out
-    as the layout's first input (an input and its tangent)."""
+    ``"b"`` when the layout names those axes) whose axes are `axis_type` (``"Explicit"`` or
+    ``"Auto"``); or `inputs`, each laid out as the layout's first input (an input and its
+    tangent)."""
     import jax
     from jax.sharding import AxisType, NamedSharding, PartitionSpec
 
     n = len(devices)
-    meshes = {"d": jax.make_mesh((n,), ("d",), axis_types=(AxisType.Explicit,), devices=devices),
-              "ab": jax.make_mesh((2, n // 2), ("a", "b"), axis_types=(AxisType.Explicit,) * 2,
+    kind = getattr(AxisType, axis_type)
+    meshes = {"d": jax.make_mesh((n,), ("d",), axis_types=(kind,), devices=devices),
+              "ab": jax.make_mesh((2, n // 2), ("a", "b"), axis_types=(kind,) * 2,
                                   devices=devices)}
     specs = case.layouts[layout]
     names = {a for s in specs if s is not None for e in s if e is not None
@@ -144,9 +147,11 @@ def gradient(case):
     return fn
 
 
-def measure(case, layout: str, devices=None, compiler_options=None, *, grad: bool = False) -> Row:
-    """The collectives of `case` jitted on its `layout` over `devices` (the first 4 by default),
-    compiled with XLA's `compiler_options` (its defaults when None): its values and indices, or
+def measure(case, layout: str, devices=None, compiler_options=None, *, grad: bool = False,
+            axis_type: str = "Explicit") -> Row:
+    """The collectives of `case` jitted on its `layout` over `devices` (the first 4 by default;
+    mesh axes of `axis_type`), compiled with XLA's `compiler_options` (its defaults when None):
+    its values and indices, or
     with `grad` its `gradient` alone (a program whose result does not depend on the inputs,
     Hardmax's zero gradient, keeps them as arguments: without any, JAX places it on one device
     and refuses the mesh-sharded result)."""
@@ -155,7 +160,7 @@ def measure(case, layout: str, devices=None, compiler_options=None, *, grad: boo
     devices = jax.devices()[:4] if devices is None else devices
     inputs = case.inputs()
     specs = case.layouts[layout]
-    args = placed(case, layout, devices)
+    args = placed(case, layout, devices, axis_type=axis_type)
     fn = gradient(case) if grad else case.fn
     text = jax.jit(fn, keep_unused=grad).lower(*args).compile(compiler_options).as_text()
     out = jax.eval_shape(case.fn, *args)
@@ -313,8 +318,10 @@ if __name__ == "__main__":
     jax.config.update("jax_num_cpu_devices", 8)
     from multiprocess_cases import CASES
 
+    kind = "Auto" if "--auto" in sys.argv[1:] else "Explicit"
     if "--grad" in sys.argv[1:]:
-        print(table(((measure(c, layout, grad=True), c) for c in CASES if c.grad
-                     for layout in c.layouts), gradient_violations))
+        print(table(((measure(c, layout, grad=True, axis_type=kind), c) for c in CASES
+                     if c.grad for layout in c.layouts), gradient_violations))
     else:
-        print(table((measure(c, layout), c) for c in CASES for layout in c.layouts))
+        print(table((measure(c, layout, axis_type=kind), c) for c in CASES
+                    for layout in c.layouts))

@@ -9,7 +9,9 @@ rules (`collectives.violations`): at most the outputs' bytes (plus the halo rows
 across shards) per device, and no all-gather of a sharded input whole. What the issue found and
 no lowering fixes yet is listed in `OVER`, strictly expected to fail with its reason: a change
 that fixes one must move it out of the list, and a change that makes another operator gather
-its input fails here. docs/multi-host.md holds the table.
+its input fails here. docs/multi-host.md holds the table. `test_collectives_on_auto_axes` holds
+every row to the same bound on ``Auto`` mesh axes, where XLA chooses the shardings after
+tracing; the rows over it there are in `AUTO_OVER`, strictly expected to fail.
 
 Gradients are held the same way (`test_gradients_move_outputs_not_inputs`): for every case
 marked ``grad`` and each of its layouts, the gradient tests/test_multiprocess.py checks across
@@ -340,3 +342,133 @@ def test_scatter_gradients_in_blocks_are_the_unsharded_bits(name):
             got = [np.asarray(a).view(np.uint32) for a in grads(*args, w)]
             for part, g, x in zip(("data", "updates"), got, want, strict=True):
                 assert np.array_equal(g, x), (layout, seed, part, int((g != x).sum()))
+
+
+# On ``Auto`` mesh axes a traced array's type names no sharding: TopK and SegmentMax choose their
+# per-device forms once XLA's partitioner knows it (jaxmax/_src/auto_partition.py); the other
+# forms read the sharding at trace time, on ``Explicit`` axes only, and on ``Auto`` axes XLA's
+# partitioner decides what moves. Each row over the bound there is listed, strictly expected to
+# fail with the reason of its operator's family (the first prefix of its name in `AUTO_REASONS`).
+AUTO_REASONS = {
+    "onnx.top_k": "TopK along its own sharded axis gathers no input (one all-to-all moves the "
+                  "top-k axis's mesh axes to another axis, lowering/top_k_sharded.py), but XLA's "
+                  "propagation lays the output out replicated and all-gathers it on top",
+    "openvino.top_k": "as onnx.top_k",
+    "openvino.max_pool": "the partitioner cuts the ceil-mode windows from a gathered, padded "
+                         "intermediate (the halo form reads the sharding at trace time)",
+    "onnx.max_pool": "as openvino.max_pool",
+    "onnx.global_max_pool": "the partitioner all-reduces the partial results, the NaN flags and a "
+                            "zero-sign flag per output (2-3x the output, never the input)",
+    "onnx.reduce_max": "as onnx.global_max_pool",
+    "openvino.reduce_max": "as onnx.global_max_pool",
+    "openvino.adaptive_max_pool": "the partitioner all-reduces a candidate array along H and "
+                                  "gathers the input along W",
+    "onnx.arg_max": "the partitioner all-gathers a key and an index per element of the axis",
+    "onnx.scatter_elements": "the partitioner gathers indices and updates and all-reduces "
+                             "output-sized arrays for the rule's checks",
+    "openvino.scatter_elements_update": "as onnx.scatter_elements",
+    "openvino.scatter_nd_update": "as onnx.scatter_elements",
+    "onnx.max_unpool": "the partitioner all-gathers I whole",
+    "onnx.max_roi_pool": "the partitioner gathers the sparse tables built from the images, or "
+                         "the ROIs",
+    "openvino.roi_pooling": "as onnx.max_roi_pool",
+    "onnx.roi_align": "the partitioner all-reduces output-sized partial sums",
+    "openvino.roi_align": "as onnx.roi_align",
+}
+AUTO_OVER_ROWS = [
+    ('openvino.max_pool MaxPool-14 k3 s2 ceil_torch', 'H'),
+    ('openvino.max_pool MaxPool-14 k3 s2 ceil_torch', 'W'),
+    ('openvino.max_pool MaxPool-14 k3 s2 ceil_torch', 'H and W'),
+    ('onnx.max_pool MaxPool-22 k3 s2 p1 ceil', 'H'),
+    ('onnx.max_pool MaxPool-22 k3 s2 p1 ceil', 'W'),
+    ('onnx.max_pool MaxPool-22 k3 s2 p1 ceil', 'H and W'),
+    ('onnx.global_max_pool GlobalMaxPool-22', 'H'),
+    ('onnx.global_max_pool GlobalMaxPool-22', 'W'),
+    ('onnx.global_max_pool GlobalMaxPool-22', 'H and W'),
+    ('openvino.adaptive_max_pool AdaptiveMaxPool-8 (5, 3)', 'H'),
+    ('openvino.adaptive_max_pool AdaptiveMaxPool-8 (5, 3)', 'W'),
+    ('openvino.adaptive_max_pool AdaptiveMaxPool-8 (5, 3)', 'H and W'),
+    ('openvino.adaptive_max_pool AdaptiveMaxPool-8 (8, 8) i32', 'H'),
+    ('openvino.adaptive_max_pool AdaptiveMaxPool-8 (8, 8) i32', 'W'),
+    ('openvino.adaptive_max_pool AdaptiveMaxPool-8 (8, 8) i32', 'H and W'),
+    ('openvino.reduce_max axes (1, 2)', 'channels (reduced)'),
+    ('openvino.reduce_max axes (1, 2)', 'H (reduced)'),
+    ('openvino.reduce_max axes (1, 2)', 'H and W (reduced)'),
+    ('openvino.reduce_max axis 3 keep_dims', 'H and W (reduced)'),
+    ('onnx.reduce_max ReduceMax-20 axes [1, 2]', 'channels (reduced)'),
+    ('onnx.reduce_max ReduceMax-20 axes [1, 2]', 'H (reduced)'),
+    ('onnx.reduce_max ReduceMax-20 axes [1, 2]', 'H and W (reduced)'),
+    ('onnx.reduce_max ReduceMax-13 all axes', 'batch'),
+    ('onnx.reduce_max ReduceMax-13 all axes', 'channels (reduced)'),
+    ('onnx.reduce_max ReduceMax-13 all axes', 'H (reduced)'),
+    ('onnx.reduce_max ReduceMax-13 all axes', 'H and W (reduced)'),
+    ('onnx.arg_max ArgMax-13 axis 1', 'channels (reduced)'),
+    ('onnx.arg_max ArgMax-13 axis 1 select_last_index keepdims 0', 'channels (reduced)'),
+    ('onnx.top_k TopK-24 K 3 axis 1', 'channels (reduced)'),
+    ('onnx.top_k TopK-24 K 5 axis 1 smallest unsorted', 'channels (reduced)'),
+    ('onnx.top_k TopK-1 k 2 last axis', 'W (top-k axis)'),
+    ('openvino.top_k TopK-11 k 3 axis 1 max value', 'channels (reduced)'),
+    ('openvino.top_k TopK-11 k 4 axis 1 min index stable i64', 'channels (reduced)'),
+    ('openvino.top_k TopK-3 k 2 axis 3 max none', 'W (top-k axis)'),
+    ('onnx.scatter_elements ScatterElements-18 max axis 0', 'scatter axis, all three'),
+    ('onnx.scatter_elements ScatterElements-18 max axis 0', 'other axis, all three'),
+    ('onnx.scatter_elements ScatterElements-18 max axis 0', 'indices and updates only'),
+    ('onnx.scatter_elements ScatterElements-18 max axis 1', 'scatter axis, all three'),
+    ('onnx.scatter_elements ScatterElements-18 max axis 1', 'other axis, all three'),
+    ('onnx.scatter_elements ScatterElements-18 max axis 1', 'indices and updates only'),
+    ('openvino.scatter_elements_update SEU-12 max axis 0', 'scatter axis, all three'),
+    ('openvino.scatter_elements_update SEU-12 max axis 0', 'other axis, all three'),
+    ('openvino.scatter_elements_update SEU-12 max axis 0', 'data only, scatter axis'),
+    ('openvino.scatter_elements_update SEU-12 max axis 0', 'indices and updates only'),
+    ('openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False',
+     'scatter axis, all three'),
+    ('openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False',
+     'other axis, all three'),
+    ('openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False',
+     'data only, scatter axis'),
+    ('openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False',
+     'indices and updates only'),
+    ('openvino.scatter_nd_update ScatterNDUpdate-15 max k 2', 'indices and updates'),
+    ('onnx.max_unpool MaxUnpool-22 k2 s2', 'batch'),
+    ('onnx.max_unpool MaxUnpool-22 k2 s2', 'channels'),
+    ('onnx.max_unpool MaxUnpool-22 k2 s2', 'H'),
+    ('onnx.max_unpool MaxUnpool-22 k2 s2', 'X only, channels'),
+    ('onnx.max_roi_pool MaxRoiPool-22 3x3', 'batch'),
+    ('onnx.max_roi_pool MaxRoiPool-22 3x3 (values)', 'rois sharded'),
+    ('openvino.roi_pooling ROIPooling-1 2x3', 'batch'),
+    ('openvino.roi_pooling ROIPooling-1 2x3', 'channels'),
+    ('openvino.roi_pooling ROIPooling-1 2x3 (values)', 'rois sharded'),
+    ('onnx.roi_align RoiAlign-22 max 3x3 sr 2', 'batch'),
+    ('openvino.roi_align ROIAlign-9 avg 2x2 sr 2 half_pixel', 'batch'),
+]
+AUTO_OVER = {row: "on Auto axes: " + next(r for p, r in AUTO_REASONS.items()
+                                          if row[0].startswith(p + " "))
+             for row in AUTO_OVER_ROWS}
+
+
+@functools.cache
+def _measured_auto(name: str, layout: str) -> collectives.Row:
+    return collectives.measure(by_name(name), layout, jax.devices()[:4],
+                               compile_options.fast_compile(), axis_type="Auto")
+
+
+@pytest.mark.parametrize("case,layout", list(_params(
+    [(c, layout) for c in CASES for layout in c.layouts], AUTO_OVER)))
+def test_collectives_on_auto_axes(case, layout):
+    """The same bound on ``Auto`` mesh axes, where XLA chooses every sharding after tracing."""
+    row = _measured_auto(case.name, layout)
+    problems = collectives.violations(row, case)
+    assert not problems, f"{row.case} [{row.layout}] on Auto axes: " + "; ".join(problems) + \
+        "\n" + "\n".join(c.shape + " " + c.kind for c in row.collectives)
+
+
+def test_topk_and_segment_max_gather_no_input_on_auto_axes():
+    """What `auto_partition` changed: no TopK or SegmentMax row all-gathers a sharded input on
+    ``Auto`` axes (XLA's partitioner gathered the whole input before the CPU ``TopK`` and the
+    rows at SegmentMax's scatter)."""
+    for case in CASES:
+        if case.name.split(" ")[0] in ("onnx.top_k", "openvino.top_k", "openvino.segment_max"):
+            for layout in case.layouts:
+                problems = collectives.violations(_measured_auto(case.name, layout), case)
+                assert not [p for p in problems if "all-gathers" in p], (case.name, layout)
+

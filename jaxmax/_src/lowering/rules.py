@@ -53,6 +53,14 @@ def cross_device_possible(*arrays) -> bool:
                for a in arrays)
 
 
+def several_devices() -> bool:
+    """Whether this process sees more than one device: only then can an outer ``jit`` lay an
+    input over a mesh whose sharding XLA chooses (:mod:`jaxmax._src.auto_partition`). Decided
+    per process, not per call, so that an eager call and a traced one of the same shapes share
+    one program."""
+    return _device_count() > 1
+
+
 @functools.cache
 def _device_count() -> int:
     return jax.device_count()

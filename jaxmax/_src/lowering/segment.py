@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import dtypes, explicit_axes
+from jaxmax._src import auto_partition, dtypes, explicit_axes
 from jaxmax._src.lowering import compile_options, order, rules
 from jaxmax._src.lowering.scatter import private as private_scatter
 
@@ -24,18 +24,21 @@ def segment_max(data: jax.Array, segment_ids: jax.Array, num_segments: int,
                 fill: str) -> jax.Array:
     """Per-segment OpenVINO-rule max with the empty-segment `fill` (see `_segment_max_jit`)."""
     return _segment_max_jit(data, segment_ids, num_segments, fill,
-                            rules.cross_device_possible(data, segment_ids))
+                            rules.cross_device_possible(data, segment_ids),
+                            rules.several_devices())
 
 
-@compile_options.jit(static_argnames=("num_segments", "fill", "cross_device"))
+@compile_options.jit(static_argnames=("num_segments", "fill", "cross_device", "auto"))
 def _segment_max_jit(data: jax.Array, segment_ids: jax.Array, num_segments: int, fill: str,
-                     cross_device: bool) -> jax.Array:
+                     cross_device: bool, auto: bool = False) -> jax.Array:
     """Per-segment OpenVINO-rule max; empty segments get `fill` (``"zero"``/``"lowest"``).
 
     An empty segment comes out of the max rule as lowest(T) already, which is the ``"lowest"``
     fill. For ``"zero"``, emptiness is decided by counting members (a 1-D scatter of ones), never
     by comparing values with a sentinel; the count runs only when some output equals lowest(T).
-    Ids outside ``[0, num_segments)`` are dropped.
+    Ids outside ``[0, num_segments)`` are dropped. Floating rows sharded over ``Explicit`` axes
+    take `_across_rows`; on ``Auto`` axes (`auto`: several devices in the process) the same
+    per-device form is chosen once XLA knows the sharding (`_on_auto_axes`).
     """
     def compute(data, segment_ids):
         return _segment_max(data, segment_ids, num_segments, fill, cross_device)
@@ -44,6 +47,8 @@ def _segment_max_jit(data: jax.Array, segment_ids: jax.Array, num_segments: int,
         return explicit_axes.divisible(
             mesh, (None,) + explicit_axes.spec_of(data)[1:], (num_segments,) + data.shape[1:])
 
+    if auto and not (explicit_axes.names_of(data) or explicit_axes.names_of(segment_ids)):
+        return _on_auto_axes(data, segment_ids, num_segments, fill, cross_device)
     rows = explicit_axes.explicit_only(data, 0)
     if (rows and dtypes.is_floating(data.dtype)
             and explicit_axes.spec_of(segment_ids)[0] in (None, explicit_axes.spec_of(data)[0])
@@ -52,17 +57,15 @@ def _segment_max_jit(data: jax.Array, segment_ids: jax.Array, num_segments: int,
     return explicit_axes.run(compute, (data, segment_ids), out_spec)
 
 
-@partial(jax.custom_jvp, nondiff_argnums=(2, 3, 4, 5))
-def _across_rows(data, segment_ids, num_segments, fill, cross_device, rows):
-    """SegmentMax of floating `data` whose rows are sharded over the ``Explicit`` mesh axes
-    `rows`: each device takes the rule's max of its own rows into a whole output, marks the
-    segments it has no member of, and one all-reduce of those outputs as ordered integer keys
-    (``order.monotone_bits``: ``+0.0`` above ``-0.0``; no NaN is left) combines them, an empty
-    segment's key the smallest integer, below every value's. The output's bytes move once;
-    the partitioner gathered the rows instead. The derivative is `_segment_max`'s."""
-    spec = explicit_axes.spec_of(data)
-    low = dtypes.lowest(data.dtype)
-    filler = dtypes.zero(data.dtype) if fill == "zero" else low
+def _per_device(num_segments: int, fill: str, dtype, rows: tuple[str, ...]):
+    """Each device's SegmentMax of its block of floating rows (and their ids), combined across
+    the mesh axes `rows` that split the rows: the rule's max of the device's own rows into a
+    whole output, the segments it has no member of marked, and one all-reduce of those
+    outputs as ordered integer keys (``order.monotone_bits``: ``+0.0`` above ``-0.0``; no NaN is
+    left), an empty segment's key the smallest integer, below every value's. The output's
+    bytes move once; the partitioner gathered the rows instead."""
+    low = dtypes.lowest(dtype)
+    filler = dtypes.zero(dtype) if fill == "zero" else low
 
     def per_block(block, ids):
         if ids.dtype.itemsize == 8:
@@ -76,14 +79,58 @@ def _across_rows(data, segment_ids, num_segments, fill, cross_device, rows):
         key = lax.pmax(jnp.where(mine, key, empty_key), rows)
         return jnp.where(key == empty_key, filler, order.from_monotone_bits(key, block.dtype))
 
+    return per_block
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(2, 3, 4, 5))
+def _across_rows(data, segment_ids, num_segments, fill, cross_device, rows):
+    """SegmentMax of floating `data` whose rows are sharded over the ``Explicit`` mesh axes
+    `rows`, by `_per_device` in ``jax.shard_map``. The derivative is `_segment_max`'s."""
+    spec = explicit_axes.spec_of(data)
     mesh = jax.typeof(data).sharding.mesh
     if explicit_axes.spec_of(segment_ids)[0] != spec[0]:  # replicated ids: each its own slice
         segment_ids = jax.sharding.reshard(
             segment_ids, jax.sharding.NamedSharding(mesh, jax.P(spec[0])))
     # check_vma=False: the private combiner scatter (JAX's own primitive, bound directly) has
     # no rule for a mesh-invariant operand (the filled output) beside varying ones
-    return jax.shard_map(per_block, mesh=mesh, in_specs=(jax.P(*spec), jax.P(spec[0])),
+    return jax.shard_map(_per_device(num_segments, fill, data.dtype, rows), mesh=mesh,
+                         in_specs=(jax.P(*spec), jax.P(spec[0])),
                          out_specs=jax.P(None, *spec[1:]), check_vma=False)(data, segment_ids)
+
+
+def _on_auto_axes(data, segment_ids, num_segments, fill, cross_device):
+    """SegmentMax where XLA chooses the sharding (:mod:`jaxmax._src.auto_partition`): floating
+    rows sharded (their ids sharded alike, or replicated: each device then takes its own
+    slice) by `_per_device`; rows not sharded, the trailing axes (and ids replicated), each
+    device computes its own block. Otherwise the inputs are gathered. The derivative is
+    `_segment_max`'s."""
+    def plain(d, i, cross=cross_device):
+        return (_segment_max(d, i, num_segments, fill, cross),)
+
+    def planner(mesh, specs):
+        spec, ids_spec = specs
+        if not auto_partition.even(mesh, spec, data.shape):
+            return None
+        out_spec = (None,) + spec[1:]
+        if spec[0] is None:
+            if ids_spec[0] is not None:
+                return None
+            return auto_partition.Plan(partial(plain, cross=False), (spec, ids_spec),
+                                       (out_spec,))
+        if not dtypes.is_floating(data.dtype) or ids_spec[0] not in (None, spec[0]):
+            return None
+        per_block = _per_device(num_segments, fill, data.dtype,
+                                explicit_axes.entry_names(spec[0]))
+        return auto_partition.Plan(lambda d, i: (per_block(d, i),), (spec, (spec[0],)),
+                                   (out_spec,))
+
+    def jvp(primals, tangents, out):
+        del out
+        return jax.jvp(lambda d: plain(d, primals[1]), (primals[0],), (tangents[0],))[1]
+
+    kept = ((None,) + tuple((0, i) for i in range(1, data.ndim)),)
+    return auto_partition.call(plain, planner, (data, segment_ids), kept=kept,
+                               jvp=jvp)[0]
 
 
 @_across_rows.defjvp

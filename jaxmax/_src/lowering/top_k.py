@@ -22,9 +22,10 @@ Inputs sharded over ``Explicit`` mesh axes along other axes only are computed bl
 before its CPU ``TopK``); the output keeps the sharding of every other axis. Sharded along the
 top-k axis over ``Explicit`` axes, one all-to-all moves that axis's mesh axes to another axis
 (:mod:`jaxmax._src.lowering.top_k_sharded`), where the output is then sharded; without an axis
-that divides, or on ``Auto`` axes, with those axes made ``Auto``
-(:mod:`jaxmax._src.explicit_axes`): the partitioner gathers the input and the top-k axis of the
-output is replicated.
+that divides, with those axes made ``Auto`` (:mod:`jaxmax._src.explicit_axes`): the partitioner
+gathers the input and the top-k axis of the output is replicated. On ``Auto`` axes (several
+devices in the process, no sharding in the input's type) the same per-device forms are chosen
+once XLA knows the sharding (:mod:`jaxmax._src.auto_partition`).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import dtypes, explicit_axes
+from jaxmax._src import auto_partition, dtypes, explicit_axes
 from jaxmax._src.lowering import compile_options, order, rules, top_k_chunked, top_k_sharded
 
 #: Inputs of at most this many bytes are selected by the key alone, without first trying the
@@ -52,29 +53,63 @@ def top_k(x: jax.Array, k: int, *, axis: int, descending: bool, nan_order: str,
     order) and their indices; NaN ranks before every number (`nan_order` ``"first"``) or after
     (``"last"``) in that order. `axis` is normalised; ``0 <= k <= x.shape[axis]``."""
     return _top_k_jit(x, k=k, axis=axis, descending=descending, nan_order=nan_order,
-                      by_index=by_index, index_dtype=np.dtype(index_dtype))
+                      by_index=by_index, index_dtype=np.dtype(index_dtype),
+                      auto=rules.several_devices())
 
 
 @compile_options.jit(
-    static_argnames=("k", "axis", "descending", "nan_order", "by_index", "index_dtype"))
-def _top_k_jit(x, *, k, axis, descending, nan_order, by_index, index_dtype):
+    static_argnames=("k", "axis", "descending", "nan_order", "by_index", "index_dtype", "auto"))
+def _top_k_jit(x, *, k, axis, descending, nan_order, by_index, index_dtype, auto=False):
     compute = partial(select_along, k=k, axis=axis, descending=descending, nan_order=nan_order,
                       by_index=by_index, index_dtype=index_dtype)
+    across = partial(top_k_sharded.plan, k=k, axis=axis, by_index=by_index,
+                     select_block=lambda v, kk, b: select_along(
+                         v, k=kk, axis=axis, descending=descending, nan_order=nan_order,
+                         by_index=b, index_dtype=index_dtype),
+                     select=lambda v, kk: _select(v, kk, descending, nan_order, False, False)[1],
+                     take=_take)
     spec = explicit_axes.spec_of(x)
+    if auto and not explicit_axes.names_of(x):  # no sharding in the type: XLA's to choose
+        return _on_auto_axes(x, compute, across, axis)
     along = explicit_axes.explicit_only(x, axis)
     if along:
-        out = top_k_sharded.across_blocks(
-            x, along, k=k, axis=axis, by_index=by_index,
-            select_block=lambda v, kk, b: select_along(
-                v, k=kk, axis=axis, descending=descending, nan_order=nan_order, by_index=b,
-                index_dtype=index_dtype),
-            select=lambda v, kk: _select(v, kk, descending, nan_order, False, False)[1],
-            take=_take)
-        if out is not None:
-            return out
+        got = across(tuple(x.shape), x.dtype, spec, jax.typeof(x).sharding.mesh, along)
+        if got is not None:
+            per_device, in_spec, out_spec = got
+            return jax.shard_map(per_device, mesh=jax.typeof(x).sharding.mesh,
+                                 in_specs=(jax.P(*in_spec),),
+                                 out_specs=(jax.P(*out_spec),) * 2)(x)
     return explicit_axes.blockwise(
         compute, x, axis, lambda _: tuple(None if i == axis else e for i, e in enumerate(spec)),
         outputs=2)
+
+
+def _on_auto_axes(x, compute, across, axis):
+    """`compute(x)` where XLA chooses the sharding (:mod:`jaxmax._src.auto_partition`): each
+    device selects in its own block when the top-k axis is not sharded, the all-to-all form
+    of `top_k_sharded` when it is; the input is gathered only when neither applies (blocks
+    of unequal size, no axis to take the top-k axis's sharding). The values' derivative is
+    the tangent gathered at the indices, as on one device."""
+    def planner(mesh, specs):
+        spec = specs[0]
+        if not auto_partition.even(mesh, spec, x.shape):
+            return None
+        names = explicit_axes.entry_names(spec[axis])
+        if not names:
+            return auto_partition.Plan(compute, (spec,), (spec, spec))
+        got = across(tuple(x.shape), x.dtype, spec, mesh, names)
+        return None if got is None else auto_partition.Plan(got[0], (got[1],), (got[2],) * 2)
+
+    def jvp(primals, tangents, out):  # `_take_exact`'s derivative
+        values, indices = out
+        zero = np.zeros(indices.shape, jax.dtypes.float0)
+        if not dtypes.is_floating(values.dtype):
+            return zero, zero
+        return jnp.take_along_axis(tangents[0], indices, axis=axis,
+                                   mode="promise_in_bounds"), zero
+
+    kept = tuple(None if i == axis else (0, i) for i in range(x.ndim))
+    return auto_partition.call(compute, planner, (x,), kept=(kept, kept), jvp=jvp)
 
 
 def select_along(x, *, k, axis, descending, nan_order, by_index, index_dtype):

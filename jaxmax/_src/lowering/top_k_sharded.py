@@ -1,12 +1,13 @@
-"""TopK along an axis sharded over ``Explicit`` mesh axes: each device selects for a block of the
-other axes, and the output keeps the input's sharding on another axis.
+"""TopK along a sharded axis (``Explicit`` mesh axes, or ``Auto`` ones once XLA has chosen): each
+device selects for a block of the other axes, and the output keeps the input's sharding on
+another axis.
 
 XLA's partitioner gathers the whole input before the CPU ``TopK`` (every device then holds the
-whole, replicated answer). Here, inside ``jax.shard_map``, the mesh axes that split the top-k
+whole, replicated answer). Here, in each device's function, the mesh axes that split the top-k
 axis move to another axis (`target_axis`: the first whose length divides over them with the
 mesh axes it already has), by one ``all_to_all``:
 
-* of the device's block itself (`across_blocks`' first form): each device receives the whole
+* of the device's block itself (`plan`'s first form): each device receives the whole
   top-k axis for its share of the other axis and selects there exactly as one device would
   (the same program, so values, indices and gradient are the single-device ones bit for bit);
 * or, when that is smaller, of its block's own top ``min(k, n / D)`` candidates (values and
@@ -19,7 +20,7 @@ Either way each device receives at most its share of the input (``n / D`` elemen
 its block) and at most the output's bytes; nothing is gathered. The output is sharded along the
 target axis (its mesh axes, then the moved ones) instead of being replicated: a replicated
 output would cost at least its own bytes in an all-gather on top. Without such an axis (or with
-``k = 0``), `across_blocks` returns None and the caller gathers as before.
+``k = 0``), `plan` returns None and the caller gathers as before.
 """
 
 from __future__ import annotations
@@ -45,28 +46,31 @@ def target_axis(shape: tuple[int, ...], spec: tuple, axis: int, mesh) -> int | N
     return None
 
 
-def across_blocks(x: jax.Array, names: tuple[str, ...], *, k: int, axis: int, by_index: bool,
-                  select_block: Callable, select: Callable, take: Callable):
-    """The top `k` along `axis` of `x` sharded there over the ``Explicit`` mesh axes `names`
-    (``explicit_axes.explicit_only``), as ``(values, indices)`` sharded along `target_axis`;
-    None when no axis can take the sharding.
+def plan(shape: tuple[int, ...], dtype, spec: tuple, mesh, names: tuple[str, ...], *, k: int,
+         axis: int, by_index: bool, select_block: Callable, select: Callable, take: Callable):
+    """The top `k` along `axis` of an input of `shape` and `dtype` laid out as `spec` on `mesh`,
+    its top-k axis sharded over the mesh axes `names`: ``(per_device, spec, out_spec)``, the
+    function each device runs on its block (naming the mesh axes: ``jax.shard_map`` on
+    ``Explicit`` axes, :mod:`jaxmax._src.auto_partition` on ``Auto`` axes) giving ``(values,
+    indices)`` laid out as `out_spec` (sharded along `target_axis`); None when no axis can take
+    the sharding.
 
     ``select_block(x, k, by_index)`` is the one-device selection along `axis` (values, indices);
     ``select(x, k)`` selects along the last axis by the same key and returns the positions in
     key order; ``take(x, positions)`` gathers along the last axis exactly (bits
     kept, the tangent gathered alike)."""
-    spec = explicit_axes.spec_of(x)
-    mesh = jax.typeof(x).sharding.mesh
-    t = target_axis(tuple(x.shape), spec, axis, mesh)
+    t = target_axis(shape, spec, axis, mesh)
     if t is None or k == 0:
         return None
     devices = explicit_axes.devices_along(mesh, names)
-    n_local = x.shape[axis] // devices
+    n_local = shape[axis] // devices
     k_local = min(k, n_local)
+    ndim = len(shape)
     _, index_probe = jax.eval_shape(lambda v: select_block(v, 1, False),
-                                    jax.ShapeDtypeStruct((1,) * x.ndim, x.dtype))
-    candidates = k_local * (x.dtype.itemsize + np.dtype(index_probe.dtype).itemsize)
-    by_rows = n_local * x.dtype.itemsize <= candidates
+                                    jax.ShapeDtypeStruct((1,) * ndim, dtype))
+    itemsize = np.dtype(dtype).itemsize
+    candidates = k_local * (itemsize + np.dtype(index_probe.dtype).itemsize)
+    by_rows = n_local * itemsize <= candidates
 
     def whole_rows(block):
         return select_block(_exchange(block, names, t, axis), k, by_index)
@@ -85,9 +89,7 @@ def across_blocks(x: jax.Array, names: tuple[str, ...], *, k: int, axis: int, by
     out = list(spec)
     out[axis] = None
     out[t] = explicit_axes.entry_names(spec[t]) + tuple(names)
-    block_spec, out_spec = jax.P(*spec), jax.P(*out)
-    return jax.shard_map(whole_rows if by_rows else merged, mesh=mesh, in_specs=(block_spec,),
-                         out_specs=(out_spec, out_spec))(x)
+    return whole_rows if by_rows else merged, tuple(spec), tuple(out)
 
 
 def _exchange(block, names, split, concat):

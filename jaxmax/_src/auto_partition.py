@@ -1,0 +1,140 @@
+"""Arrays on ``Auto`` mesh axes: a lowering's per-device form, chosen once XLA knows the shardings.
+
+On ``Explicit`` axes a traced array's type names its sharding, so a lowering picks its
+per-device form at trace time (:mod:`jaxmax._src.explicit_axes`, ``jax.shard_map``). On ``Auto``
+axes the type names none: the sharding is chosen by XLA's propagation, after tracing, and XLA's
+partitioner then decides what moves (it gathers the whole input before the CPU ``TopK``, and the
+data of a scatter). `call` wraps a one-device computation in
+``jax.experimental.custom_partitioning``:
+
+* compiled for one device, the computation is inlined as it is;
+* compiled for a mesh, XLA's SPMD partitioner passes the operands' shardings to the caller's
+  `Plan` function, which returns the per-device function (the body the ``Explicit`` form runs
+  in ``jax.shard_map``, collectives over the mesh axis names included) with the specs it takes
+  and gives; or None, and the operands are gathered and every device computes the whole answer
+  (what the partitioner does for ``TopK`` on its own).
+
+``custom_partitioning`` has no batching or differentiation rules of its own: under ``jax.vmap``
+the computation runs as it is (a ``custom_vmap`` rule; the partitioner then decides), and the
+caller gives the derivative as a ``jvp`` from the primal outputs (a ``custom_jvp``), or none
+(the outputs are not differentiable). A call whose inputs cannot be on several devices (one
+device in the process, or concrete arrays on one device) takes the computation itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import jax
+from jax.custom_batching import custom_vmap
+from jax.experimental.custom_partitioning import custom_partitioning
+from jax.sharding import NamedSharding, PartitionSpec
+
+from jaxmax._src import explicit_axes
+
+Spec = tuple  # one entry per axis: None, a mesh axis name, or a tuple of names
+
+
+class Plan(NamedTuple):
+    """A per-device form: ``per_device(*blocks)`` on each device's blocks of the operands laid
+    out as `in_specs`, giving blocks of the outputs laid out as `out_specs` (every mesh axis
+    manual: collectives name the mesh axes)."""
+
+    per_device: Callable[..., Any]
+    in_specs: tuple[Spec, ...]
+    out_specs: tuple[Spec, ...]
+
+
+Planner = Callable[[Any, tuple[Spec, ...]], "Plan | None"]
+
+
+def even(mesh, spec: Spec, shape: Sequence[int]) -> bool:
+    """Whether every axis of `shape` divides evenly over its mesh axes in `spec` (per-device
+    blocks must all have the one shape the plan was traced for)."""
+    return explicit_axes.divisible(mesh, spec, tuple(shape)) == tuple(spec)
+
+
+Kept = Sequence[Sequence["tuple[int, int] | None"]]
+
+
+def call(plain: Callable[..., tuple], planner: Planner, args: Sequence[jax.Array], *,
+         kept: Kept, jvp: Callable | None = None) -> tuple:
+    """``plain(*args)`` (a tuple of arrays), partitioned by `planner` where the partitioner
+    runs: ``planner(mesh, specs)`` with the operands' specs on `mesh` (one entry per axis).
+    `kept[r][i]`: the ``(operand, axis)`` whose sharding axis `i` of result `r` takes when the
+    plan keeps it (XLA's propagation then lays the result out as the plan gives it), or None.
+    `jvp(primals, tangents, outputs)` gives the output tangents (None: not differentiable)."""
+    shapes = [tuple(a.shape) for a in args]
+    outs = jax.eval_shape(plain, *args)
+    rule = _rule(shapes, kept)
+
+    @custom_partitioning
+    def partitioned(*a):
+        return tuple(plain(*a))
+
+    def partition(mesh, arg_shapes, result_shape):
+        del result_shape
+        specs = tuple(_spec(s.sharding, len(s.shape)) for s in arg_shapes)
+        plan = planner(mesh, specs) if not mesh.empty and all(
+            isinstance(s.sharding, NamedSharding) for s in arg_shapes) else None
+        if plan is None:
+            plan = Plan(lambda *a: tuple(plain(*a)), tuple(() for _ in shapes),
+                        tuple(() for _ in outs))
+        return (mesh, lambda *a: tuple(plan.per_device(*a)),
+                tuple(NamedSharding(mesh, PartitionSpec(*s)) for s in plan.out_specs),
+                tuple(NamedSharding(mesh, PartitionSpec(*s)) for s in plan.in_specs))
+
+    def infer(mesh, arg_shapes, result_shape):  # the GSPMD partitioner (Shardy off)
+        del result_shape
+        specs = tuple(_spec(s.sharding, len(s.shape)) for s in arg_shapes)
+        plan = planner(mesh, specs) if all(
+            isinstance(s.sharding, NamedSharding) for s in arg_shapes) else None
+        out_specs = plan.out_specs if plan is not None else tuple(() for _ in outs)
+        return tuple(NamedSharding(mesh, PartitionSpec(*s)) for s in out_specs)
+
+    partitioned.def_partition(partition=partition, infer_sharding_from_operands=infer,
+                              sharding_rule=rule)
+
+    @custom_vmap
+    def batchable(*a):
+        return partitioned(*a)
+
+    @batchable.def_vmap
+    def _batched(axis_size, in_batched, *a):
+        del axis_size
+        got = jax.vmap(lambda *v: tuple(plain(*v)),
+                       in_axes=tuple(0 if b else None for b in in_batched))(*a)
+        return got, tuple(True for _ in got)
+
+    if jvp is None:
+        return batchable(*args)
+
+    @jax.custom_jvp
+    def differentiable(*a):
+        return batchable(*a)
+
+    @differentiable.defjvp
+    def _jvp(primals, tangents):
+        out = differentiable(*primals)
+        return out, jvp(primals, tangents, out)
+
+    return differentiable(*args)
+
+
+def _spec(sharding, ndim: int) -> Spec:
+    if not isinstance(sharding, NamedSharding):
+        return (None,) * ndim
+    spec = tuple(sharding.spec)
+    return spec + (None,) * (ndim - len(spec))
+
+
+def _rule(shapes: Sequence[tuple[int, ...]], kept: Kept) -> str:
+    """Shardy's rule: a factor for every axis of every operand, shared by the result axes that
+    keep it (`kept`), and one of its own for each other result axis: propagation takes each
+    operand's sharding as it comes and gives the results what the plan keeps."""
+    operands = [[f"a{o}x{i}" for i in range(len(s))] for o, s in enumerate(shapes)]
+    results = [[operands[k[0]][k[1]] if k is not None else f"r{r}x{i}"
+                for i, k in enumerate(axes)] for r, axes in enumerate(kept)]
+    return (", ".join(" ".join(f) for f in operands) + " -> "
+            + ", ".join(" ".join(f) for f in results))

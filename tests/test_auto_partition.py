@@ -1,0 +1,73 @@
+"""TopK and SegmentMax on ``Auto`` mesh axes (jaxmax/_src/auto_partition.py): the per-device forms
+chosen once XLA knows the sharding give the one-device answer bit for bit under ``jit``, under
+``vmap`` (where the computation runs unwrapped) and through ``grad``; their collectives are in
+tests/test_collectives.py, their runs across processes in tests/test_multiprocess.py."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+from multiprocess_cases import tricky
+
+from jaxmax import onnx
+from jaxmax import openvino as ov
+
+
+def _mesh():
+    return jax.make_mesh((4,), ("d",), axis_types=(AxisType.Auto,), devices=jax.devices()[:4])
+
+
+def _bits(a):
+    a = np.asarray(a)
+    return a.view(np.int32) if a.dtype == np.float32 else a
+
+
+def _same(got, expected):
+    for g, e in zip(jax.tree.leaves(got), jax.tree.leaves(expected), strict=True):
+        np.testing.assert_array_equal(_bits(g), _bits(e))
+
+
+TOP_K = {
+    "onnx axis 1": lambda v: onnx.top_k(v, 3, axis=1),
+    "onnx last": lambda v: onnx.top_k(v, 2, axis=-1, largest=0),
+    "openvino index": lambda v: ov.top_k(v, 4, axis=1, mode="max", sort="index"),
+}
+
+
+@pytest.mark.parametrize("spec", [P("d"), P(None, "d"), P(None, None, None, "d")],
+                         ids=["batch", "channels", "W"])
+@pytest.mark.parametrize("name", sorted(TOP_K))
+def test_top_k_on_auto_axes(name, spec):
+    f = TOP_K[name]
+    x = tricky(3, (4, 8, 4, 16))
+    xs = jax.device_put(x, NamedSharding(_mesh(), spec))
+    _same(jax.jit(f)(xs), f(x))
+
+    def loss(v):
+        return (f(v)[0] * np.float32(1.5)).sum()
+    _same(jax.jit(jax.grad(loss))(xs), jax.grad(loss)(x))
+    _same(jax.jit(jax.vmap(f))(xs), jax.vmap(f)(x))
+
+
+@pytest.mark.parametrize("specs", [(P("d"), P("d")), (P("d"), P()), (P(None, "d"), P())],
+                         ids=["rows and ids", "rows", "trailing"])
+@pytest.mark.parametrize("fill", ["ZERO", "LOWEST"])
+def test_segment_max_on_auto_axes(fill, specs):
+    data = tricky(4, (16, 8, 4))
+    ids = np.sort(np.random.default_rng(5).integers(0, 12, 16)).astype(np.int32)
+    mesh = _mesh()
+    placed = [jax.device_put(a, NamedSharding(mesh, s)) for a, s in zip((data, ids), specs,
+                                                                         strict=True)]
+
+    def f(d, i):
+        return ov.segment_max(d, i, num_segments=12, fill_mode=fill)
+    _same(jax.jit(f)(*placed), f(data, ids))
+
+    def loss(d, i):
+        return (f(d, i) * np.float32(1.5)).sum()
+    _same(jax.jit(jax.grad(loss))(*placed), jax.grad(loss)(data, ids))
+    batched = jax.vmap(f, in_axes=(2, None))
+    _same(jax.jit(batched)(*placed), batched(data, ids))
