@@ -344,8 +344,9 @@ def test_scatter_gradients_in_blocks_are_the_unsharded_bits(name):
                 assert np.array_equal(g, x), (layout, seed, part, int((g != x).sum()))
 
 
-# On ``Auto`` mesh axes a traced array's type names no sharding: TopK and SegmentMax choose their
-# per-device forms once XLA's partitioner knows it (jaxmax/_src/auto_partition.py); the other
+# On ``Auto`` mesh axes a traced array's type names no sharding: TopK, SegmentMax and the ROI
+# operators choose their per-device forms once XLA's partitioner knows it
+# (jaxmax/_src/auto_partition.py); the other
 # forms read the sharding at trace time, on ``Explicit`` axes only, and on ``Auto`` axes XLA's
 # partitioner decides what moves. Each row over the bound there is listed, strictly expected to
 # fail with the reason of its operator's family (the first prefix of its name in `AUTO_REASONS`).
@@ -369,11 +370,6 @@ AUTO_REASONS = {
     "openvino.scatter_elements_update": "as onnx.scatter_elements",
     "openvino.scatter_nd_update": "as onnx.scatter_elements",
     "onnx.max_unpool": "the partitioner all-gathers I whole",
-    "onnx.max_roi_pool": "the partitioner gathers the sparse tables built from the images, or "
-                         "the ROIs",
-    "openvino.roi_pooling": "as onnx.max_roi_pool",
-    "onnx.roi_align": "the partitioner all-reduces output-sized partial sums",
-    "openvino.roi_align": "as onnx.roi_align",
 }
 AUTO_OVER_ROWS = [
     ('openvino.max_pool MaxPool-14 k3 s2 ceil_torch', 'H'),
@@ -433,13 +429,6 @@ AUTO_OVER_ROWS = [
     ('onnx.max_unpool MaxUnpool-22 k2 s2', 'channels'),
     ('onnx.max_unpool MaxUnpool-22 k2 s2', 'H'),
     ('onnx.max_unpool MaxUnpool-22 k2 s2', 'X only, channels'),
-    ('onnx.max_roi_pool MaxRoiPool-22 3x3', 'batch'),
-    ('onnx.max_roi_pool MaxRoiPool-22 3x3 (values)', 'rois sharded'),
-    ('openvino.roi_pooling ROIPooling-1 2x3', 'batch'),
-    ('openvino.roi_pooling ROIPooling-1 2x3', 'channels'),
-    ('openvino.roi_pooling ROIPooling-1 2x3 (values)', 'rois sharded'),
-    ('onnx.roi_align RoiAlign-22 max 3x3 sr 2', 'batch'),
-    ('openvino.roi_align ROIAlign-9 avg 2x2 sr 2 half_pixel', 'batch'),
 ]
 AUTO_OVER = {row: "on Auto axes: " + next(r for p, r in AUTO_REASONS.items()
                                           if row[0].startswith(p + " "))
@@ -462,12 +451,17 @@ def test_collectives_on_auto_axes(case, layout):
         "\n" + "\n".join(c.shape + " " + c.kind for c in row.collectives)
 
 
-def test_topk_and_segment_max_gather_no_input_on_auto_axes():
-    """What `auto_partition` changed: no TopK or SegmentMax row all-gathers a sharded input on
-    ``Auto`` axes (XLA's partitioner gathered the whole input before the CPU ``TopK`` and the
-    rows at SegmentMax's scatter)."""
+#: the operators whose Auto forms `auto_partition` chooses
+AUTO_PLANNED = ("onnx.top_k", "openvino.top_k", "openvino.segment_max", "onnx.max_roi_pool",
+                "openvino.roi_pooling", "onnx.roi_align", "openvino.roi_align")
+
+
+def test_planned_operators_gather_no_input_on_auto_axes():
+    """What `auto_partition` changed: no row of an operator it plans all-gathers a sharded
+    input on ``Auto`` axes (XLA's partitioner gathered the whole input before the CPU ``TopK``,
+    the rows at SegmentMax's scatter, the ROI poolings' sparse tables)."""
     for case in CASES:
-        if case.name.split(" ")[0] in ("onnx.top_k", "openvino.top_k", "openvino.segment_max"):
+        if case.name.split(" ")[0] in AUTO_PLANNED:
             for layout in case.layouts:
                 problems = collectives.violations(_measured_auto(case.name, layout), case)
                 assert not [p for p in problems if "all-gathers" in p], (case.name, layout)

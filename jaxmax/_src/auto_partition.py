@@ -16,9 +16,10 @@ data of a scatter). `call` wraps a one-device computation in
 
 ``custom_partitioning`` has no batching or differentiation rules of its own: under ``jax.vmap``
 the computation runs as it is (a ``custom_vmap`` rule; the partitioner then decides), and the
-caller gives the derivative as a ``jvp`` from the primal outputs (a ``custom_jvp``), or none
-(the outputs are not differentiable). A call whose inputs cannot be on several devices (one
-device in the process, or concrete arrays on one device) takes the computation itself.
+caller gives the derivative as a ``jvp`` from the primal outputs (a ``custom_jvp``), or asks for
+the computation's own reverse mode (a ``custom_vjp``), or none (not differentiable). A call
+whose inputs cannot be on several devices (one device in the process, or concrete arrays on
+one device) takes the computation itself.
 """
 
 from __future__ import annotations
@@ -59,46 +60,56 @@ Kept = Sequence[Sequence["tuple[int, int] | None"]]
 
 
 def call(plain: Callable[..., tuple], planner: Planner, args: Sequence[jax.Array], *,
-         kept: Kept, jvp: Callable | None = None) -> tuple:
+         kept: Kept, jvp: Callable | None = None, vjp: bool = False) -> tuple:
     """``plain(*args)`` (a tuple of arrays), partitioned by `planner` where the partitioner
     runs: ``planner(mesh, specs)`` with the operands' specs on `mesh` (one entry per axis).
     `kept[r][i]`: the ``(operand, axis)`` whose sharding axis `i` of result `r` takes when the
     plan keeps it (XLA's propagation then lays the result out as the plan gives it), or None.
-    `jvp(primals, tangents, outputs)` gives the output tangents (None: not differentiable)."""
-    shapes = [tuple(a.shape) for a in args]
-    outs = jax.eval_shape(plain, *args)
+    `jvp(primals, tangents, outputs)` gives the output tangents (a ``custom_jvp``); or `vjp`:
+    reverse mode only, by `plain`'s own ``jax.vjp`` from the inputs (a ``custom_vjp``, for
+    computations whose derivative is a ``custom_vjp`` already: their forward, recomputed,
+    is dead code where the backward reads only the inputs); neither: not differentiable."""
+    # the computation traced once: its constants (arrays it makes from NumPy values) become
+    # replicated operands of the wrapped call, which takes none of its own
+    closed = jax.make_jaxpr(lambda *a: tuple(plain(*a)))(*args)
+    consts = list(closed.consts)
+    outs = closed.out_avals
+    n = len(args)
+    shapes = [tuple(a.shape) for a in (*args, *consts)]
     rule = _rule(shapes, kept)
 
     @custom_partitioning
     def partitioned(*a):
-        return tuple(plain(*a))
+        return tuple(jax.core.eval_jaxpr(closed.jaxpr, a[n:], *a[:n]))
+
+    def planned(mesh, arg_shapes) -> Plan:
+        specs = tuple(_spec(s.sharding, len(s.shape)) for s in arg_shapes)
+        plan = planner(mesh, specs[:n]) if not mesh.empty and all(
+            isinstance(s.sharding, NamedSharding) for s in arg_shapes) else None
+        if plan is None:
+            return Plan(lambda *a: tuple(plain(*a[:n])), tuple(() for _ in shapes),
+                        tuple(() for _ in outs))
+        return Plan(lambda *a: tuple(plan.per_device(*a[:n])),
+                    tuple(plan.in_specs) + tuple(() for _ in consts), plan.out_specs)
 
     def partition(mesh, arg_shapes, result_shape):
         del result_shape
-        specs = tuple(_spec(s.sharding, len(s.shape)) for s in arg_shapes)
-        plan = planner(mesh, specs) if not mesh.empty and all(
-            isinstance(s.sharding, NamedSharding) for s in arg_shapes) else None
-        if plan is None:
-            plan = Plan(lambda *a: tuple(plain(*a)), tuple(() for _ in shapes),
-                        tuple(() for _ in outs))
-        return (mesh, lambda *a: tuple(plan.per_device(*a)),
+        plan = planned(mesh, arg_shapes)
+        return (mesh, plan.per_device,
                 tuple(NamedSharding(mesh, PartitionSpec(*s)) for s in plan.out_specs),
                 tuple(NamedSharding(mesh, PartitionSpec(*s)) for s in plan.in_specs))
 
     def infer(mesh, arg_shapes, result_shape):  # the GSPMD partitioner (Shardy off)
         del result_shape
-        specs = tuple(_spec(s.sharding, len(s.shape)) for s in arg_shapes)
-        plan = planner(mesh, specs) if all(
-            isinstance(s.sharding, NamedSharding) for s in arg_shapes) else None
-        out_specs = plan.out_specs if plan is not None else tuple(() for _ in outs)
-        return tuple(NamedSharding(mesh, PartitionSpec(*s)) for s in out_specs)
+        return tuple(NamedSharding(mesh, PartitionSpec(*s))
+                     for s in planned(mesh, arg_shapes).out_specs)
 
     partitioned.def_partition(partition=partition, infer_sharding_from_operands=infer,
                               sharding_rule=rule)
 
     @custom_vmap
     def batchable(*a):
-        return partitioned(*a)
+        return partitioned(*a, *consts)
 
     @batchable.def_vmap
     def _batched(axis_size, in_batched, *a):
@@ -107,6 +118,19 @@ def call(plain: Callable[..., tuple], planner: Planner, args: Sequence[jax.Array
                        in_axes=tuple(0 if b else None for b in in_batched))(*a)
         return got, tuple(True for _ in got)
 
+    if vjp:
+        @jax.custom_vjp
+        def reversible(*a):
+            return batchable(*a)
+
+        def forward(*a):
+            return batchable(*a), a
+
+        def backward(primals, cotangents):
+            return jax.vjp(lambda *v: tuple(plain(*v)), *primals)[1](cotangents)
+
+        reversible.defvjp(forward, backward)
+        return reversible(*args)
     if jvp is None:
         return batchable(*args)
 

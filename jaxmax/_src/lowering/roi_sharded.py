@@ -38,6 +38,10 @@ def _replicated(a: jax.Array) -> bool:
     return all(e is None for e in explicit_axes.spec_of(a))
 
 
+def _none(spec) -> bool:
+    return all(e is None for e in spec)
+
+
 def by_images(x: jax.Array, batch: jax.Array, others: tuple[jax.Array, ...],
               run: Callable[..., jax.Array], absent: int = -1):
     """``run(x, batch, *others)`` (an ``(R, ...)`` array) with `x` sharded along the batch only
@@ -46,30 +50,46 @@ def by_images(x: jax.Array, batch: jax.Array, others: tuple[jax.Array, ...],
     On a device without a ROI's image that ROI reads image `absent` of the device's block:
     -1 (invalid: ``+0.0`` and no gradient), or 0 for a lowering whose invalid ROIs are not
     safe to differentiate (its value is dropped and its cotangent is 0)."""
-    spec = explicit_axes.spec_of(x)
-    if spec[0] is None or any(e is not None for e in spec[1:]) \
-            or not explicit_axes.explicit_only(x, 0) \
-            or not all(_replicated(a) for a in (batch, *others)):
+    if not explicit_axes.explicit_only(x, 0):
+        return None
+    mesh = jax.typeof(x).sharding.mesh
+    operands = (x, batch, *others)
+    got = images_plan(_shapes(operands), _specs(operands), mesh,
+                      lambda x, local, _batch, *others: run(x, local, *others), 1, absent)
+    if got is None:
+        return None
+    per_device, in_specs, out_specs = got
+    # check_vma=False: the ROI lowerings' loops start from constants, which JAX's varying-axes
+    # typing would need cast
+    return jax.shard_map(per_device, mesh=mesh, in_specs=tuple(jax.P(*s) for s in in_specs),
+                         out_specs=jax.P(*out_specs[0]), check_vma=False)(x, batch, *others)
+
+
+def images_plan(shapes, specs, mesh, run: Callable[..., jax.Array], batch_at: int,
+                absent: int = -1):
+    """`by_images`' per-device function of the operands ``(x, *others)`` of `shapes` laid out
+    as `specs` on `mesh` (`x` sharded along the batch only, the others replicated), the image
+    index of each ROI the operand at `batch_at` (column 0 of a (R, 5) ``rois``, or a (R,)
+    ``batch_indices``): ``(per_device, in_specs, out_specs)``, each device calling
+    ``run(x_block, local_batch, *others)`` with its own ROIs' local image indices; or None."""
+    spec = specs[0]
+    if spec[0] is None or not _none(spec[1:]) or not all(_none(s) for s in specs[1:]) \
+            or not _even(shapes, specs, mesh):
         return None
     names = explicit_axes.entry_names(spec[0])
-    mesh = jax.typeof(x).sharding.mesh
-    block = x.shape[0] // explicit_axes.devices_along(mesh, names)
+    block = shapes[0][0] // explicit_axes.devices_along(mesh, names)
 
-    def per_device(xb, batch, *others):
+    def per_device(xb, *others):
+        batch = others[batch_at - 1]
+        batch = batch[:, 0] if batch.ndim == 2 else batch
         first = lax.axis_index(names) * block
         index = rois_lowering.image_index(batch)
         owned = (index >= first) & (index < first + block)
         local = jnp.where(owned, index - first.astype(index.dtype),
                           np.array(absent, index.dtype)).astype(batch.dtype)
-        out = run(xb, local, *others)
-        return _owned_sum(out, owned, names)
+        return _owned_sum(run(xb, local, *others), owned, names)
 
-    replicated = jax.P()
-    # check_vma=False: the ROI lowerings' loops start from constants, which JAX's varying-axes
-    # typing would need cast
-    return jax.shard_map(per_device, mesh=mesh,
-                         in_specs=(jax.P(*spec),) + (replicated,) * (1 + len(others)),
-                         out_specs=replicated, check_vma=False)(x, batch, *others)
+    return per_device, tuple(specs), ((),)
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(2,))
@@ -95,22 +115,26 @@ def by_rois(x: jax.Array, rois: tuple[jax.Array, ...], run: Callable[..., jax.Ar
     """``run(x, *rois)`` with the ROI arrays `rois` sharded alike along their first axis over
     ``Explicit`` mesh axes and `x` replicated or sharded along the channels over other mesh
     axes; the output ``(R, C, ...)`` sharded as the ROIs and the channels. None otherwise."""
-    first = explicit_axes.spec_of(rois[0])[0]
     spec = explicit_axes.spec_of(x)
-    if first is None or any(explicit_axes.spec_of(r)[0] != first
-                            or any(e is not None for e in explicit_axes.spec_of(r)[1:])
-                            for r in rois):
-        return None
-    if spec[0] is not None or spec[2] is not None or spec[3] is not None \
-            or set(explicit_axes.entry_names(spec[1])) & set(explicit_axes.entry_names(first)):
-        return None
     if not all(explicit_axes.explicit_only(r, 0) for r in rois) or (
             spec[1] is not None and not explicit_axes.explicit_only(x, 1)):
         return None
-    mesh = jax.typeof(rois[0]).sharding.mesh
-    row = jax.P(first)
-    return jax.shard_map(run, mesh=mesh, in_specs=(jax.P(*spec),) + (row,) * len(rois),
-                         out_specs=jax.P(first, spec[1]), check_vma=False)(x, *rois)
+    operands = (x, *rois)
+    return _mapped(rois_plan(_shapes(operands), _specs(operands),
+                             jax.typeof(rois[0]).sharding.mesh, run), rois[0], operands)
+
+
+def rois_plan(shapes, specs, mesh, run: Callable[..., jax.Array]):
+    """`by_rois`' per-device function `run` of the operands ``(x, *rois)`` of `shapes` laid out
+    as `specs` on `mesh`, with the specs it takes and gives; or None."""
+    spec, first = specs[0], specs[1][0]
+    if first is None or any(s[0] != first or not _none(s[1:]) for s in specs[1:]):
+        return None
+    if spec[0] is not None or spec[2] is not None or spec[3] is not None \
+            or set(explicit_axes.entry_names(spec[1])) & set(explicit_axes.entry_names(first)) \
+            or not _even(shapes, specs, mesh):
+        return None
+    return run, tuple(specs), ((first, spec[1]),)
 
 
 def by_channels(x: jax.Array, rois: tuple[jax.Array, ...], run: Callable[..., jax.Array]):
@@ -118,13 +142,45 @@ def by_channels(x: jax.Array, rois: tuple[jax.Array, ...], run: Callable[..., ja
     the ROI arrays replicated: each device pools its own channels (nothing moves), the output
     ``(R, C, ...)`` sharded as the channels. None otherwise. (ROIPooling's per-channel lookups
     index a flattened table, which XLA's partitioner answered by gathering the tables.)"""
-    spec = explicit_axes.spec_of(x)
-    if spec[1] is None or any(spec[i] is not None for i in (0, 2, 3)) \
-            or not explicit_axes.explicit_only(x, 1) or not all(_replicated(r) for r in rois):
+    if not explicit_axes.explicit_only(x, 1):
         return None
-    mesh = jax.typeof(x).sharding.mesh
-    return jax.shard_map(run, mesh=mesh, in_specs=(jax.P(*spec),) + (jax.P(),) * len(rois),
-                         out_specs=jax.P(None, spec[1]), check_vma=False)(x, *rois)
+    operands = (x, *rois)
+    return _mapped(channels_plan(_shapes(operands), _specs(operands),
+                                 jax.typeof(x).sharding.mesh, run), x, operands)
+
+
+def channels_plan(shapes, specs, mesh, run: Callable[..., jax.Array]):
+    """`by_channels`' per-device function `run` of the operands ``(x, *rois)`` of `shapes` laid
+    out as `specs` on `mesh`, with the specs it takes and gives; or None."""
+    spec = specs[0]
+    if spec[1] is None or any(spec[i] is not None for i in (0, 2, 3)) \
+            or not all(_none(s) for s in specs[1:]) or not _even(shapes, specs, mesh):
+        return None
+    return run, tuple(specs), ((None, spec[1]),)
+
+
+def _shapes(arrays) -> list[tuple[int, ...]]:
+    return [tuple(a.shape) for a in arrays]
+
+
+def _specs(arrays) -> list[tuple]:
+    return [explicit_axes.spec_of(a) for a in arrays]
+
+
+def _even(shapes, specs, mesh) -> bool:
+    """Every operand's sharded axes divide evenly over their mesh axes."""
+    return all(explicit_axes.divisible(mesh, tuple(s), tuple(n)) == tuple(s)
+               for n, s in zip(shapes, specs, strict=True))
+
+
+def _mapped(plan, like: jax.Array, args: tuple[jax.Array, ...]):
+    """`plan` (or None) run in ``jax.shard_map`` on the mesh of `like`'s type."""
+    if plan is None:
+        return None
+    per_device, in_specs, out_specs = plan
+    return jax.shard_map(per_device, mesh=jax.typeof(like).sharding.mesh,
+                         in_specs=tuple(jax.P(*s) for s in in_specs),
+                         out_specs=jax.P(*out_specs[0]), check_vma=False)(*args)
 
 
 def across_devices(x: jax.Array, rois: jax.Array, run: Callable[..., jax.Array]):
@@ -136,3 +192,11 @@ def across_devices(x: jax.Array, rois: jax.Array, run: Callable[..., jax.Array])
     if out is None:
         out = by_rois(x, (rois,), run)
     return out if out is not None else by_channels(x, (rois,), run)
+
+
+def max_pool_plan(shapes, specs, mesh, run: Callable[..., jax.Array]):
+    """`across_devices`' choice as a plan of the operands ``(x, rois)`` of `shapes` laid out as
+    `specs` on `mesh` (``Auto`` axes, :mod:`jaxmax._src.auto_partition`); None when nothing
+    applies."""
+    return (images_plan(shapes, specs, mesh, lambda x, b, r: run(x, r.at[:, 0].set(b)), 1)
+            or rois_plan(shapes, specs, mesh, run) or channels_plan(shapes, specs, mesh, run))

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import dtypes, explicit_axes
+from jaxmax._src import auto_partition, dtypes, explicit_axes
 from jaxmax._src.lowering import compile_options, order, roi_sharded, rules
 from jaxmax._src.lowering.roi import adaptive, samples
 from jaxmax._src.lowering.roi import rois as roi_rows
@@ -264,11 +264,36 @@ def roi_align(x: jax.Array, boxes: jax.Array, batch: jax.Array, **static) -> jax
         spec = (explicit_axes.spec_of(boxes)[0], explicit_axes.spec_of(x)[1], None, None)
         shape = (boxes.shape[0], x.shape[1]) + tuple(static["pooled"])
         return explicit_axes.divisible(mesh, spec, shape)
+    if rules.cross_device_possible(x, boxes, batch) and not any(
+            explicit_axes.names_of(a) for a in (x, boxes, batch)):
+        return _on_auto_axes(x, boxes, batch, static)
     sharded = roi_sharded.by_images(  # Explicit axes, the images sharded: output-sized moves
         x, batch, (boxes,), lambda x, b, r: align(x, r, b, **static), absent=0)
     if sharded is not None:
         return sharded
     return explicit_axes.run(functools.partial(align, **static), (x, boxes, batch), out_spec)
+
+
+def _on_auto_axes(x, boxes, batch, static):
+    """:func:`align` where XLA chooses the sharding (:mod:`jaxmax._src.auto_partition`): the
+    images sharded along the batch (`roi_sharded.by_images`' form), the ROIs sharded, or the
+    channels, each device computes its part, chosen once XLA knows the sharding; any other
+    layout is gathered. Its derivative is :func:`align`'s own."""
+    def run(*a):
+        return align(*a, **static)
+
+    def planner(mesh, specs):
+        shapes = [x.shape, boxes.shape, batch.shape]
+        got = (roi_sharded.images_plan(shapes, specs, mesh,
+                                       lambda xb, local, b, _batch: run(xb, b, local), 2,
+                                       absent=0)
+               or roi_sharded.rois_plan(shapes, specs, mesh, run)
+               or roi_sharded.channels_plan(shapes, specs, mesh, run))
+        return None if got is None else auto_partition.Plan(lambda *a: (got[0](*a),), got[1],
+                                                            got[2])
+    kept = ((1, 0), (0, 1), None, None)
+    return auto_partition.call(lambda *a: (align(*a, **static),), planner, (x, boxes, batch),
+                               kept=(kept,), vjp=True)[0]
 
 
 def _align(x: jax.Array, boxes: jax.Array, batch: jax.Array, *, face: str, mode: str,

@@ -37,8 +37,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import dtypes, explicit_axes
-from jaxmax._src.lowering import compile_options, order, roi_sharded
+from jaxmax._src import auto_partition, dtypes, explicit_axes
+from jaxmax._src.lowering import compile_options, order, roi_sharded, rules
 from jaxmax._src.lowering.roi import bins as bins_lowering
 from jaxmax._src.lowering.roi import range_max
 from jaxmax._src.lowering.roi import rois as rois_lowering
@@ -64,17 +64,17 @@ def roi_max_pool(x: jax.Array, rois: jax.Array, *, pooled: tuple[int, int],
     dense = (rois.shape[0] * pooled[0] * pooled[1] * int(np.prod(x.shape[1:])) <= DENSE_ELEMENTS
              and compile_options.small_eager(x, rois))
     return _roi_max_pool_jit(x, rois, pooled=pooled, spatial_scale=float(spatial_scale),
-                             rule=rule, dense=dense)
+                             rule=rule, dense=dense, auto=rules.several_devices())
 
 
 #: A small eager call whose bins times their channels' pixels are at most this many takes
 #: the dense program (:func:`_values_dense`).
 DENSE_ELEMENTS = 2**20
 
-_STATIC = ("pooled", "spatial_scale", "rule", "dense")
+_STATIC = ("pooled", "spatial_scale", "rule", "dense", "auto")
 
 
-def _roi_max_pool_body(x, rois, *, pooled, spatial_scale, rule, dense=False):
+def _roi_max_pool_body(x, rois, *, pooled, spatial_scale, rule, dense=False, auto=False):
     def compute(x, rois):
         return _pool(x, rois, pooled, spatial_scale, rule, dense)
 
@@ -82,6 +82,16 @@ def _roi_max_pool_body(x, rois, *, pooled, spatial_scale, rule, dense=False):
         spec = (None, explicit_axes.spec_of(x)[1], None, None)
         return explicit_axes.divisible(mesh, spec, (rois.shape[0], x.shape[1]) + pooled)
 
+    if auto and not (explicit_axes.names_of(x) or explicit_axes.names_of(rois)):
+        # Auto axes (several devices, no sharding in the types): the same per-device forms,
+        # chosen once XLA knows the sharding
+        def planner(mesh, specs):
+            got = roi_sharded.max_pool_plan([x.shape, rois.shape], specs, mesh, compute)
+            return None if got is None else auto_partition.Plan(
+                lambda *a: (got[0](*a),), got[1], got[2])
+        kept = ((1, 0), (0, 1), None, None)
+        return auto_partition.call(lambda x, rois: (compute(x, rois),), planner, (x, rois),
+                                   kept=(kept,), vjp=True)[0]
     sharded = roi_sharded.across_devices(x, rois, compute)  # Explicit axes: outputs move
     if sharded is not None:
         return sharded
