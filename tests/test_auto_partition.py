@@ -1,7 +1,8 @@
-"""TopK and SegmentMax on ``Auto`` mesh axes (jaxmax/_src/auto_partition.py): the per-device forms
-chosen once XLA knows the sharding give the one-device answer bit for bit under ``jit``, under
-``vmap`` (where the computation runs unwrapped) and through ``grad``; their collectives are in
-tests/test_collectives.py, their runs across processes in tests/test_multiprocess.py."""
+"""TopK, SegmentMax and the ROI operators on ``Auto`` mesh axes (jaxmax/_src/auto_partition.py):
+the per-device forms chosen once XLA knows the sharding give the one-device answer bit for bit
+under ``jit``, under ``vmap`` (where the computation runs unwrapped) and through ``grad``; their
+collectives are in tests/test_collectives.py, their runs across processes in
+tests/test_multiprocess.py."""
 
 from __future__ import annotations
 
@@ -71,3 +72,35 @@ def test_segment_max_on_auto_axes(fill, specs):
     _same(jax.jit(jax.grad(loss))(*placed), jax.grad(loss)(data, ids))
     batched = jax.vmap(f, in_axes=(2, None))
     _same(jax.jit(batched)(*placed), batched(data, ids))
+
+
+ROI = {
+    "onnx.max_roi_pool": lambda x, r, b: onnx.max_roi_pool(
+        x, jax.numpy.concatenate([b[:, None].astype(r.dtype), r], 1), pooled_shape=(3, 2)),
+    "openvino.roi_pooling": lambda x, r, b: ov.roi_pooling(
+        x, jax.numpy.concatenate([b[:, None].astype(r.dtype), r], 1), pooled_h=2, pooled_w=3,
+        spatial_scale=1.0),
+    "onnx.roi_align max": lambda x, r, b: onnx.roi_align(x, r, b, mode="max", output_height=3,
+                                                         output_width=2, sampling_ratio=2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROI))
+def test_roi_operators_on_auto_axes(name):
+    """The images sharded along the batch (each ROI answered on the device holding its image,
+    the owners' bits summed), the ROIs and batch indices replicated."""
+    f = ROI[name]
+    rng = np.random.default_rng(6)
+    x = tricky(7, (8, 3, 9, 10))
+    boxes = np.sort(rng.uniform(-2, 11, (12, 2, 2)), axis=1).reshape(12, 4).astype(np.float32)
+    batch = rng.integers(0, 8, 12).astype(np.int32)
+    xs = jax.device_put(x, NamedSharding(_mesh(), P("d")))
+    _same(jax.jit(f)(xs, boxes, batch), f(x, boxes, batch))
+
+    def loss(v):
+        return (f(v, boxes, batch) * np.float32(1.5)).sum()
+    _same(jax.jit(jax.grad(loss))(xs), jax.grad(loss)(x))
+    pair = np.stack([x, -x])
+    pairs = jax.device_put(pair, NamedSharding(_mesh(), P(None, "d")))
+    batched = jax.vmap(f, in_axes=(0, None, None))
+    _same(jax.jit(batched)(pairs, boxes, batch), batched(pair, boxes, batch))
