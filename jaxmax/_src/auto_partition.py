@@ -28,9 +28,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
+import numpy as np
 from jax.custom_batching import custom_vmap
 from jax.experimental.custom_partitioning import custom_partitioning
-from jax.sharding import NamedSharding, PartitionSpec
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxmax._src import explicit_axes
 
@@ -84,7 +85,7 @@ def call(plain: Callable[..., tuple], planner: Planner, args: Sequence[jax.Array
 
     def planned(mesh, arg_shapes) -> Plan:
         specs = tuple(_spec(s.sharding, len(s.shape)) for s in arg_shapes)
-        plan = planner(mesh, specs[:n]) if not mesh.empty and all(
+        plan = planner(mesh, specs[:n]) if all(
             isinstance(s.sharding, NamedSharding) for s in arg_shapes) else None
         if plan is None:
             return Plan(lambda *a: tuple(plain(*a[:n])), tuple(() for _ in shapes),
@@ -94,6 +95,7 @@ def call(plain: Callable[..., tuple], planner: Planner, args: Sequence[jax.Array
 
     def partition(mesh, arg_shapes, result_shape):
         del result_shape
+        mesh, arg_shapes = _named(mesh, arg_shapes)
         plan = planned(mesh, arg_shapes)
         return (mesh, plan.per_device,
                 tuple(NamedSharding(mesh, PartitionSpec(*s)) for s in plan.out_specs),
@@ -101,6 +103,7 @@ def call(plain: Callable[..., tuple], planner: Planner, args: Sequence[jax.Array
 
     def infer(mesh, arg_shapes, result_shape):  # the GSPMD partitioner (Shardy off)
         del result_shape
+        mesh, arg_shapes = _named(mesh, arg_shapes)
         return tuple(NamedSharding(mesh, PartitionSpec(*s))
                      for s in planned(mesh, arg_shapes).out_specs)
 
@@ -144,6 +147,17 @@ def call(plain: Callable[..., tuple], planner: Planner, args: Sequence[jax.Array
         return out, jvp(primals, tangents, out)
 
     return differentiable(*args)
+
+
+def _named(mesh, arg_shapes):
+    """`mesh` and `arg_shapes`; or, when the program names no mesh (the operands' shardings are
+    not of one), a 1-D mesh of the operands' devices and no shardings to plan from (the
+    operands are then gathered)."""
+    if not mesh.empty:
+        return mesh, arg_shapes
+    devices = sorted({d for s in arg_shapes for d in s.sharding.device_set}, key=lambda d: d.id)
+    return Mesh(np.array(devices), ("devices",)), [
+        jax.ShapeDtypeStruct(s.shape, s.dtype) for s in arg_shapes]
 
 
 def _spec(sharding, ndim: int) -> Spec:
