@@ -104,3 +104,41 @@ def test_roi_operators_on_auto_axes(name):
     pairs = jax.device_put(pair, NamedSharding(_mesh(), P(None, "d")))
     batched = jax.vmap(f, in_axes=(0, None, None))
     _same(jax.jit(batched)(pairs, boxes, batch), batched(pair, boxes, batch))
+
+
+ADAPTIVE = {
+    "(5, 3)": lambda v: ov.adaptive_max_pool(v, [5, 3]),
+    "(8, 8) i32": lambda v: ov.adaptive_max_pool(v, [8, 8], index_element_type="i32"),
+    "(3, 7) overlapping": lambda v: ov.adaptive_max_pool(v, [3, 7]),
+}
+
+
+@pytest.mark.parametrize("spec", [P("d"), P(None, "d"), P(None, None, "d"),
+                                  P(None, None, None, "d"), P(None, None, "a", "b")],
+                         ids=["batch", "channels", "H", "W", "H and W"])
+@pytest.mark.parametrize("name", sorted(ADAPTIVE))
+def test_adaptive_max_pool_on_auto_axes(name, spec):
+    f = ADAPTIVE[name]
+    x = tricky(6, (4, 8, 16, 16))
+    x[0, 0, 0, 0] = np.nan  # a window's first element: NaN wins only there
+    x[1, 1, 4:8, 4:8] = -0.0
+    x[1, 1, 5, 6] = 0.0
+    mesh = (jax.make_mesh((2, 2), ("a", "b"), axis_types=(AxisType.Auto,) * 2,
+                          devices=jax.devices()[:4]) if "a" in spec else _mesh())
+    xs = jax.device_put(x, NamedSharding(mesh, spec))
+    _same(jax.jit(f)(xs), f(x))
+
+    def loss(v):
+        return (f(v)[0] * np.float32(1.5)).sum()
+    _same(jax.jit(jax.grad(loss))(xs), jax.grad(loss)(x))
+    stacked = np.stack([x, -x])
+    placed = jax.device_put(stacked, NamedSharding(mesh, P(None, *spec)))
+    _same(jax.jit(jax.vmap(f))(placed), jax.vmap(f)(stacked))
+    half = x.astype(jax.numpy.bfloat16)
+    got = jax.jit(f)(jax.device_put(half, NamedSharding(mesh, spec)))
+    for g, e in zip(got, f(half), strict=True):  # bfloat16 bits
+        np.testing.assert_array_equal(np.asarray(g).view(np.uint16 if g.dtype.itemsize == 2
+                                                         else g.dtype),
+                                      np.asarray(e).view(np.uint16 if e.dtype.itemsize == 2
+                                                         else e.dtype))
+

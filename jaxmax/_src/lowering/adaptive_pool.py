@@ -48,7 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import dtypes, explicit_axes
+from jaxmax._src import auto_partition, dtypes, explicit_axes
 from jaxmax._src.lowering import adaptive_sharded, compile_options, order, rules
 from jaxmax._src.lowering.pooling import compact as pool_compact
 
@@ -148,11 +148,16 @@ def _window_reads(spatial: tuple[int, ...], output_shape: tuple[int, ...]) -> in
 def adaptive_max_pool(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
     """``(values, indices)`` of AdaptiveMaxPool-8 over ``(N, C, *spatial)`` `x`; every spatial
     length is > 0 where its output length is > 0 (the adapter checks it)."""
-    return _adaptive_jit(x, output_shape, np.dtype(index_dtype))
+    return _adaptive_jit(x, output_shape, np.dtype(index_dtype), rules.several_devices())
 
 
-@compile_options.jit(static_argnames=("output_shape", "index_dtype"))
-def _adaptive_jit(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):
+@compile_options.jit(static_argnames=("output_shape", "index_dtype", "auto"))
+def _adaptive_jit(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype,
+                  auto: bool = False):
+    """The pool; a spatial axis sharded over ``Explicit`` mesh axes takes
+    `adaptive_sharded.adaptive_max_pool`. On ``Auto`` axes (`auto`: several devices in the
+    process, no sharding in `x`'s type) the same per-device form is chosen once XLA knows the
+    sharding (`_on_auto_axes`)."""
     out_shape = tuple(x.shape[:2]) + output_shape
     if math.prod(out_shape) == 0:
         return jnp.zeros(out_shape, x.dtype), jnp.zeros(out_shape, index_dtype)
@@ -190,7 +195,39 @@ def _adaptive_jit(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.d
     def out_spec(mesh):
         return explicit_axes.divisible(mesh, explicit_axes.spec_of(x), out_shape)
 
+    if auto and not explicit_axes.names_of(x):  # no sharding in the type: XLA's to choose
+        return _on_auto_axes(x, compute, output_shape, index_dtype)
     return explicit_axes.run(compute, (x,), out_spec, outputs=2)
+
+
+def _on_auto_axes(x: jax.Array, compute, output_shape: tuple[int, ...], index_dtype: np.dtype):
+    """`compute(x)` where XLA chooses the sharding (:mod:`jaxmax._src.auto_partition`): each
+    device pools its own planes when only the batch and channels are sharded; a spatial axis
+    sharded, `adaptive_sharded.body` (two output-sized all-reduces), its output's spatial axes
+    replicated as the sharding rule keeps them (a spatial output axis has a length of its own);
+    the input is gathered only when neither applies (blocks of unequal size, data the
+    per-device form does not take). The derivative is the one-device form's."""
+    def planner(mesh, specs):
+        spec = specs[0]
+        if not auto_partition.even(mesh, spec, x.shape):
+            return None
+        out_spec = tuple(spec[:2]) + (None,) * len(output_shape)
+        if all(e is None for e in spec[2:]):
+            return auto_partition.Plan(compute, (spec,), (out_spec,) * 2)
+        if not adaptive_sharded.fits(x.dtype, tuple(x.shape), index_dtype):
+            return None
+        per_device = adaptive_sharded.body(tuple(x.shape), spec, out_spec, mesh, output_shape,
+                                           index_dtype, windows)
+        return auto_partition.Plan(per_device, (spec,), (out_spec,) * 2)
+
+    def jvp(primals, tangents, out):
+        del out
+        return jax.jvp(compute, primals, tangents)[1]
+
+    kept = ((0, 0), (0, 1)) + (None,) * len(output_shape)
+    # jit: the forms close over NumPy constants (index offsets), which ``custom_partitioning``
+    # refuses as constants of its own jaxpr; a nested jit's jaxpr holds them
+    return auto_partition.call(jax.jit(compute), planner, (x,), kept=(kept, kept), jvp=jvp)
 
 
 def _fold(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):

@@ -19,8 +19,9 @@ smallest ``2 * position + sign`` for every window (masks of the windows' rows on
 from its offset, one axis at a time); ``lax.pmax`` of the codes, then ``lax.pmin`` of the
 positions of the devices whose code is the largest. Each axis's fold builds a (window, element)
 array along that axis: ``O`` times the block's size for ``O`` outputs there (adaptive pools have
-few). Only on ``Explicit`` axes, floating data;
-elsewhere the partitioner's form (docs/multi-host.md). The derivative is the one-device form's,
+few). Floating data, on ``Explicit`` axes (``jax.shard_map``) and on ``Auto`` ones once XLA
+knows the sharding (`body`, run by :mod:`jaxmax._src.auto_partition`); elsewhere the
+partitioner's form (docs/multi-host.md). The derivative is the one-device form's,
 the tangent at each index, taken by the device that holds the index's element and summed
 across the devices (`_Body.with_tangent`): the gradient moves the output cotangent, never the
 input's size.
@@ -40,20 +41,36 @@ from jax.sharding import PartitionSpec
 from jaxmax._src import dtypes, explicit_axes
 from jaxmax._src.lowering import order
 
-__all__ = ["adaptive_max_pool", "applies"]
+__all__ = ["adaptive_max_pool", "applies", "body", "fits"]
 
 Windows = Callable[[int, int], tuple[tuple[int, int], ...]]
 
 
 def applies(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype) -> bool:
-    """Whether `adaptive_max_pool` computes this pool: floating `x` (16, 32 or 64 bits) sharded
-    over ``Explicit`` mesh axes only, evenly, along some spatial axis, with room in the index
-    type for ``2 * position + 1``."""
-    if not dtypes.is_floating(x.dtype) or np.dtype(x.dtype).itemsize not in (2, 4, 8):
+    """Whether `adaptive_max_pool` computes this pool: `fits`, and `x` sharded over
+    ``Explicit`` mesh axes only, evenly, along some spatial axis."""
+    if not fits(x.dtype, tuple(x.shape), index_dtype):
         return False
-    if not any(explicit_axes.explicit_only(x, a) for a in range(2, x.ndim)):
+    return any(explicit_axes.explicit_only(x, a) for a in range(2, x.ndim))
+
+
+def fits(dtype, shape: tuple[int, ...], index_dtype: np.dtype) -> bool:
+    """Whether the per-device form (`body`) computes a pool of `shape` and `dtype` sharded
+    along a spatial axis: floating data of 16, 32 or 64 bits, with room in the index type for
+    ``2 * position + 1``."""
+    if not dtypes.is_floating(dtype) or np.dtype(dtype).itemsize not in (2, 4, 8):
         return False
-    return 2 * math.prod(x.shape[2:]) < np.iinfo(index_dtype).max
+    return 2 * math.prod(shape[2:]) < np.iinfo(index_dtype).max
+
+
+def body(shape: tuple[int, ...], spec: tuple, out_spec: tuple, mesh,
+         output_shape: tuple[int, ...], index_dtype: np.dtype, windows: Windows) -> _Body:
+    """Each device's function of its block of an input of `shape` laid out as `spec` on
+    `mesh` (the sharded spatial axes' mesh axes named in its collectives), giving ``(values,
+    indices)`` laid out as `out_spec`, and ``with_tangent`` beside: run in ``jax.shard_map`` on
+    ``Explicit`` axes (`adaptive_max_pool`), by :mod:`jaxmax._src.auto_partition` on ``Auto``
+    ones once XLA knows the sharding."""
+    return _Body(shape, spec, out_spec, output_shape, np.dtype(index_dtype), windows, mesh)
 
 
 def adaptive_max_pool(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype, *,
@@ -64,12 +81,12 @@ def adaptive_max_pool(x: jax.Array, output_shape: tuple[int, ...], index_dtype: 
     mesh = jax.typeof(x).sharding.mesh
     out_shape = tuple(x.shape[:2]) + output_shape
     out_spec = explicit_axes.divisible(mesh, spec, out_shape)
-    body = _Body(tuple(x.shape), spec, out_spec, output_shape, np.dtype(index_dtype), windows,
-                 mesh)
+    per_device = body(tuple(x.shape), spec, out_spec, mesh, output_shape, index_dtype,
+                      windows)
 
     @jax.custom_jvp
     def pool(x):
-        return jax.shard_map(body, mesh=mesh, in_specs=(PartitionSpec(*spec),),
+        return jax.shard_map(per_device, mesh=mesh, in_specs=(PartitionSpec(*spec),),
                              out_specs=(PartitionSpec(*out_spec),) * 2)(x)
 
     @pool.defjvp
@@ -78,7 +95,7 @@ def adaptive_max_pool(x: jax.Array, output_shape: tuple[int, ...], index_dtype: 
         # holds the index's element (`_Body.with_tangent`)
         (x,), (t,) = primals, tangents
         values, indices, tangent = jax.shard_map(
-            body.with_tangent, mesh=mesh, in_specs=(PartitionSpec(*spec),) * 2,
+            per_device.with_tangent, mesh=mesh, in_specs=(PartitionSpec(*spec),) * 2,
             out_specs=(PartitionSpec(*out_spec),) * 3)(x, t)
         return (values, indices), (tangent, np.zeros(indices.shape, jax.dtypes.float0))
 
