@@ -142,3 +142,44 @@ def test_adaptive_max_pool_on_auto_axes(name, spec):
                                       np.asarray(e).view(np.uint16 if e.dtype.itemsize == 2
                                                          else e.dtype))
 
+
+def _unpool_inputs(seed: int, dense: bool):
+    """X (4, 8, 8, 8) and I into a (4, 8, 16, 16) output: each index in its own 2x2 window
+    (the dense form), or with duplicates across the sharded axes' blocks and out-of-window
+    targets (the scatter form, the last writer winning)."""
+    rng = np.random.default_rng(seed)
+    n, c, h, w = 4, 8, 8, 8
+    rows = np.arange(h)[:, None] * 2 + rng.integers(0, 2, (n, c, h, w))
+    cols = np.arange(w)[None, :] * 2 + rng.integers(0, 2, (n, c, h, w))
+    flat = (np.arange(n)[:, None, None, None] * c + np.arange(c)[None, :, None, None]) * 256
+    idx = (flat + rows * 16 + cols).astype(np.int32)
+    if not dense:
+        idx[:, :, 7, 7] = idx[:, :, 0, 0]  # across H blocks
+        idx[3, 7, 2, 2] = idx[0, 0, 1, 1]  # across batch and channel blocks
+        idx[1, 2, 5, 5] = rng.integers(0, idx.max())
+    return tricky(seed + 1, (n, c, h, w)), idx
+
+
+@pytest.mark.parametrize("specs", [(P("d"), P("d")), (P(None, "d"), P(None, "d")),
+                                   (P(None, None, "d"), P(None, None, "d")),
+                                   (P(None, "d"), P()), (P(None, None, "d"), P())],
+                         ids=["batch", "channels", "H", "X only, channels", "X only, H"])
+@pytest.mark.parametrize("dense", [True, False], ids=["dense", "scatter"])
+def test_max_unpool_on_auto_axes(dense, specs):
+    x, idx = _unpool_inputs(7, dense)
+    mesh = _mesh()
+    placed = [jax.device_put(a, NamedSharding(mesh, s)) for a, s in zip((x, idx), specs,
+                                                                         strict=True)]
+
+    def f(v, i):
+        return onnx.max_unpool(v, i, kernel_shape=[2, 2], strides=[2, 2])
+    _same(jax.jit(f)(*placed), f(x, idx))
+
+    def loss(v, i):
+        return (f(v, i) * np.float32(1.5)).sum()
+    _same(jax.jit(jax.grad(loss))(*placed), jax.grad(loss)(x, idx))
+    stacked = (np.stack([x, -x]), np.stack([idx, idx]))
+    again = [jax.device_put(a, NamedSharding(mesh, P(None, *s))) for a, s in zip(
+        stacked, specs, strict=True)]
+    _same(jax.jit(jax.vmap(f))(*again), jax.vmap(f)(*stacked))
+

@@ -30,8 +30,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import explicit_axes
-from jaxmax._src.lowering import compile_options, order, unpool_sharded
+from jaxmax._src import auto_partition, explicit_axes
+from jaxmax._src.lowering import compile_options, order, rules, unpool_sharded
 
 
 def max_unpool(x: jax.Array, indices: jax.Array, out_shape: tuple[int, ...],
@@ -40,11 +40,16 @@ def max_unpool(x: jax.Array, indices: jax.Array, out_shape: tuple[int, ...],
     """MaxUnpool of ``(N, C, *spatial)`` `x` with flat `indices` (of `x`'s shape) into
     `out_shape`; `kernel`, `strides` and `pads_begin` describe the pooling windows used by the
     dense form's check."""
-    return _unpool_jit(x, indices, out_shape, kernel, strides, pads_begin)
+    return _unpool_jit(x, indices, out_shape, kernel, strides, pads_begin,
+                       rules.several_devices())
 
 
-@compile_options.jit(static_argnames=("out_shape", "kernel", "strides", "pads_begin"))
-def _unpool_jit(x, indices, out_shape, kernel, strides, pads_begin):
+@compile_options.jit(static_argnames=("out_shape", "kernel", "strides", "pads_begin", "auto"))
+def _unpool_jit(x, indices, out_shape, kernel, strides, pads_begin, auto=False):
+    """The unpooling; `X` sharded along one axis over ``Explicit`` mesh axes takes
+    `unpool_sharded.across_devices`. On ``Auto`` axes (`auto`: several devices in the process,
+    no sharding in the inputs' types) the same per-device form is chosen once XLA knows the
+    sharding (`_on_auto_axes`)."""
     if x.size == 0 or math.prod(out_shape) == 0:
         return jnp.zeros(out_shape, x.dtype)
     sharded = unpool_sharded.across_devices(x, indices, out_shape)
@@ -65,7 +70,36 @@ def _unpool_jit(x, indices, out_shape, kernel, strides, pads_begin):
     def out_spec(mesh):
         return explicit_axes.divisible(mesh, explicit_axes.spec_of(x), out_shape)
 
+    if auto and not (explicit_axes.names_of(x) or explicit_axes.names_of(indices)):
+        return _on_auto_axes(x, indices, out_shape, compute)
     return explicit_axes.run(compute, (x, indices), out_spec)
+
+
+def _on_auto_axes(x, indices, out_shape, compute):
+    """``compute(x, indices)`` where XLA chooses the sharding
+    (:mod:`jaxmax._src.auto_partition`): `X` sharded along one axis (evenly), `I` sharded alike
+    or replicated, by `unpool_sharded.plan`, the output's spatial axes replicated as the
+    sharding rule keeps them (a spatial output axis has a length of its own); the inputs are
+    gathered otherwise. The derivative is the one-device form's."""
+    def planner(mesh, specs):
+        sx, si = specs
+        if not auto_partition.even(mesh, sx, x.shape):
+            return None
+        out_spec = tuple(sx[:2]) + (None,) * (len(out_shape) - 2)
+        per_device = unpool_sharded.plan(tuple(x.shape), sx, si, mesh, out_shape, out_spec)
+        if per_device is None:
+            return None
+        return auto_partition.Plan(lambda xb, ib: (per_device(xb, ib),), (sx, si), (out_spec,))
+
+    def jvp(primals, tangents, out):
+        del out
+        return jax.jvp(lambda v: plain(v, primals[1]), (primals[0],), (tangents[0],))[1]
+
+    # jit: the dense form's check closes over NumPy constants, which ``custom_partitioning``
+    # refuses as constants of its own jaxpr; a nested jit's jaxpr holds them
+    plain = jax.jit(lambda v, i: (compute(v, i),))
+    kept = ((0, 0), (0, 1)) + (None,) * (len(out_shape) - 2)
+    return auto_partition.call(plain, planner, (x, indices), kept=(kept,), jvp=jvp)[0]
 
 
 def _targets(x_shape, out_shape, kernel, strides, pads_begin, dtype):

@@ -1,23 +1,26 @@
-"""MaxUnpool of an ``X`` sharded along one axis over ``Explicit`` mesh axes: each device
-scatters its own elements, and only output-sized data crosses devices.
+"""MaxUnpool of an ``X`` sharded along one axis over ``Explicit`` mesh axes (or ``Auto`` ones,
+once XLA knows the sharding: `plan`): each device scatters its own elements, and only
+output-sized data crosses devices.
 
-XLA's partitioner gathers ``I`` (and ``X``) whole before the scatter. Here, inside
-``jax.shard_map``, with ``I`` replicated every device finds the last writer of every output
-element from the whole ``I`` (its position in ``X``), and only the values move (the
-reduce-scatter below). With ``I`` sharded as ``X``, each device takes its block of ``I`` and
-finds, for every output element, the last of its own elements that names
-it (a scatter-max of local positions: local order is global order within a block). Across
-devices the last writer is the one whose winner comes last in ``X``'s row-major order: the axes
-before the sharded one are whole on every device, so that order is (the winner's coordinates on
-those axes, then the device's block), a key of ``prefix * D + device`` values, one byte per
-output element for up to 255 (`_key_type`). One all-reduce (max) of those keys tells each
-device where it wrote last; the winners' values, as integer bits (zero signs and NaN payloads
-exact; every other device adds 0), are summed into each device's block of the output by one
-reduce-scatter. Per device: the key array (a quarter of a float32 output) and one output block,
-where the partitioner moved ``I`` and ``X`` whole.
+XLA's partitioner gathers ``I`` (and ``X``) whole before the scatter. Here, in each device's
+function (``jax.shard_map``, or :mod:`jaxmax._src.auto_partition`), with ``I`` replicated every
+device finds the last writer of every output element from the whole ``I`` (its position in
+``X``), and only the values move (the reduce-scatter below). With ``I`` sharded as ``X``, each
+device takes its block of ``I`` and finds, for every output element, the last of its own
+elements that names it (a scatter-max of local positions: local order is global order within a
+block). Across devices the last writer is the one whose winner comes last in ``X``'s row-major
+order: the axes before the sharded one are whole on every device, so that order is (the winner's
+coordinates on those axes, then the device's block), a key of ``prefix * D + device`` values,
+one byte per output element for up to 255 (`_key_type`). One all-reduce (max) of those keys
+tells each device where it wrote last; the winners' values, as integer bits (zero signs and NaN
+payloads exact; every other device adds 0), are summed into each device's block of the output by
+one reduce-scatter. Per device: the key array (a quarter of a float32 output) and one output
+block, where the partitioner moved ``I`` and ``X`` whole.
 
 The output is sharded as the single-device lowering's (``explicit_axes.divisible``); where the
-sharded axis's output length does not divide, the values are all-reduced instead. The values are
+sharded axis's output length does not divide, the values are all-reduced instead (on ``Auto``
+axes along a spatial axis too: the output's spatial axes are replicated there, and with ``I``
+sharded the keys and the output together move 1.25 times a float32 output). The values are
 the single-device ones bit for bit, and so is the gradient: each ``X`` element's cotangent is
 the output cotangent at its index when it is that element's last writer, else 0, added to a
 zero (the single-device forms do the same). A forward-mode tangent of ``-0.0`` reads ``+0.0``
@@ -53,21 +56,41 @@ def across_devices(x: jax.Array, indices: jax.Array, out_shape: tuple[int, ...])
     sharded = [a for a, e in enumerate(sx) if e is not None]
     if len(sharded) != 1 or not explicit_axes.explicit_only(x, sharded[0]):
         return None
-    if any(e is not None for e in si) and (si != sx or not explicit_axes.explicit_only(
-            indices, sharded[0])):
+    if any(e is not None for e in si) and not explicit_axes.explicit_only(indices, sharded[0]):
+        return None
+    mesh = jax.typeof(x).sharding.mesh
+    out_spec = explicit_axes.divisible(mesh, sx, tuple(out_shape))
+    per_device = plan(tuple(x.shape), sx, si, mesh, out_shape, out_spec)
+    if per_device is None:
+        return None
+    return jax.shard_map(per_device, mesh=mesh, in_specs=(jax.P(*sx), jax.P(*si)),
+                         out_specs=jax.P(*out_spec))(x, indices)
+
+
+def plan(x_shape: tuple[int, ...], sx: tuple, si: tuple, mesh, out_shape: tuple[int, ...],
+         out_spec: tuple):
+    """Each device's function ``per_device(x_block, i_block)`` of MaxUnpool's scatter form for
+    an ``X`` of `x_shape` laid out as `sx` on `mesh` (sharded along one axis, evenly) and
+    ``I`` laid out as `si` (as `sx`, or replicated), giving its block of the output laid out as
+    `out_spec` (`sx` on the batch and channels; on the sharded axis, when it is a spatial one,
+    sharded as `sx` or replicated); None for any other layout.
+    Run in ``jax.shard_map`` on ``Explicit`` axes (`across_devices`), by
+    :mod:`jaxmax._src.auto_partition` on ``Auto`` ones once XLA knows the sharding."""
+    sharded = [a for a, e in enumerate(sx) if e is not None]
+    if len(sharded) != 1 or (any(e is not None for e in si) and tuple(si) != tuple(sx)):
         return None
     a = sharded[0]
     names = explicit_axes.entry_names(sx[a])
-    mesh = jax.typeof(x).sharding.mesh
     devices = explicit_axes.devices_along(mesh, names)
-    prefix = math.prod(x.shape[:a])
+    if x_shape[a] % devices:
+        return None
+    prefix = math.prod(x_shape[:a])
     key_type = _key_type(prefix * devices)
     size = math.prod(out_shape)
-    if key_type is None or max(size, x.size) > np.iinfo(np.int32).max:
+    if key_type is None or max(size, math.prod(x_shape)) > np.iinfo(np.int32).max:
         return None
-    out_spec = explicit_axes.divisible(mesh, sx, tuple(out_shape))
     scatter_out = out_spec[a] is not None
-    block = x.shape[a] // devices
+    block = x_shape[a] // devices
     replicated_i = all(e is None for e in si)
 
     def reduce(v):
@@ -90,8 +113,8 @@ def across_devices(x: jax.Array, indices: jax.Array, out_shape: tuple[int, ...])
         d = lax.axis_index(names)
         if replicated_i:  # every device finds the winners from the whole I: no key to combine
             winner = last_writers(ib)
-            after = math.prod(x.shape[a + 1:])
-            row, at, rest = winner // (x.shape[a] * after), (winner // after) % x.shape[a], \
+            after = math.prod(x_shape[a + 1:])
+            row, at, rest = winner // (x_shape[a] * after), (winner // after) % x_shape[a], \
                 winner % after
             mine = (winner >= 0) & (at // block == d)
             local = (row * block + at - d * block) * after + rest
@@ -103,8 +126,7 @@ def across_devices(x: jax.Array, indices: jax.Array, out_shape: tuple[int, ...])
         mine = written & (key == lax.pmax(key, names))
         return _place(xb.reshape(-1), jnp.where(mine, winner, -1), out_shape, reduce)
 
-    return jax.shard_map(per_device, mesh=mesh, in_specs=(jax.P(*sx), jax.P(*si)),
-                         out_specs=jax.P(*out_spec))(x, indices)
+    return per_device
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(2, 3))
