@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
-from multiprocess_cases import tricky
+from multiprocess_cases import negative, tricky
 
 from jaxmax import onnx
 from jaxmax import openvino as ov
@@ -183,3 +183,39 @@ def test_max_unpool_on_auto_axes(dense, specs):
         stacked, specs, strict=True)]
     _same(jax.jit(jax.vmap(f))(*again), jax.vmap(f)(*stacked))
 
+
+HALO_POOLS = {  # ceil rounding: an output that does not divide over the devices
+    "MaxPool-14 ceil_torch": lambda v: ov.max_pool(v, kernel=3, strides=2, pads_begin=1,
+                                                   pads_end=1, rounding_type="ceil_torch",
+                                                   opset=14),
+    "MaxPool-8 ceil, indices": lambda v: ov.max_pool(v, kernel=3, strides=2, pads_begin=1,
+                                                     pads_end=1, rounding_type="ceil", opset=8,
+                                                     axis=2),
+    "onnx MaxPool-22 ceil": lambda v: onnx.max_pool(v, kernel_shape=[3, 3], strides=[2, 2],
+                                                    pads=[1, 1, 1, 1], ceil_mode=1),
+    "onnx MaxPool-22 ceil, Indices storage_order 1": lambda v: onnx.max_pool(
+        v, kernel_shape=[3, 2], strides=[2, 2], pads=[1, 0, 1, 1], ceil_mode=1,
+        storage_order=1, return_indices=True),
+}
+
+
+@pytest.mark.parametrize("spec", [P("d"), P(None, None, "d"), P(None, None, None, "d"),
+                                  P(None, None, "a", "b"), P("a", None, None, "b")],
+                         ids=["batch", "H", "W", "H and W", "batch and W"])
+@pytest.mark.parametrize("name", sorted(HALO_POOLS))
+def test_halo_pools_on_auto_axes(name, spec):
+    f = HALO_POOLS[name]
+    mesh = (jax.make_mesh((2, 2), ("a", "b"), axis_types=(AxisType.Auto,) * 2,
+                          devices=jax.devices()[:4]) if "a" in spec else _mesh())
+    for x in (tricky(8, (4, 8, 16, 16)), negative(9, (4, 8, 16, 16))):
+        xs = jax.device_put(x, NamedSharding(mesh, spec))
+        _same(jax.jit(f)(xs), f(x))
+
+        def loss(v):
+            return (jax.tree.leaves(f(v))[0] * np.float32(1.5)).sum()
+        _same(jax.jit(jax.grad(loss))(xs), jax.grad(loss)(x))
+    stacked = np.stack([x, -x])
+    placed = jax.device_put(stacked, NamedSharding(mesh, P(None, *spec)))
+    _same(jax.jit(jax.vmap(f))(placed), jax.vmap(f)(stacked))
+    ints = np.random.default_rng(3).integers(-5, 5, (4, 8, 16, 16)).astype(np.int8)
+    _same(jax.jit(f)(jax.device_put(ints, NamedSharding(mesh, spec))), f(ints))

@@ -21,7 +21,9 @@ added up across devices in floating point: one device's tangent plus zeros).
 
 Only where every sharded pooled axis's block is a multiple of its stride, the halo comes from
 the nearest neighbours only, and no padding is negative (a crop); otherwise the partitioner's
-form (`applies`). Only on ``Explicit`` axes: on ``Auto`` axes XLA decides.
+form (`applies`). On ``Explicit`` axes (``jax.shard_map``), and on ``Auto`` ones once XLA
+knows the sharding (`per_device`, run by :mod:`jaxmax._src.auto_partition`) for the pools
+`may_apply` admits.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from jaxmax._src.lowering import order
 from jaxmax._src.lowering.pooling.geometry import Geometry
 from jaxmax._src.lowering.pooling.winners import IndexLayout
 
-__all__ = ["applies", "max_pool"]
+__all__ = ["applies", "max_pool", "may_apply", "per_device", "splits"]
 
 #: ``local(block, padding, with_indices)``: the one-device pool of a block with its own static
 #: padding (one ``(lo, hi)`` per axis): the values, or ``(values, indices)`` in the default
@@ -97,11 +99,17 @@ def _split(g: Geometry, axis: int, names: tuple[str, ...], devices: int) -> _Spl
 
 def _splits(x: jax.Array, g: Geometry) -> list[_Split] | None:
     """The sharded pooled axes, when this form applies (see `applies`)."""
-    spec = explicit_axes.spec_of(x)
     if not any(explicit_axes.explicit_only(x, a) for a in range(x.ndim)):
         return None
-    mesh = jax.typeof(x).sharding.mesh
-    splits, uneven = [], False
+    return splits(explicit_axes.spec_of(x), jax.typeof(x).sharding.mesh, g, uneven=True)
+
+
+def splits(spec: tuple, mesh, g: Geometry, *, uneven: bool) -> list[_Split] | None:
+    """The pooled axes `spec` shards on `mesh` (evenly), each fit for the halo exchange; None
+    when one is not, or (`uneven`) when every one's output divides over its devices (the
+    partitioner's form then moves only the halo rows). An empty list: no pooled axis is
+    sharded (each device pools its own block)."""
+    found, odd = [], False
     for axis, a in enumerate(g.axes):
         names = explicit_axes.entry_names(spec[axis])
         pooled = (a.k, a.s, a.lo, a.hi, a.d) != (1, 1, 0, 0, 1)
@@ -113,9 +121,28 @@ def _splits(x: jax.Array, g: Geometry) -> list[_Split] | None:
         split = _split(g, axis, names, devices)
         if split is None:
             return None
-        splits.append(split)
-        uneven |= a.out % devices != 0
-    return splits if uneven else None
+        found.append(split)
+        odd |= a.out % devices != 0
+    return found if odd or not uneven else None
+
+
+def may_apply(x: jax.Array, g: Geometry, devices: int) -> bool:
+    """Whether some sharding of `x` over at most `devices` devices along one pooled axis takes
+    this form (`applies`: a block the exchange fits whose output does not divide): where
+    ``Auto`` mesh axes leave the sharding to XLA, only such pools take the per-device form
+    chosen once XLA knows it (:mod:`jaxmax._src.auto_partition`); every other pool is left to
+    the partitioner, its one-device program unwrapped."""
+    if x.ndim < 3 or x.size == 0 or not (dtypes.is_floating(x.dtype)
+                                        or dtypes.is_integer(x.dtype)):
+        return False
+    for axis in range(2, x.ndim):
+        a = g.axes[axis]
+        if (a.k, a.s, a.lo, a.hi, a.d) == (1, 1, 0, 0, 1):
+            continue
+        for d in range(2, devices + 1):
+            if a.size % d == 0 and a.out % d and _split(g, axis, (), d) is not None:
+                return True
+    return False
 
 
 def applies(x: jax.Array, g: Geometry) -> bool:
@@ -131,13 +158,12 @@ def applies(x: jax.Array, g: Geometry) -> bool:
 def max_pool(x: jax.Array, g: Geometry, index_dtype: np.dtype | None, layout: IndexLayout,
              local: Local):
     """The values (and, with `index_dtype`, the indices in `layout`) when `applies`."""
-    splits = _splits(x, g)
-    assert splits is not None
+    found = _splits(x, g)
+    assert found is not None
     spec = explicit_axes.spec_of(x)
     mesh = jax.typeof(x).sharding.mesh
     out_spec = explicit_axes.divisible(mesh, spec, g.out_shape)
-    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))
-    form = _Form(g, spec, out_spec, splits, sizes, index_dtype, layout, local)
+    form = per_device(g, spec, out_spec, mesh, found, index_dtype, layout, local)
     outputs = 1 if index_dtype is None else 2
     out_specs = PartitionSpec(*out_spec)
 
@@ -159,6 +185,17 @@ def max_pool(x: jax.Array, g: Geometry, index_dtype: np.dtype | None, layout: In
         return out, (tangent, np.zeros(out[1].shape, jax.dtypes.float0))
 
     return pool(x)
+
+
+def per_device(g: Geometry, spec: tuple, out_spec: tuple, mesh, found: list[_Split],
+               index_dtype: np.dtype | None, layout: IndexLayout, local: Local) -> _Form:
+    """Each device's part of the pool of an input laid out as `spec` on `mesh`, the pooled axes
+    `found` (`splits`) exchanged: ``primal(block)`` (the values, or values and indices) and
+    ``tangent(block, t)``, laid out as `out_spec`. Run in ``jax.shard_map`` on ``Explicit``
+    axes (`max_pool`), by :mod:`jaxmax._src.auto_partition` on ``Auto`` ones once XLA knows
+    the sharding."""
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))
+    return _Form(g, spec, out_spec, found, sizes, index_dtype, layout, local)
 
 
 class _Form:

@@ -38,7 +38,7 @@ import jax
 import numpy as np
 from jax import lax
 
-from jaxmax._src import dtypes, explicit_axes
+from jaxmax._src import auto_partition, dtypes, explicit_axes
 from jaxmax._src.lowering import compile_options, rules
 from jaxmax._src.lowering.pooling import compact as pool_compact
 from jaxmax._src.lowering.pooling import geometry as pool_geometry
@@ -70,21 +70,24 @@ def max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
     # when a pooled axis is sharded over Explicit mesh axes (pool_compact.winners)
     cross_device = rules.cross_device_possible(x)
     return _max_pool_jit(x, window, strides, padding, dilation, nan, cross_device,
-                         None if index_dtype is None else np.dtype(index_dtype), layout)
+                         None if index_dtype is None else np.dtype(index_dtype), layout,
+                         rules.several_devices())
 
 
 @compile_options.jit(static_argnames=("window", "strides", "padding", "dilation", "nan",
-                                   "cross_device", "index_dtype", "layout"))
+                                   "cross_device", "index_dtype", "layout", "auto"))
 def _max_pool_jit(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
                   padding: tuple[tuple[int, int], ...], dilation: tuple[int, ...], nan: str,
-                  cross_device: bool, index_dtype: np.dtype | None, layout: IndexLayout):
+                  cross_device: bool, index_dtype: np.dtype | None, layout: IndexLayout,
+                  auto: bool = False):
     g = pool_geometry.geometry(x.shape, window, strides, padding, dilation,
                                sharded=cross_device)
-    if pool_halo.applies(x, g):  # a pooled axis sharded whose output does not divide
-        def local(block, block_padding, with_indices):
-            return _max_pool_jit(block, window, strides, block_padding, dilation, nan, False,
-                                 index_dtype if with_indices else None, IndexLayout())
 
+    def local(block, block_padding, with_indices):
+        return _max_pool_jit(block, window, strides, block_padding, dilation, nan, False,
+                             index_dtype if with_indices else None, IndexLayout())
+
+    if pool_halo.applies(x, g):  # a pooled axis sharded whose output does not divide
         return pool_halo.max_pool(x, g, index_dtype, layout, local)
     compact = pool_compact.applies(g, x.dtype.itemsize)
     # the compact form's derivative tap by tap where a pooled axis is sharded over Explicit
@@ -113,7 +116,49 @@ def _max_pool_jit(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...
     def out_spec(mesh):
         return explicit_axes.divisible(mesh, explicit_axes.spec_of(x), g.out_shape)
 
+    if (auto and not explicit_axes.names_of(x)
+            and pool_halo.may_apply(x, g, jax.device_count())):
+        return _on_auto_axes(x, g, compute, index_dtype, layout, local)
     return explicit_axes.run(compute, (x,), out_spec, outputs=1 if index_dtype is None else 2)
+
+
+def _on_auto_axes(x: jax.Array, g: Geometry, compute, index_dtype: np.dtype | None,
+                  layout: IndexLayout, local):
+    """``compute(x)`` where XLA chooses the sharding (:mod:`jaxmax._src.auto_partition`), for
+    the pools the halo form may take (`pool_halo.may_apply`): sharded along pooled axes that
+    fit the exchange, that form's per-device part (`pool_halo.per_device`), the pooled axes of
+    the output replicated as the sharding rule keeps them (a pooled output axis has a length
+    of its own); along the others only, each device pools its own block (the same part without
+    an exchange). The input is gathered otherwise. The derivative is the one-device form's."""
+    identity = [(a.k, a.s, a.lo, a.hi, a.d) == (1, 1, 0, 0, 1) for a in g.axes]
+    outputs = 1 if index_dtype is None else 2
+
+    def plain(v):
+        out = compute(v)
+        return (out,) if outputs == 1 else tuple(out)
+
+    def planner(mesh, specs):
+        spec = specs[0]
+        if not auto_partition.even(mesh, spec, x.shape):
+            return None
+        found = pool_halo.splits(spec, mesh, g, uneven=False)
+        if found is None:
+            return None
+        out_spec = tuple(e if same else None for e, same in zip(spec, identity, strict=True))
+        form = pool_halo.per_device(g, spec, out_spec, mesh, found, index_dtype, layout, local)
+
+        def per_device(block):
+            out = form.primal(block)
+            return (out,) if outputs == 1 else tuple(out)
+        return auto_partition.Plan(per_device, (spec,), (out_spec,) * outputs)
+
+    def jvp(primals, tangents, out):
+        del out
+        return jax.jvp(plain, primals, tangents)[1]
+
+    kept = tuple((0, i) if same else None for i, same in enumerate(identity))
+    got = auto_partition.call(jax.jit(plain), planner, (x,), kept=(kept,) * outputs, jvp=jvp)
+    return got[0] if outputs == 1 else got
 
 
 def _pooled_axis_sharded(x: jax.Array, g: Geometry) -> bool:
