@@ -34,6 +34,11 @@ axes to more than `MAX_UNROLLED_AXIS_TAPS`, take the compact form (`_compact`: o
 every window's taps and one variadic reduce, or one of each per axis), whose compiled code does
 not grow with the windows. A plane past int32 (x64 on) takes the per-axis gathers with int64
 positions (every other form unrolls its taps, which never finishes tracing there).
+
+A spatial axis sharded over ``Explicit`` mesh axes takes
+:mod:`jaxmax._src.lowering.adaptive_sharded` (two output-sized all-reduces); on ``Auto`` axes
+the same per-device form is chosen once XLA knows the sharding (`_on_auto_axes`,
+:mod:`jaxmax._src.auto_partition`).
 """
 
 from __future__ import annotations

@@ -25,7 +25,10 @@ Which form computes the values:
 An input sharded over ``Explicit`` mesh axes along a pooled axis whose output does not divide
 over them (ceil rounding) takes the halo form instead
 (:mod:`~jaxmax._src.lowering.pooling.halo`: each device pools its own outputs with this
-lowering after a halo exchange, and one integer all-reduce gathers them).
+lowering after a halo exchange, and one integer all-reduce gathers them). On ``Auto`` mesh axes
+(several devices in the process, no sharding in the input's type) the pools that sharding could
+send there (``pool_halo.may_apply``) choose that form once XLA knows the sharding
+(:mod:`jaxmax._src.auto_partition`); every other pool is left to XLA's partitioner.
 
 See docs/semantics.md §5 for the rules and §9 for the jit contract.
 """
