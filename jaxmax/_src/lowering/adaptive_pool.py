@@ -230,9 +230,7 @@ def _on_auto_axes(x: jax.Array, compute, output_shape: tuple[int, ...], index_dt
         return jax.jvp(compute, primals, tangents)[1]
 
     kept = ((0, 0), (0, 1)) + (None,) * len(output_shape)
-    # jit: the forms close over NumPy constants (index offsets), which ``custom_partitioning``
-    # refuses as constants of its own jaxpr; a nested jit's jaxpr holds them
-    return auto_partition.call(jax.jit(compute), planner, (x,), kept=(kept, kept), jvp=jvp)
+    return auto_partition.call(compute, planner, (x,), kept=(kept, kept), jvp=jvp)
 
 
 def _fold(x: jax.Array, output_shape: tuple[int, ...], index_dtype: np.dtype):

@@ -91,13 +91,13 @@ def _on_auto_axes(x, indices, out_shape, compute):
             return None
         return auto_partition.Plan(lambda xb, ib: (per_device(xb, ib),), (sx, si), (out_spec,))
 
+    def plain(v, i):
+        return (compute(v, i),)
+
     def jvp(primals, tangents, out):
         del out
         return jax.jvp(lambda v: plain(v, primals[1]), (primals[0],), (tangents[0],))[1]
 
-    # jit: the dense form's check closes over NumPy constants, which ``custom_partitioning``
-    # refuses as constants of its own jaxpr; a nested jit's jaxpr holds them
-    plain = jax.jit(lambda v, i: (compute(v, i),))
     kept = ((0, 0), (0, 1)) + (None,) * (len(out_shape) - 2)
     return auto_partition.call(plain, planner, (x, indices), kept=(kept,), jvp=jvp)[0]
 

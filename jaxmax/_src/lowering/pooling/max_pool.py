@@ -160,7 +160,7 @@ def _on_auto_axes(x: jax.Array, g: Geometry, compute, index_dtype: np.dtype | No
         return jax.jvp(plain, primals, tangents)[1]
 
     kept = tuple((0, i) if same else None for i, same in enumerate(identity))
-    got = auto_partition.call(jax.jit(plain), planner, (x,), kept=(kept,) * outputs, jvp=jvp)
+    got = auto_partition.call(plain, planner, (x,), kept=(kept,) * outputs, jvp=jvp)
     return got[0] if outputs == 1 else got
 
 
