@@ -344,9 +344,9 @@ def test_scatter_gradients_in_blocks_are_the_unsharded_bits(name):
                 assert np.array_equal(g, x), (layout, seed, part, int((g != x).sum()))
 
 
-# On ``Auto`` mesh axes a traced array's type names no sharding: TopK, SegmentMax and the ROI
-# operators choose their per-device forms once XLA's partitioner knows it
-# (jaxmax/_src/auto_partition.py); the other
+# On ``Auto`` mesh axes a traced array's type names no sharding: TopK, SegmentMax, the ROI
+# operators, AdaptiveMaxPool, MaxUnpool and the ceil-mode pools choose their per-device forms
+# once XLA's partitioner knows it (jaxmax/_src/auto_partition.py); the other
 # forms read the sharding at trace time, on ``Explicit`` axes only, and on ``Auto`` axes XLA's
 # partitioner decides what moves. Each row over the bound there is listed, strictly expected to
 # fail with the reason of its operator's family (the first prefix of its name in `AUTO_REASONS`).
@@ -355,38 +355,24 @@ AUTO_REASONS = {
                   "top-k axis's mesh axes to another axis, lowering/top_k_sharded.py), but XLA's "
                   "propagation lays the output out replicated and all-gathers it on top",
     "openvino.top_k": "as onnx.top_k",
-    "openvino.max_pool": "the partitioner cuts the ceil-mode windows from a gathered, padded "
-                         "intermediate (the halo form reads the sharding at trace time)",
-    "onnx.max_pool": "as openvino.max_pool",
     "onnx.global_max_pool": "the partitioner all-reduces the partial results, the NaN flags and a "
                             "zero-sign flag per output (2-3x the output, never the input)",
     "onnx.reduce_max": "as onnx.global_max_pool",
     "openvino.reduce_max": "as onnx.global_max_pool",
-    "openvino.adaptive_max_pool": "the partitioner all-reduces a candidate array along H and "
-                                  "gathers the input along W",
     "onnx.arg_max": "the partitioner all-gathers a key and an index per element of the axis",
     "onnx.scatter_elements": "the partitioner gathers indices and updates and all-reduces "
                              "output-sized arrays for the rule's checks",
     "openvino.scatter_elements_update": "as onnx.scatter_elements",
     "openvino.scatter_nd_update": "as onnx.scatter_elements",
-    "onnx.max_unpool": "the partitioner all-gathers I whole",
+    "onnx.max_unpool": "X and I sharded along H: no input gathered (a one-byte key all-reduce, "
+                       "then the winners' bits), but the output's H axis cannot keep its "
+                       "sharding (its length is not X's: the wrapped call's sharding rule keeps "
+                       "no such axis), so the whole output is all-reduced, 1.18x the bound",
 }
 AUTO_OVER_ROWS = [
-    ('openvino.max_pool MaxPool-14 k3 s2 ceil_torch', 'H'),
-    ('openvino.max_pool MaxPool-14 k3 s2 ceil_torch', 'W'),
-    ('openvino.max_pool MaxPool-14 k3 s2 ceil_torch', 'H and W'),
-    ('onnx.max_pool MaxPool-22 k3 s2 p1 ceil', 'H'),
-    ('onnx.max_pool MaxPool-22 k3 s2 p1 ceil', 'W'),
-    ('onnx.max_pool MaxPool-22 k3 s2 p1 ceil', 'H and W'),
     ('onnx.global_max_pool GlobalMaxPool-22', 'H'),
     ('onnx.global_max_pool GlobalMaxPool-22', 'W'),
     ('onnx.global_max_pool GlobalMaxPool-22', 'H and W'),
-    ('openvino.adaptive_max_pool AdaptiveMaxPool-8 (5, 3)', 'H'),
-    ('openvino.adaptive_max_pool AdaptiveMaxPool-8 (5, 3)', 'W'),
-    ('openvino.adaptive_max_pool AdaptiveMaxPool-8 (5, 3)', 'H and W'),
-    ('openvino.adaptive_max_pool AdaptiveMaxPool-8 (8, 8) i32', 'H'),
-    ('openvino.adaptive_max_pool AdaptiveMaxPool-8 (8, 8) i32', 'W'),
-    ('openvino.adaptive_max_pool AdaptiveMaxPool-8 (8, 8) i32', 'H and W'),
     ('openvino.reduce_max axes (1, 2)', 'channels (reduced)'),
     ('openvino.reduce_max axes (1, 2)', 'H (reduced)'),
     ('openvino.reduce_max axes (1, 2)', 'H and W (reduced)'),
@@ -425,10 +411,7 @@ AUTO_OVER_ROWS = [
     ('openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False',
      'indices and updates only'),
     ('openvino.scatter_nd_update ScatterNDUpdate-15 max k 2', 'indices and updates'),
-    ('onnx.max_unpool MaxUnpool-22 k2 s2', 'batch'),
-    ('onnx.max_unpool MaxUnpool-22 k2 s2', 'channels'),
     ('onnx.max_unpool MaxUnpool-22 k2 s2', 'H'),
-    ('onnx.max_unpool MaxUnpool-22 k2 s2', 'X only, channels'),
 ]
 AUTO_OVER = {row: "on Auto axes: " + next(r for p, r in AUTO_REASONS.items()
                                           if row[0].startswith(p + " "))
@@ -453,7 +436,9 @@ def test_collectives_on_auto_axes(case, layout):
 
 #: the operators whose Auto forms `auto_partition` chooses
 AUTO_PLANNED = ("onnx.top_k", "openvino.top_k", "openvino.segment_max", "onnx.max_roi_pool",
-                "openvino.roi_pooling", "onnx.roi_align", "openvino.roi_align")
+                "openvino.roi_pooling", "onnx.roi_align", "openvino.roi_align",
+                "openvino.adaptive_max_pool", "onnx.max_unpool", "openvino.max_pool",
+                "onnx.max_pool")
 
 
 def test_planned_operators_gather_no_input_on_auto_axes():
