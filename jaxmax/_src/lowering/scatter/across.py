@@ -43,8 +43,11 @@ The partitioner's form had all-gathered data-sized positions, keys and the data 
 whole. Otherwise they are computed from the output as on one device, with the mesh axes made
 ``Auto`` (`_with_gradients`).
 
-`plan` chooses the form from the operands' specs alone (`along_order` then runs it in
-``jax.shard_map``).
+`plan` chooses the form from the operands' specs alone, so that ``Auto`` mesh axes take the same
+per-device forward once XLA knows the shardings (:mod:`jaxmax._src.auto_partition`, from
+:mod:`~jaxmax._src.lowering.scatter.max_scatter`); their derivative there is the one-device
+rule's from the output, laid out by XLA's partitioner (the block gradients above need the
+forward's keys, which a partitioned call does not return).
 """
 
 from __future__ import annotations

@@ -67,3 +67,25 @@ def along_other_axes(compute: Callable, data: jax.Array, indices: jax.Array,
     return jax.shard_map(compute, mesh=mesh, in_specs=(block, block, block), out_specs=block,
                          check_vma=False)(data, indices, updates)
 
+
+def slices_plan(mesh, shapes: Sequence[tuple[int, ...]], specs: Sequence[Spec]):
+    """ScatterND's blocks: the specs (data, indices, updates) that cut the data along its slice
+    axes (those past the ``k`` coordinates of an index tuple) and the updates alike along
+    theirs, the indices replicated, or None. Each update slice then lands in the same block
+    of its target slice: the one-device scatter of each device's blocks, no collective."""
+    data_shape, index_shape, _ = shapes
+    data_spec, index_spec, update_spec = (tuple(s) for s in specs)
+    k, lead = index_shape[-1], len(index_shape) - 1
+    if any(e is not None for e in index_spec + data_spec[:k] + update_spec[:lead]):
+        return None
+    trailing, along = data_spec[k:], update_spec[lead:]
+    spec = trailing if any(e is not None for e in trailing) else along
+    if not any(e is not None for e in spec) or along not in (spec, (None,) * len(spec)):
+        return None
+    if trailing not in (spec, (None,) * len(spec)):
+        return None
+    out = ((None,) * k + spec, (None,) * len(index_shape), (None,) * lead + spec)
+    if not all(auto_partition.even(mesh, s, shape) for s, shape in zip(out, shapes,
+                                                                       strict=True)):
+        return None
+    return out
