@@ -95,12 +95,14 @@ def _along_axis(data, indices, updates, *, axis, rule, use_init, layout, auto=Fa
         layout = "elements"
     elif data.ndim == 1:
         layout = "rows"
-    compute = _along_rule(axis, rule, use_init, layout, _on_mesh(data, indices, updates))
+    keys = _on_mesh(data, indices, updates)
+    compute = _along_rule(axis, rule, use_init, layout, keys)
     local = partial(_local_along, axis=axis, layout=layout)
     gradients = _along_gradients(axis, rule, use_init)
     if auto and not any(explicit_axes.names_of(a) for a in (data, indices, updates)):
-        return _on_auto_axes(compute, gradients, data, indices, updates, axis=axis,
-                             rule=rule, use_init=use_init, local=local)
+        return _on_auto_axes(compute, _layout_gradients(axis, rule, use_init, layout, keys),
+                             data, indices, updates, axis=axis, rule=rule, use_init=use_init,
+                             local=local)
     blocks = scatter_blocks.along_other_axes(compute, data, indices, updates, axis)
     if blocks is not None:
         return blocks
@@ -129,8 +131,8 @@ def _on_auto_axes(compute, gradients, data, indices, updates, *, axis, rule, use
     has one operand per result axis, and taking the updates' would all-gather the output of
     sharded data beside replicated updates instead).
 
-    The derivative is the one-device rule's cotangents from the output (`_along_gradients`,
-    as `scatter_across` computes them off its blocks), bit for bit; XLA's partitioner lays
+    The derivative is the one-device rule's cotangents from the output (`gradients`:
+    `_layout_gradients`, the one-device program itself), bit for bit; XLA's partitioner lays
     it out (the ``Explicit`` forms' gradients in blocks are not reused here)."""
     shapes = tuple(tuple(a.shape) for a in (data, indices, updates))
 
@@ -195,25 +197,30 @@ def _from_output(gradients):
 def _along_rule(axis: int, rule: str, use_init: bool, layout: str, keys: bool):
     """``compute(data, indices, updates)``: the scatter along `axis` by `rule` in `layout`,
     a floating max on integer keys when `keys`."""
+    index_of = _along_index(axis, layout, keys)
+
+    def compute(data, indices, updates):
+        geom, index = index_of(data, indices, updates)
+        return scatter_rules.apply(rule, geom, use_init, data, index, updates)
+
+    return compute
+
+
+def _along_index(axis: int, layout: str, keys: bool):
+    """``index_of(data, indices, updates)``: the geometry and the index of `layout` that the
+    rule scatters by (and its one-device gradient gathers by, `_layout_gradients`)."""
 
     # each form normalises only the indices it reads: the row form one column, so that the
     # (n, features) index array is never rewritten
-    def rows(data, ids, updates):
-        size = data.shape[axis]
-        geom = Geometry("rows", tuple(data.shape), tuple(updates.shape), axis=axis, keys=keys)
-        norm = normalised(ids, size, signed_index_dtype(size))
-        return scatter_rules.apply(rule, geom, use_init, data, norm.reshape(-1, 1), updates)
-
-    def elements(data, indices, updates):
-        geom, flat = _elements_index(data.shape, indices, updates.shape, axis, keys)
-        return scatter_rules.apply(rule, geom, use_init, data, flat, updates)
-
-    def compute(data, indices, updates):
+    def index_of(data, indices, updates):
         if layout == "rows":
             ids = indices[tuple(slice(None) if d == axis else 0 for d in range(indices.ndim))]
-            return rows(data, ids, updates)
+            size = data.shape[axis]
+            geom = Geometry("rows", tuple(data.shape), tuple(updates.shape), axis=axis,
+                            keys=keys)
+            return geom, normalised(ids, size, signed_index_dtype(size)).reshape(-1, 1)
         if layout == "elements":
-            return elements(data, indices, updates)
+            return _elements_index(data.shape, indices, updates.shape, axis, keys)
         # a row is constant iff its min equals its max: one variadic integer reduction straight
         # on the index runs at the speed of a read, where a compare with the row's first
         # element in front of a reduction is not vectorised; the min is then the row's id
@@ -223,10 +230,22 @@ def _along_rule(axis: int, rule: str, use_init: bool, layout: str, keys: bool):
         low, high = _row_bounds(indices, axis)
         ids = normalised(low, size, signed_index_dtype(size)).reshape(-1, 1)
         geom = Geometry("detect", tuple(data.shape), tuple(updates.shape), axis=axis, keys=keys)
-        return scatter_rules.apply(rule, geom, use_init, data,
-                                   (flag(low != high), ids, indices), updates)
+        return geom, (flag(low != high), ids, indices)
 
-    return compute
+    return index_of
+
+
+def _layout_gradients(axis: int, rule: str, use_init: bool, layout: str, keys: bool):
+    """The rule's cotangents given its output in `layout`'s own geometry: the very program of
+    the one-device derivative (`_along_gradients`, per element, gives the same bits, slower
+    on the row form)."""
+    index_of = _along_index(axis, layout, keys)
+
+    def gradients(data, indices, updates, out, g):
+        geom, index = index_of(data, indices, updates)
+        return scatter_rules.gradients(rule, geom, use_init, data, index, updates, out, g)
+
+    return gradients
 
 
 def _elements_index(shape, indices, updates_shape, axis: int, keys: bool):
@@ -276,10 +295,11 @@ def _by_coordinates(data, indices, updates, *, rule, use_init, auto=False):
     on ``Auto`` axes (`auto`) chosen once XLA knows the sharding (`_coordinates_on_auto_axes`)."""
     if data.size == 0 or updates.size == 0:
         return data
-    compute = _coordinates_rule(rule, use_init, _on_mesh(data, indices, updates))
+    keys = _on_mesh(data, indices, updates)
+    compute = _coordinates_rule(rule, use_init, keys)
     if auto and not any(explicit_axes.names_of(a) for a in (data, indices, updates)):
-        return _coordinates_on_auto_axes(compute, data, indices, updates, rule=rule,
-                                         use_init=use_init)
+        return _coordinates_on_auto_axes(compute, _coordinates_gradients(rule, use_init, keys),
+                                         data, indices, updates, rule=rule, use_init=use_init)
     if indices.ndim < 2:  # a single index tuple: nothing orders the updates
         return _sharded(compute, data, indices, updates)
     across = scatter_across.along_order(
@@ -291,15 +311,15 @@ def _by_coordinates(data, indices, updates, *, rule, use_init, auto=False):
     return _sharded(compute, data, indices, updates)
 
 
-def _coordinates_on_auto_axes(compute, data, indices, updates, *, rule, use_init):
+def _coordinates_on_auto_axes(compute, gradients, data, indices, updates, *, rule, use_init):
     """`compute(data, indices, updates)` where XLA chooses the sharding
     (:mod:`jaxmax._src.auto_partition`): in blocks of the slice axes
     (`scatter_blocks.slices_plan`), across the index tuples' leading axis when the updates
     are sharded along it, or, with replicated updates and the data sharded along its first
     axis, each device scattering every update whose first coordinate falls in its block
     (`scatter_across.plan`); the operands gathered otherwise. The output keeps the data's
-    sharding. The derivative is the one-device rule's cotangents from the output, as for the
-    along-axis faces (`_from_output`)."""
+    sharding. The derivative is the one-device rule's cotangents from the output (`gradients`,
+    in the one-device program's geometry), as for the along-axis faces (`_from_output`)."""
     shapes = tuple(tuple(a.shape) for a in (data, indices, updates))
     ordered = indices.ndim >= 2 and indices.shape[-1] > 0
     fits = np.iinfo(indices.dtype).max >= data.shape[0]
@@ -329,7 +349,7 @@ def _coordinates_on_auto_axes(compute, data, indices, updates, *, rule, use_init
 
     kept = (tuple((0, b) for b in range(data.ndim)),)
     return auto_partition.call(plain, planner, (data, indices, updates), kept=kept,
-                               jvp=_from_output(_coordinates_gradients(rule, use_init)))[0]
+                               jvp=_from_output(gradients))[0]
 
 
 def _local_coordinates(init_rule: str, use: bool):
@@ -379,10 +399,11 @@ def _coordinates_rule(rule: str, use_init: bool, keys: bool):
     return compute
 
 
-def _coordinates_gradients(rule: str, use_init: bool):
-    """The rule's cotangents of `data` and `updates` given its output."""
+def _coordinates_gradients(rule: str, use_init: bool, keys: bool = True):
+    """The rule's cotangents of `data` and `updates` given its output (`keys`: of a scatter
+    with floating maxima on integer keys; the same bits either way)."""
     def gradients(data, indices, updates, out, g):
-        geom, index, lead = _coordinates_index(data.shape, indices, updates.shape, True)
+        geom, index, lead = _coordinates_index(data.shape, indices, updates.shape, keys)
         if lead:
             g_data, g_upd = scatter_rules.gradients(rule, geom, use_init, data[None], index,
                                                     updates, out[None], g[None])
