@@ -345,8 +345,8 @@ def test_scatter_gradients_in_blocks_are_the_unsharded_bits(name):
 
 
 # On ``Auto`` mesh axes a traced array's type names no sharding: TopK, SegmentMax, the ROI
-# operators, AdaptiveMaxPool, MaxUnpool and the ceil-mode pools choose their per-device forms
-# once XLA's partitioner knows it (jaxmax/_src/auto_partition.py); the other
+# operators, AdaptiveMaxPool, MaxUnpool, the ceil-mode pools and the scatters choose their
+# per-device forms once XLA's partitioner knows it (jaxmax/_src/auto_partition.py); the other
 # forms read the sharding at trace time, on ``Explicit`` axes only, and on ``Auto`` axes XLA's
 # partitioner decides what moves. Each row over the bound there is listed, strictly expected to
 # fail with the reason of its operator's family (the first prefix of its name in `AUTO_REASONS`).
@@ -360,10 +360,14 @@ AUTO_REASONS = {
     "onnx.reduce_max": "as onnx.global_max_pool",
     "openvino.reduce_max": "as onnx.global_max_pool",
     "onnx.arg_max": "the partitioner all-gathers a key and an index per element of the axis",
-    "onnx.scatter_elements": "the partitioner gathers indices and updates and all-reduces "
-                             "output-sized arrays for the rule's checks",
-    "openvino.scatter_elements_update": "as onnx.scatter_elements",
-    "openvino.scatter_nd_update": "as onnx.scatter_elements",
+    "onnx.scatter_elements": "the data replicated, indices and updates sharded along the other "
+                             "axis: no input gathered, but the output keeps the data's sharding "
+                             "(replicated), and XLA all-gathers the per-device blocks (512 B, "
+                             "the output once more)",
+    "openvino.scatter_elements_update": "as on Explicit axes (SEU_12 above: 640 B for a 512 B "
+                                        "output) along the scatter axis; with indices and "
+                                        "updates only sharded along the other axis, as "
+                                        "onnx.scatter_elements",
     "onnx.max_unpool": "X and I sharded along H: no input gathered (a one-byte key all-reduce, "
                        "then the winners' bits), but the output's H axis cannot keep its "
                        "sharding (its length is not X's: the wrapped call's sharding rule keeps "
@@ -392,25 +396,13 @@ AUTO_OVER_ROWS = [
     ('openvino.top_k TopK-11 k 3 axis 1 max value', 'channels (reduced)'),
     ('openvino.top_k TopK-11 k 4 axis 1 min index stable i64', 'channels (reduced)'),
     ('openvino.top_k TopK-3 k 2 axis 3 max none', 'W (top-k axis)'),
-    ('onnx.scatter_elements ScatterElements-18 max axis 0', 'scatter axis, all three'),
-    ('onnx.scatter_elements ScatterElements-18 max axis 0', 'other axis, all three'),
-    ('onnx.scatter_elements ScatterElements-18 max axis 0', 'indices and updates only'),
-    ('onnx.scatter_elements ScatterElements-18 max axis 1', 'scatter axis, all three'),
-    ('onnx.scatter_elements ScatterElements-18 max axis 1', 'other axis, all three'),
     ('onnx.scatter_elements ScatterElements-18 max axis 1', 'indices and updates only'),
     ('openvino.scatter_elements_update SEU-12 max axis 0', 'scatter axis, all three'),
-    ('openvino.scatter_elements_update SEU-12 max axis 0', 'other axis, all three'),
-    ('openvino.scatter_elements_update SEU-12 max axis 0', 'data only, scatter axis'),
     ('openvino.scatter_elements_update SEU-12 max axis 0', 'indices and updates only'),
-    ('openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False',
-     'scatter axis, all three'),
     ('openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False',
      'other axis, all three'),
     ('openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False',
-     'data only, scatter axis'),
-    ('openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False',
      'indices and updates only'),
-    ('openvino.scatter_nd_update ScatterNDUpdate-15 max k 2', 'indices and updates'),
     ('onnx.max_unpool MaxUnpool-22 k2 s2', 'H'),
 ]
 AUTO_OVER = {row: "on Auto axes: " + next(r for p, r in AUTO_REASONS.items()
@@ -438,7 +430,8 @@ def test_collectives_on_auto_axes(case, layout):
 AUTO_PLANNED = ("onnx.top_k", "openvino.top_k", "openvino.segment_max", "onnx.max_roi_pool",
                 "openvino.roi_pooling", "onnx.roi_align", "openvino.roi_align",
                 "openvino.adaptive_max_pool", "onnx.max_unpool", "openvino.max_pool",
-                "onnx.max_pool")
+                "onnx.max_pool", "onnx.scatter_elements", "openvino.scatter_elements_update",
+                "openvino.scatter_nd_update")
 
 
 def test_planned_operators_gather_no_input_on_auto_axes():
@@ -448,6 +441,8 @@ def test_planned_operators_gather_no_input_on_auto_axes():
     for case in CASES:
         if case.name.split(" ")[0] in AUTO_PLANNED:
             for layout in case.layouts:
+                if (case.name, layout) in AUTO_OVER:  # each with its reason (an output
+                    continue  # all-gathered may be as large as a sharded input)
                 problems = collectives.violations(_measured_auto(case.name, layout), case)
                 assert not [p for p in problems if "all-gathers" in p], (case.name, layout)
 

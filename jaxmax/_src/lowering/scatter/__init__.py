@@ -21,4 +21,7 @@ partitioner would move the inputs: :mod:`~jaxmax._src.lowering.scatter.blocks` w
 stays on its target's device (sharded off the scatter axis), and
 :mod:`~jaxmax._src.lowering.scatter.across` when the updates are sharded along the axis that
 orders them (each device's partial result, combined in one or two all-reduces of integer keys).
+On ``Auto`` mesh axes the same per-device forms (their `plan` functions; and ScatterND's blocks
+of the slice axes, and each device's own rows of the data) are chosen once XLA knows the
+sharding (:mod:`jaxmax._src.auto_partition`).
 """

@@ -42,11 +42,18 @@ bits (zero where no update can receive it) give every device its blocks of both 
 The partitioner's form had all-gathered data-sized positions, keys and the data cotangent
 whole. Otherwise they are computed from the output as on one device, with the mesh axes made
 ``Auto`` (`_with_gradients`).
+
+`plan` chooses the form from the operands' specs alone, so that ``Auto`` mesh axes take the same
+per-device forward once XLA knows the shardings (:mod:`jaxmax._src.auto_partition`, from
+:mod:`~jaxmax._src.lowering.scatter.max_scatter`); their derivative there is the one-device
+rule's from the output, laid out by XLA's partitioner (the block gradients above need the
+forward's keys, which a partitioned call does not return).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -62,10 +69,60 @@ from jaxmax._src.lowering.scatter.geometry import ieee_key
 Local = Callable[[str, bool], Callable]
 
 
+class Form(NamedTuple):
+    """One device's part of a scatter: ``forward(data, indices, updates)`` on its blocks laid
+    out as `in_specs` (data, indices, updates), giving its block of the output laid out as
+    `out_spec`; `names` are the mesh axes along the order axis (of the updates, or with
+    replicated updates of the data)."""
+
+    forward: Callable
+    in_specs: tuple[tuple, tuple, tuple]
+    out_spec: tuple
+    names: tuple[str, ...]
+
+
+def plan(mesh, shape: tuple[int, ...], dtype, specs, along: Callable, *, order_axis: int,
+         rule: str, use_init: bool, local: Local, shift: Callable | None) -> Form | None:
+    """This module's form for operands laid out as `specs` (data, indices, updates; one entry
+    per axis) on `mesh`, data of `shape` and `dtype`, or None. `along(operand, axis)` names the
+    mesh axes `operand` is sharded over along `axis` when every axis it is sharded over can be
+    cut into even blocks (``Explicit`` axes only, inside ``jax.shard_map``), ``()`` otherwise.
+    Replicated indices beside sharded updates are cut into the updates' blocks (`in_specs`).
+    Both mesh kinds share it: `along_order` on ``Explicit`` axes, and the ``Auto``-axes planner
+    of :mod:`~jaxmax._src.lowering.scatter.max_scatter`."""
+    data_spec, index_spec, update_spec = (tuple(s) for s in specs)
+    floating = dtypes.is_floating(dtype)
+    if floating and not _keyable(dtype):
+        return None
+    if _sharded(update_spec):
+        names = _order_names(along, order_axis, index_spec, update_spec)
+        if names is None or not _data_fits(along, data_spec):
+            return None
+        n = explicit_axes.devices_along(mesh, names)
+        if floating and rule != "maximum" and not _codes_fit(dtype, n):
+            return None
+        if not floating and not use_init:
+            return None
+        forward = _exchange(rule, use_init, local, shape, dtype, data_spec, mesh, names, n)
+        if not _sharded(index_spec):
+            # (no collective: each device keeps its own block of a replicated array)
+            index_spec = tuple(update_spec[order_axis] if b == order_axis else None
+                               for b in range(len(index_spec)))
+    elif shift is not None and not _sharded(index_spec) and _sharded(data_spec):
+        names = along(0, order_axis)
+        if not names or any(e is not None for b, e in enumerate(data_spec) if b != order_axis):
+            return None
+        forward = _own_block(rule, use_init, local, shift, shape, mesh, order_axis, names)
+    else:
+        return None
+    return Form(forward, (data_spec, index_spec, update_spec), data_spec, names)
+
+
 def along_order(data: jax.Array, indices: jax.Array, updates: jax.Array, *, order_axis: int,
                 rule: str, use_init: bool, local: Local, gradients: Callable,
                 shift: Callable | None, elements: Callable | None = None) -> jax.Array | None:
-    """The scatter by `rule` when the layout allows one of this module's forms, else None.
+    """The scatter by `rule` on ``Explicit`` mesh axes when the layout allows one of this
+    module's forms (`plan`), else None.
 
     `local(rule, use_init)` is the one-device ``compute(data, indices, updates)``;
     `gradients(data, indices, updates, out, g)` the rule's cotangents; `shift(indices, size,
@@ -73,36 +130,28 @@ def along_order(data: jax.Array, indices: jax.Array, updates: jax.Array, *, orde
     the form with replicated updates does not apply); `elements(shape, indices,
     updates_shape)` the per-element geometry and flat index of along-axis `indices` into an
     array of `shape` (None: no `_maximum_gradients`)."""
-    specs = [explicit_axes.spec_of(a) for a in (data, indices, updates)]
+    arrays = (data, indices, updates)
+    specs = [explicit_axes.spec_of(a) for a in arrays]
     data_spec, index_spec, update_spec = specs
-    floating = dtypes.is_floating(data.dtype)
-    if floating and not _keyable(data.dtype):
-        return None
     if _sharded(update_spec):
-        names = _order_names(indices, updates, order_axis, index_spec, update_spec)
-        if names is None or not _data_fits(data, data_spec, updates):
+        if _sharded(data_spec) and _mesh(data) != _mesh(updates):
             return None
-        n = explicit_axes.devices_along(_mesh(updates), names)
-        if floating and rule != "maximum" and not _codes_fit(data.dtype, n):
-            return None
-        if not floating and not use_init:
-            return None
-        forward = _exchange(rule, use_init, local, data, data_spec, names, n)
         mesh = _mesh(updates)
-    elif shift is not None and not _sharded(index_spec) and _sharded(data_spec):
-        names = explicit_axes.explicit_only(data, order_axis)
-        if not names or any(e is not None for b, e in enumerate(data_spec) if b != order_axis):
-            return None
+    elif _sharded(data_spec):
         mesh = _mesh(data)
-        forward = _own_block(rule, use_init, local, shift, data, order_axis, names)
     else:
         return None
-    if _sharded(update_spec) and not _sharded(index_spec):
-        # (no collective: each device keeps its own block of a replicated array)
-        index_spec = tuple(update_spec[order_axis] if b == order_axis else None
-                           for b in range(indices.ndim))
-        indices = jax.sharding.reshard(indices, NamedSharding(mesh, PartitionSpec(*index_spec)))
-        specs[1] = index_spec
+
+    def along(operand, axis):
+        return explicit_axes.explicit_only(arrays[operand], axis)
+
+    form = plan(mesh, tuple(data.shape), np.dtype(data.dtype), specs, along,
+                order_axis=order_axis, rule=rule, use_init=use_init, local=local, shift=shift)
+    if form is None:
+        return None
+    forward, specs, names = form.forward, list(form.in_specs), form.names
+    if specs[1] != index_spec:  # replicated indices, cut where they lie
+        indices = jax.sharding.reshard(indices, NamedSharding(mesh, PartitionSpec(*specs[1])))
     replicated = NamedSharding(mesh, PartitionSpec())
     data, indices, updates = (a if _sharded(s) else jax.sharding.reshard(a, replicated)
                               for a, s in zip((data, indices, updates), specs, strict=True))
@@ -111,7 +160,7 @@ def along_order(data: jax.Array, indices: jax.Array, updates: jax.Array, *, orde
     # no rule for varying operands (as in blocks.py)
     mapped = jax.shard_map(forward, mesh=mesh, in_specs=in_specs,
                            out_specs=PartitionSpec(*data_spec), check_vma=False)
-    if not floating:
+    if not dtypes.is_floating(data.dtype):
         return mapped(data, indices, updates)
     alike = _sharded(update_spec) and tuple(data_spec) == tuple(update_spec)
     if elements is not None and ((rule == "maximum" and use_init and alike) or (
@@ -144,31 +193,28 @@ def _keyable(dtype) -> bool:
     return dtype.itemsize in (2, 4, 8) and bool(np.isinf(np.array(np.inf, dtype)))
 
 
-def _order_names(indices, updates, order_axis, index_spec, update_spec):
+def _order_names(along, order_axis, index_spec, update_spec):
     """The mesh axes the updates are sharded over along the order axis, when that is their
     only sharded axis, the indices are sharded alike (or replicated) and every axis is
-    ``Explicit`` and even."""
-    names = explicit_axes.explicit_only(updates, order_axis)
+    usable (`along`: ``Explicit`` and even)."""
+    names = along(2, order_axis)
     if not names or any(e is not None for b, e in enumerate(update_spec) if b != order_axis):
         return None
     if not _sharded(index_spec):  # replicated indices are cut into the updates' blocks
         return names
-    if explicit_axes.explicit_only(indices, order_axis) != names:
+    if along(1, order_axis) != names:
         return None
     if any(e is not None for b, e in enumerate(index_spec) if b != order_axis):
         return None
     return names
 
 
-def _data_fits(data, data_spec, updates) -> bool:
-    """Whether the data is replicated, or sharded over ``Explicit`` axes of the updates' mesh
-    in even blocks."""
+def _data_fits(along, data_spec) -> bool:
+    """Whether the data is replicated, or sharded in even blocks over usable axes (`along`;
+    on ``Explicit`` axes the caller checks that the data's mesh is the updates')."""
     if not _sharded(data_spec):
         return True
-    if _mesh(data) != _mesh(updates):
-        return False
-    return all(explicit_axes.explicit_only(data, b) for b, e in enumerate(data_spec)
-               if e is not None)
+    return all(along(0, b) for b, e in enumerate(data_spec) if e is not None)
 
 
 def _codes_fit(dtype, n: int) -> bool:
@@ -179,11 +225,11 @@ def _codes_fit(dtype, n: int) -> bool:
     return top + 2 * n - 2 <= np.iinfo(signed).max
 
 
-def _own_block(rule, use_init, local, shift, data, axis, names):
+def _own_block(rule, use_init, local, shift, shape, mesh, axis, names):
     """Replicated updates, data sharded along the scatter axis: every update into the
     device's own block (out-of-block targets dropped), by the one-device rule."""
-    size = data.shape[axis]
-    block = size // explicit_axes.devices_along(_mesh(data), names)
+    size = shape[axis]
+    block = size // explicit_axes.devices_along(mesh, names)
     compute = local(rule, use_init)
 
     def forward(data, indices, updates):
@@ -193,11 +239,10 @@ def _own_block(rule, use_init, local, shift, data, axis, names):
     return forward
 
 
-def _exchange(rule, use_init, local, data, data_spec, names, n):
+def _exchange(rule, use_init, local, shape, dtype, data_spec, mesh, names, n):
     """Each device's partial of its updates, one or two max all-reduces over `names`, then
     the device's block of the data joined."""
-    shape, dtype = tuple(data.shape), np.dtype(data.dtype)
-    mesh = _mesh(data) if _sharded(data_spec) else None
+    shape, dtype = tuple(shape), np.dtype(dtype)
 
     def own(full):
         return _own(full, data_spec, mesh)

@@ -31,8 +31,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import explicit_axes
-from jaxmax._src.lowering import compile_options
+from jaxmax._src import auto_partition, dtypes, explicit_axes
+from jaxmax._src.lowering import compile_options, rules
 from jaxmax._src.lowering.scatter import across as scatter_across
 from jaxmax._src.lowering.scatter import blocks as scatter_blocks
 from jaxmax._src.lowering.scatter import rules as scatter_rules
@@ -58,14 +58,15 @@ def scatter_along_axis(data: jax.Array, indices: jax.Array, updates: jax.Array, 
     """Each element of `updates` max-scattered by `rule` onto `data` at its own coordinates with
     the one along `axis` replaced by its entry of `indices` (same shape as `updates`)."""
     return _along_axis(data, indices, updates, axis=axis, rule=rule, use_init=use_init,
-                       layout=layout)
+                       layout=layout, auto=rules.several_devices())
 
 
 def scatter_by_coordinates(data: jax.Array, indices: jax.Array, updates: jax.Array, rule: str,
                            use_init: bool) -> jax.Array:
     """Each slice of `updates` (``indices.shape[:-1] + data.shape[k:]``) max-scattered by `rule`
     onto the slice of `data` its ``k = indices.shape[-1]`` coordinates name."""
-    return _by_coordinates(data, indices, updates, rule=rule, use_init=use_init)
+    return _by_coordinates(data, indices, updates, rule=rule, use_init=use_init,
+                           auto=rules.several_devices())
 
 
 def _on_mesh(*arrays) -> bool:
@@ -81,50 +82,145 @@ def _sharded(compute, data, indices, updates):
     return explicit_axes.run(compute, (data, indices, updates), out_spec)
 
 
-@compile_options.jit(static_argnames=("axis", "rule", "use_init", "layout"))
-def _along_axis(data, indices, updates, *, axis, rule, use_init, layout):
+@compile_options.jit(static_argnames=("axis", "rule", "use_init", "layout", "auto"))
+def _along_axis(data, indices, updates, *, axis, rule, use_init, layout, auto=False):
+    """The scatter along `axis`: on ``Explicit`` mesh axes in blocks (`scatter_blocks`) or
+    across the order axis (`scatter_across`) where the layout allows, else as the partitioner
+    does; on ``Auto`` axes (`auto`: several devices in the process, no sharding in the
+    inputs' types) the same per-device forms, chosen once XLA knows the sharding
+    (`_on_auto_axes`)."""
     if data.size == 0 or updates.size == 0:
         return data
     if not row_layout_possible(data.shape, indices.shape, axis):
         layout = "elements"
     elif data.ndim == 1:
         layout = "rows"
-    compute = _along_rule(axis, rule, use_init, layout, _on_mesh(data, indices, updates))
+    keys = _on_mesh(data, indices, updates)
+    compute = _along_rule(axis, rule, use_init, layout, keys)
+    local = partial(_local_along, axis=axis, layout=layout)
+    gradients = _along_gradients(axis, rule, use_init)
+    if auto and not any(explicit_axes.names_of(a) for a in (data, indices, updates)):
+        return _on_auto_axes(compute, _layout_gradients(axis, rule, use_init, layout, keys),
+                             data, indices, updates, axis=axis, rule=rule, use_init=use_init,
+                             local=local)
     blocks = scatter_blocks.along_other_axes(compute, data, indices, updates, axis)
     if blocks is not None:
         return blocks
     across = scatter_across.along_order(
-        data, indices, updates, order_axis=axis, rule=rule, use_init=use_init,
-        local=lambda init_rule, use: _along_rule(axis, init_rule, use, layout, False),
-        gradients=_along_gradients(axis, rule, use_init),
-        shift=_into_block, elements=partial(_elements_index, axis=axis, keys=True))
+        data, indices, updates, order_axis=axis, rule=rule, use_init=use_init, local=local,
+        gradients=gradients, shift=_into_block,
+        elements=partial(_elements_index, axis=axis, keys=True))
     if across is not None:
         return across
     return _sharded(compute, data, indices, updates)
 
 
+def _local_along(init_rule: str, use: bool, *, axis: int, layout: str):
+    """The one-device scatter `scatter_across` runs on each device's updates."""
+    return _along_rule(axis, init_rule, use, layout, False)
+
+
+def _on_auto_axes(compute, gradients, data, indices, updates, *, axis, rule, use_init, local):
+    """`compute(data, indices, updates)` where XLA chooses the sharding
+    (:mod:`jaxmax._src.auto_partition`): in blocks when every update stays on its target's
+    device (`scatter_blocks.plan`), across the scatter axis when the updates (or, with
+    replicated updates, the data) are sharded along it (`scatter_across.plan`), the operands
+    gathered otherwise. The output keeps the data's sharding: with replicated data and
+    updates sharded along another axis, the blocks' output is then all-gathered (its bytes,
+    once), where the ``Explicit`` form leaves it sharded as the updates (a propagation rule
+    has one operand per result axis, and taking the updates' would all-gather the output of
+    sharded data beside replicated updates instead).
+
+    The derivative is the one-device rule's cotangents from the output (`gradients`:
+    `_layout_gradients`, the one-device program itself), bit for bit; XLA's partitioner lays
+    it out (the ``Explicit`` forms' gradients in blocks are not reused here)."""
+    shapes = tuple(tuple(a.shape) for a in (data, indices, updates))
+
+    def plain(d, i, u):
+        return (compute(d, i, u),)
+
+    def planner(mesh, specs):
+        spec = scatter_blocks.plan(mesh, shapes, specs, axis)
+        if spec is not None:
+            return auto_partition.Plan(plain, (spec,) * 3, (spec,))
+        if not all(auto_partition.even(mesh, s, shape) for s, shape in zip(specs, shapes,
+                                                                           strict=True)):
+            return None
+
+        def along(operand, b):
+            return explicit_axes.entry_names(specs[operand][b])
+
+        form = scatter_across.plan(mesh, shapes[0], np.dtype(data.dtype), specs, along,
+                                   order_axis=axis, rule=rule, use_init=use_init,
+                                   local=local, shift=_into_block)
+        if form is None:
+            return None
+        return auto_partition.Plan(lambda d, i, u: (form.forward(d, i, u),), form.in_specs,
+                                   (form.out_spec,))
+
+    kept = (tuple((0, b) for b in range(data.ndim)),)
+    return auto_partition.call(plain, planner, (data, indices, updates), kept=kept,
+                               jvp=_from_output(gradients))[0]
+
+
+def _from_output(gradients):
+    """``jvp(primals, tangents, outputs)`` of a scatter whose cotangents `gradients(data,
+    indices, updates, out, g)` gives from its output: no second forward, and under ``grad``
+    the very cotangents of the one-device rule (integers: no derivative)."""
+    def jvp(primals, tangents, out):
+        data, indices, updates = primals
+        (result,) = out
+        if not dtypes.is_floating(result.dtype):
+            return (np.zeros(result.shape, jax.dtypes.float0),)
+
+        # the output and the indices are arguments, not closed over: the backward runs
+        # outside this rule's trace
+        @jax.custom_vjp
+        def given(d, u, i, o):
+            return o
+
+        def fwd(d, u, i, o):
+            return o, (d, u, i, o)
+
+        def bwd(residuals, g):
+            d, u, i, o = residuals
+            g_data, g_upd = gradients(d, i, u, o, g)
+            return g_data, g_upd, None, jnp.zeros_like(o)
+
+        given.defvjp(fwd, bwd)
+        return (jax.jvp(lambda d, u: given(d, u, indices, result), (data, updates),
+                        (tangents[0], tangents[2]))[1],)
+
+    return jvp
+
+
 def _along_rule(axis: int, rule: str, use_init: bool, layout: str, keys: bool):
     """``compute(data, indices, updates)``: the scatter along `axis` by `rule` in `layout`,
     a floating max on integer keys when `keys`."""
+    index_of = _along_index(axis, layout, keys)
+
+    def compute(data, indices, updates):
+        geom, index = index_of(data, indices, updates)
+        return scatter_rules.apply(rule, geom, use_init, data, index, updates)
+
+    return compute
+
+
+def _along_index(axis: int, layout: str, keys: bool):
+    """``index_of(data, indices, updates)``: the geometry and the index of `layout` that the
+    rule scatters by (and its one-device gradient gathers by, `_layout_gradients`)."""
 
     # each form normalises only the indices it reads: the row form one column, so that the
     # (n, features) index array is never rewritten
-    def rows(data, ids, updates):
-        size = data.shape[axis]
-        geom = Geometry("rows", tuple(data.shape), tuple(updates.shape), axis=axis, keys=keys)
-        norm = normalised(ids, size, signed_index_dtype(size))
-        return scatter_rules.apply(rule, geom, use_init, data, norm.reshape(-1, 1), updates)
-
-    def elements(data, indices, updates):
-        geom, flat = _elements_index(data.shape, indices, updates.shape, axis, keys)
-        return scatter_rules.apply(rule, geom, use_init, data, flat, updates)
-
-    def compute(data, indices, updates):
+    def index_of(data, indices, updates):
         if layout == "rows":
             ids = indices[tuple(slice(None) if d == axis else 0 for d in range(indices.ndim))]
-            return rows(data, ids, updates)
+            size = data.shape[axis]
+            geom = Geometry("rows", tuple(data.shape), tuple(updates.shape), axis=axis,
+                            keys=keys)
+            return geom, normalised(ids, size, signed_index_dtype(size)).reshape(-1, 1)
         if layout == "elements":
-            return elements(data, indices, updates)
+            return _elements_index(data.shape, indices, updates.shape, axis, keys)
         # a row is constant iff its min equals its max: one variadic integer reduction straight
         # on the index runs at the speed of a read, where a compare with the row's first
         # element in front of a reduction is not vectorised; the min is then the row's id
@@ -134,10 +230,22 @@ def _along_rule(axis: int, rule: str, use_init: bool, layout: str, keys: bool):
         low, high = _row_bounds(indices, axis)
         ids = normalised(low, size, signed_index_dtype(size)).reshape(-1, 1)
         geom = Geometry("detect", tuple(data.shape), tuple(updates.shape), axis=axis, keys=keys)
-        return scatter_rules.apply(rule, geom, use_init, data,
-                                   (flag(low != high), ids, indices), updates)
+        return geom, (flag(low != high), ids, indices)
 
-    return compute
+    return index_of
+
+
+def _layout_gradients(axis: int, rule: str, use_init: bool, layout: str, keys: bool):
+    """The rule's cotangents given its output in `layout`'s own geometry: the very program of
+    the one-device derivative (`_along_gradients`, per element, gives the same bits, slower
+    on the row form)."""
+    index_of = _along_index(axis, layout, keys)
+
+    def gradients(data, indices, updates, out, g):
+        geom, index = index_of(data, indices, updates)
+        return scatter_rules.gradients(rule, geom, use_init, data, index, updates, out, g)
+
+    return gradients
 
 
 def _elements_index(shape, indices, updates_shape, axis: int, keys: bool):
@@ -180,20 +288,81 @@ def _row_bounds(indices: jax.Array, axis: int) -> tuple[jax.Array, jax.Array]:
     return low, high
 
 
-@compile_options.jit(static_argnames=("rule", "use_init"))
-def _by_coordinates(data, indices, updates, *, rule, use_init):
+@compile_options.jit(static_argnames=("rule", "use_init", "auto"))
+def _by_coordinates(data, indices, updates, *, rule, use_init, auto=False):
+    """The scatter by coordinate tuples: on ``Explicit`` mesh axes across the index tuples'
+    leading axis (`scatter_across`) where the layout allows, else as the partitioner does;
+    on ``Auto`` axes (`auto`) chosen once XLA knows the sharding (`_coordinates_on_auto_axes`)."""
     if data.size == 0 or updates.size == 0:
         return data
-    compute = _coordinates_rule(rule, use_init, _on_mesh(data, indices, updates))
+    keys = _on_mesh(data, indices, updates)
+    compute = _coordinates_rule(rule, use_init, keys)
+    if auto and not any(explicit_axes.names_of(a) for a in (data, indices, updates)):
+        return _coordinates_on_auto_axes(compute, _coordinates_gradients(rule, use_init, keys),
+                                         data, indices, updates, rule=rule, use_init=use_init)
     if indices.ndim < 2:  # a single index tuple: nothing orders the updates
         return _sharded(compute, data, indices, updates)
     across = scatter_across.along_order(
         data, indices, updates, order_axis=0, rule=rule, use_init=use_init,
-        local=lambda init_rule, use: _coordinates_rule(init_rule, use, False),
+        local=_local_coordinates,
         gradients=_coordinates_gradients(rule, use_init), shift=None)
     if across is not None:
         return across
     return _sharded(compute, data, indices, updates)
+
+
+def _coordinates_on_auto_axes(compute, gradients, data, indices, updates, *, rule, use_init):
+    """`compute(data, indices, updates)` where XLA chooses the sharding
+    (:mod:`jaxmax._src.auto_partition`): in blocks of the slice axes
+    (`scatter_blocks.slices_plan`), across the index tuples' leading axis when the updates
+    are sharded along it, or, with replicated updates and the data sharded along its first
+    axis, each device scattering every update whose first coordinate falls in its block
+    (`scatter_across.plan`); the operands gathered otherwise. The output keeps the data's
+    sharding. The derivative is the one-device rule's cotangents from the output (`gradients`,
+    in the one-device program's geometry), as for the along-axis faces (`_from_output`)."""
+    shapes = tuple(tuple(a.shape) for a in (data, indices, updates))
+    ordered = indices.ndim >= 2 and indices.shape[-1] > 0
+    fits = np.iinfo(indices.dtype).max >= data.shape[0]
+
+    def plain(d, i, u):
+        return (compute(d, i, u),)
+
+    def planner(mesh, specs):
+        blocks = scatter_blocks.slices_plan(mesh, shapes, specs)
+        if blocks is not None:
+            return auto_partition.Plan(plain, blocks, (blocks[0],))
+        if not ordered or not all(auto_partition.even(mesh, s, shape)
+                                  for s, shape in zip(specs, shapes, strict=True)):
+            return None
+
+        def along(operand, b):
+            return explicit_axes.entry_names(specs[operand][b])
+
+        form = scatter_across.plan(mesh, shapes[0], np.dtype(data.dtype), specs, along,
+                                   order_axis=0, rule=rule, use_init=use_init,
+                                   local=_local_coordinates,
+                                   shift=_first_into_block if fits else None)
+        if form is None:
+            return None
+        return auto_partition.Plan(lambda d, i, u: (form.forward(d, i, u),), form.in_specs,
+                                   (form.out_spec,))
+
+    kept = (tuple((0, b) for b in range(data.ndim)),)
+    return auto_partition.call(plain, planner, (data, indices, updates), kept=kept,
+                               jvp=_from_output(gradients))[0]
+
+
+def _local_coordinates(init_rule: str, use: bool):
+    """The one-device scatter by coordinates `scatter_across` runs on each device's updates."""
+    return _coordinates_rule(init_rule, use, False)
+
+
+def _first_into_block(indices, size: int, start, block: int):
+    """Coordinate tuples into data of `size` along its first axis as tuples into its block of
+    `block` positions from `start` (`_into_block` on the first coordinate; the caller checks
+    that `block` fits in the indices' type)."""
+    first = _into_block(indices[..., 0], size, start, block).astype(indices.dtype)
+    return jnp.concatenate([first[..., None], indices[..., 1:]], axis=-1)
 
 
 def _coordinates_index(shape, indices, updates_shape, keys: bool):
@@ -230,10 +399,11 @@ def _coordinates_rule(rule: str, use_init: bool, keys: bool):
     return compute
 
 
-def _coordinates_gradients(rule: str, use_init: bool):
-    """The rule's cotangents of `data` and `updates` given its output."""
+def _coordinates_gradients(rule: str, use_init: bool, keys: bool = True):
+    """The rule's cotangents of `data` and `updates` given its output (`keys`: of a scatter
+    with floating maxima on integer keys; the same bits either way)."""
     def gradients(data, indices, updates, out, g):
-        geom, index, lead = _coordinates_index(data.shape, indices, updates.shape, True)
+        geom, index, lead = _coordinates_index(data.shape, indices, updates.shape, keys)
         if lead:
             g_data, g_upd = scatter_rules.gradients(rule, geom, use_init, data[None], index,
                                                     updates, out[None], g[None])
