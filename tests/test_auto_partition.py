@@ -1,13 +1,14 @@
-"""TopK, SegmentMax, the ROI operators, AdaptiveMaxPool, MaxUnpool, the ceil-mode pools and the
-scatters on ``Auto`` mesh axes (jaxmax/_src/auto_partition.py): the per-device forms chosen once
-XLA knows the sharding give the one-device answer bit for bit under ``jit``, under ``vmap``
-(where the computation runs unwrapped) and through ``grad``; their
-collectives are in tests/test_collectives.py, their runs across processes in
-tests/test_multiprocess.py."""
+"""TopK, SegmentMax, the ROI operators, AdaptiveMaxPool, MaxUnpool, the ceil-mode pools, the
+scatters, ReduceMax (GlobalMaxPool) and ArgMax on ``Auto`` mesh axes
+(jaxmax/_src/auto_partition.py): the per-device forms chosen once XLA knows the sharding give the
+one-device answer bit for bit under ``jit``, under ``vmap`` (where the computation runs
+unwrapped) and through ``grad``; their collectives are in tests/test_collectives.py, their runs
+across processes in tests/test_multiprocess.py."""
 
 from __future__ import annotations
 
 import jax
+import ml_dtypes
 import numpy as np
 import pytest
 from jax.sharding import AxisType, NamedSharding
@@ -24,6 +25,8 @@ def _mesh():
 
 def _bits(a):
     a = np.asarray(a)
+    if a.dtype in (np.float16, ml_dtypes.bfloat16):
+        return a.view(np.int16)
     return a.view(np.int32) if a.dtype == np.float32 else a
 
 
@@ -302,3 +305,57 @@ def test_scatter_nd_on_auto_axes(name, specs):
                        -1).astype(np.int32)
     data, updates = tricky(12, (16, 8, 4)), tricky(13, (16, 4))
     _scatter_checks(SCATTER_ND[name], (data, indices, updates), specs)
+
+
+REDUCE = {
+    "onnx axes [1, 2]": lambda v: onnx.reduce_max(v, [1, 2], keepdims=0),
+    "onnx all axes": lambda v: onnx.reduce_max(v, opset=13),
+    "openvino axes (-3, -1)": lambda v: ov.reduce_max(v, (-3, -1)),
+    "openvino axis 2 keep_dims": lambda v: ov.reduce_max(v, 2, keep_dims=True),
+    "global_max_pool": onnx.global_max_pool,
+}
+
+
+def _zero_slices(x):
+    """`x` with whole reduced slices of -0.0, of -inf and of NaN (the codes' and the derivative's
+    edge cases), besides `tricky`'s ties."""
+    x = x.copy()
+    x[0, :, :, 0] = -0.0
+    x[1, :, :, 1] = -np.inf
+    x[2, :, :, 2] = np.nan
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16], ids=["f32", "bf16"])
+@pytest.mark.parametrize("spec", [P("d"), P(None, "d"), P(None, None, "d"),
+                                  P(None, "d", None, None)], ids=["batch", "channels", "H", "C"])
+@pytest.mark.parametrize("name", sorted(REDUCE))
+def test_reduce_max_on_auto_axes(name, spec, dtype):
+    f = REDUCE[name]
+    x = _zero_slices(tricky(7, (4, 8, 4, 16))).astype(dtype)
+    xs = jax.device_put(x, NamedSharding(_mesh(), spec))
+    _same(jax.jit(f)(xs), f(x))
+    # positive weights: with negative ones the zeros off the maxima of OpenVINO's rule differ
+    # in sign between this eager one-device gradient and a jitted one (main as well)
+    w = (np.abs(np.random.default_rng(2).standard_normal(np.shape(f(x)))) + 0.5).astype(dtype)
+
+    def loss(v):
+        return (f(v) * w).sum().astype(np.float32)
+    _same(jax.jit(jax.grad(loss))(xs), jax.grad(loss)(x))
+    _same(jax.jit(jax.vmap(f))(xs), jax.vmap(f)(x))
+
+
+@pytest.mark.parametrize("spec", [P("d"), P(None, "d"), P(None, None, None, "d")],
+                         ids=["batch", "channels", "W"])
+@pytest.mark.parametrize("last", [0, 1])
+def test_arg_max_on_auto_axes(last, spec):
+    def f(v):
+        return onnx.arg_max(v, axis=1, keepdims=1 - last, select_last_index=last)
+    x = _zero_slices(tricky(8, (4, 8, 4, 16)))
+    xs = jax.device_put(x, NamedSharding(_mesh(), spec))
+    _same(jax.jit(f)(xs), f(x))
+    _same(jax.jit(jax.vmap(f))(xs), jax.vmap(f)(x))
+
+    def loss(v):  # the indices pass no gradient
+        return (v.sum(axis=1, keepdims=not last) * f(v).astype(v.dtype)).sum()
+    _same(jax.jit(jax.grad(loss))(xs), jax.grad(loss)(x))

@@ -345,21 +345,16 @@ def test_scatter_gradients_in_blocks_are_the_unsharded_bits(name):
 
 
 # On ``Auto`` mesh axes a traced array's type names no sharding: TopK, SegmentMax, the ROI
-# operators, AdaptiveMaxPool, MaxUnpool, the ceil-mode pools and the scatters choose their
-# per-device forms once XLA's partitioner knows it (jaxmax/_src/auto_partition.py); the other
-# forms read the sharding at trace time, on ``Explicit`` axes only, and on ``Auto`` axes XLA's
-# partitioner decides what moves. Each row over the bound there is listed, strictly expected to
+# operators, AdaptiveMaxPool, MaxUnpool, the ceil-mode pools, the scatters, the reductions and
+# ArgMax choose their per-device forms once XLA's partitioner knows it
+# (jaxmax/_src/auto_partition.py). Each row over the bound there is listed, strictly expected to
 # fail with the reason of its operator's family (the first prefix of its name in `AUTO_REASONS`).
 AUTO_REASONS = {
     "onnx.top_k": "TopK along its own sharded axis gathers no input (one all-to-all moves the "
                   "top-k axis's mesh axes to another axis, lowering/top_k_sharded.py), but XLA's "
                   "propagation lays the output out replicated and all-gathers it on top",
     "openvino.top_k": "as onnx.top_k",
-    "onnx.global_max_pool": "the partitioner all-reduces the partial results, the NaN flags and a "
-                            "zero-sign flag per output (2-3x the output, never the input)",
-    "onnx.reduce_max": "as onnx.global_max_pool",
-    "openvino.reduce_max": "as onnx.global_max_pool",
-    "onnx.arg_max": "the partitioner all-gathers a key and an index per element of the axis",
+    "onnx.arg_max": "as on Explicit axes: " + ARG_MAX,
     "onnx.scatter_elements": "the data replicated, indices and updates sharded along the other "
                              "axis: no input gathered, but the output keeps the data's sharding "
                              "(replicated), and XLA all-gathers the per-device blocks (512 B, "
@@ -374,20 +369,6 @@ AUTO_REASONS = {
                        "no such axis), so the whole output is all-reduced, 1.18x the bound",
 }
 AUTO_OVER_ROWS = [
-    ('onnx.global_max_pool GlobalMaxPool-22', 'H'),
-    ('onnx.global_max_pool GlobalMaxPool-22', 'W'),
-    ('onnx.global_max_pool GlobalMaxPool-22', 'H and W'),
-    ('openvino.reduce_max axes (1, 2)', 'channels (reduced)'),
-    ('openvino.reduce_max axes (1, 2)', 'H (reduced)'),
-    ('openvino.reduce_max axes (1, 2)', 'H and W (reduced)'),
-    ('openvino.reduce_max axis 3 keep_dims', 'H and W (reduced)'),
-    ('onnx.reduce_max ReduceMax-20 axes [1, 2]', 'channels (reduced)'),
-    ('onnx.reduce_max ReduceMax-20 axes [1, 2]', 'H (reduced)'),
-    ('onnx.reduce_max ReduceMax-20 axes [1, 2]', 'H and W (reduced)'),
-    ('onnx.reduce_max ReduceMax-13 all axes', 'batch'),
-    ('onnx.reduce_max ReduceMax-13 all axes', 'channels (reduced)'),
-    ('onnx.reduce_max ReduceMax-13 all axes', 'H (reduced)'),
-    ('onnx.reduce_max ReduceMax-13 all axes', 'H and W (reduced)'),
     ('onnx.arg_max ArgMax-13 axis 1', 'channels (reduced)'),
     ('onnx.arg_max ArgMax-13 axis 1 select_last_index keepdims 0', 'channels (reduced)'),
     ('onnx.top_k TopK-24 K 3 axis 1', 'channels (reduced)'),
@@ -431,7 +412,8 @@ AUTO_PLANNED = ("onnx.top_k", "openvino.top_k", "openvino.segment_max", "onnx.ma
                 "openvino.roi_pooling", "onnx.roi_align", "openvino.roi_align",
                 "openvino.adaptive_max_pool", "onnx.max_unpool", "openvino.max_pool",
                 "onnx.max_pool", "onnx.scatter_elements", "openvino.scatter_elements_update",
-                "openvino.scatter_nd_update")
+                "openvino.scatter_nd_update", "onnx.reduce_max", "openvino.reduce_max",
+                "onnx.global_max_pool", "onnx.arg_max")
 
 
 def test_planned_operators_gather_no_input_on_auto_axes():

@@ -19,7 +19,9 @@ subnormals); its compiled code is bounded by the unrolled steps, whatever the ax
 Inputs sharded over ``Explicit`` mesh axes are computed with those axes made ``Auto``
 (:mod:`jaxmax._src.explicit_axes`), except along a sharded arg-max axis, where each device
 finds its block's answer and two output-sized all-reduces combine them (`_across_blocks`). The
-output keeps the sharding of every other axis.
+output keeps the sharding of every other axis. On ``Auto`` axes (several devices in the process,
+no sharding in the input's type) the same per-device forms are chosen once XLA knows the
+sharding (`_on_auto_axes`, :mod:`jaxmax._src.auto_partition`).
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import explicit_axes
-from jaxmax._src.lowering import compile_options, order
+from jaxmax._src import auto_partition, explicit_axes
+from jaxmax._src.lowering import compile_options, order, rules
 
 #: ArgMax over a non-last axis of at most this many elements runs as one fused fold.
 FOLD_LIMIT = 64
@@ -49,11 +51,12 @@ def arg_max(x: jax.Array, *, axis: int, keepdims: bool, last: bool, nan_order: s
     `axis` is normalised; the axis has at least one element; `index_dtype` is as JAX stores it.
     """
     return _arg_max_jit(x, axis=axis, keepdims=keepdims, last=last, nan_order=nan_order,
-                        index_dtype=np.dtype(index_dtype))
+                        index_dtype=np.dtype(index_dtype), auto=rules.several_devices())
 
 
-@compile_options.jit(static_argnames=("axis", "keepdims", "last", "nan_order", "index_dtype"))
-def _arg_max_jit(x, *, axis, keepdims, last, nan_order, index_dtype):
+@compile_options.jit(
+    static_argnames=("axis", "keepdims", "last", "nan_order", "index_dtype", "auto"))
+def _arg_max_jit(x, *, axis, keepdims, last, nan_order, index_dtype, auto=False):
     def compute(x):
         def key(v):
             return order.key(v, descending=True, nan_order=nan_order)
@@ -80,6 +83,9 @@ def _arg_max_jit(x, *, axis, keepdims, last, nan_order, index_dtype):
         return lax.expand_dims(out, (axis,)) if keepdims else out
 
     spec = explicit_axes.spec_of(x)
+    if auto and not explicit_axes.names_of(x):  # no sharding in the type: XLA's to choose
+        return _on_auto_axes(x, compute, axis=axis, keepdims=keepdims, last=last,
+                             nan_order=nan_order)
     along = explicit_axes.explicit_only(x, axis)
     if along:
         return _across_blocks(x, compute, along, axis=axis, keepdims=keepdims, last=last,
@@ -89,33 +95,69 @@ def _arg_max_jit(x, *, axis, keepdims, last, nan_order, index_dtype):
 
 
 def _across_blocks(x, compute, names, *, axis, keepdims, last, nan_order):
-    """ArgMax of `x` sharded along `axis` over the ``Explicit`` mesh axes `names`: each device
-    finds its block's answer (`compute`, keepdims), then two all-reduces pick the blocks that
-    hold the largest key (one key per output element) and, of those, the first (`last`: last)
-    global index (in `_wire_type`: one byte per output element along an axis of at most 256).
-    The partitioner instead all-gathered a key and an index per element of the axis.
+    """ArgMax of `x` sharded along `axis` over the ``Explicit`` mesh axes `names`: `_per_block`
+    in ``jax.shard_map``."""
+    spec = explicit_axes.spec_of(x)
+    out_spec = explicit_axes.reduced(spec, (axis,), keepdims)
+    mesh = jax.typeof(x).sharding.mesh
+    return jax.shard_map(
+        _per_block(x.shape[axis], compute, names, axis=axis, keepdims=keepdims, last=last,
+                   nan_order=nan_order),
+        mesh=mesh, in_specs=(jax.P(*spec),), out_specs=jax.P(*out_spec))(x)
+
+
+def _on_auto_axes(x, compute, *, axis, keepdims, last, nan_order):
+    """ArgMax where XLA chooses the sharding (:mod:`jaxmax._src.auto_partition`): the arg-max
+    axis sharded, `_per_block` (the ``Explicit`` form's two all-reduces); only other axes
+    sharded, each device finds its own block's answer and nothing moves. Blocks of unequal
+    size are gathered. The indices have no derivative (a zero tangent)."""
+    def planner(mesh, specs):
+        spec = specs[0]
+        if not auto_partition.even(mesh, spec, x.shape):
+            return None
+        out_spec = explicit_axes.reduced(spec, (axis,), keepdims)
+        names = explicit_axes.entry_names(spec[axis])
+        if not names:
+            return auto_partition.Plan(lambda b: (compute(b),), (spec,), (out_spec,))
+        per_block = _per_block(x.shape[axis], compute, names, axis=axis, keepdims=keepdims,
+                               last=last, nan_order=nan_order)
+        return auto_partition.Plan(lambda b: (per_block(b),), (spec,), (out_spec,))
+
+    def jvp(primals, tangents, outs):
+        del primals, tangents
+        return (np.zeros(outs[0].shape, jax.dtypes.float0),)
+
+    others = [i for i in range(x.ndim) if i != axis]
+    kept = (tuple(None if i == axis else (0, i) for i in range(x.ndim)) if keepdims
+            else tuple((0, i) for i in others))
+    return auto_partition.call(lambda v: (compute(v),), planner, (x,), kept=(kept,),
+                               jvp=jvp)[0]
+
+
+def _per_block(n, compute, names, *, axis, keepdims, last, nan_order):
+    """Each device's ArgMax of its block of an axis of `n` elements sharded over the mesh axes
+    `names` (every mesh axis manual): the device finds its block's answer (`compute`), then two
+    all-reduces pick the blocks that hold the largest key (one key per output element) and, of
+    those, the first (`last`: last) global index (in `_wire_type`: one byte per output element
+    along an axis of at most 256). The partitioner instead all-gathered a key and an index per
+    element of the axis.
 
     The output's bytes (``int32``) cannot carry both: the winner is decided by the 32-bit key,
     so the first all-reduce alone is the output's size and the index adds to it (5 bytes per
     output element against 4; docs/multi-host.md)."""
-    spec = explicit_axes.spec_of(x)
-
     def per_block(block):
         local = compute(block) if keepdims else lax.expand_dims(compute(block), (axis,))
         keys = order.compare_key(block, nan_order=nan_order)
         best = jnp.take_along_axis(keys, local.astype(np.int32), axis=axis)
         top = lax.pmax(best, names)
-        wire = _wire_type(x.shape[axis], local.dtype)
+        wire = _wire_type(n, local.dtype)
         offset = (lax.axis_index(names) * block.shape[axis]).astype(local.dtype)
         ours = jnp.where(best == top, (local + offset).astype(wire),
                          np.iinfo(wire).min if last else np.iinfo(wire).max)
         out = (lax.pmax(ours, names) if last else lax.pmin(ours, names)).astype(local.dtype)
         return out if keepdims else jnp.squeeze(out, axis)
 
-    out_spec = explicit_axes.reduced(spec, (axis,), keepdims)
-    mesh = jax.typeof(x).sharding.mesh
-    return jax.shard_map(per_block, mesh=mesh, in_specs=(jax.P(*spec),),
-                         out_specs=jax.P(*out_spec))(x)
+    return per_block
 
 
 def _wire_type(n: int, index_dtype: np.dtype) -> np.dtype:

@@ -30,10 +30,12 @@ masked path), and ``nan="propagate"`` finds NaN slices by a sum of squares
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 from jax import lax
 
-from jaxmax._src import dtypes, explicit_axes
+from jaxmax._src import auto_partition, dtypes, explicit_axes
 from jaxmax._src.lowering import compile_options, reduce_cpu, reduce_sharded, rules, signed_zeros
 
 
@@ -65,19 +67,23 @@ def reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, nan: str) ->
     """Max over `axes` (normalised, unique) with the values rule `nan` (``"propagate"`` or
     ``"skip"``); logical or for bool data (see `_reduce_max_jit`)."""
     return _reduce_max_jit(x, axes, keepdims, rules.check_nan_rule(nan),
-                           rules.cross_device_possible(x))
+                           rules.cross_device_possible(x), rules.several_devices())
 
 
-@compile_options.jit(static_argnames=("axes", "keepdims", "nan", "cross_device"))
+@compile_options.jit(static_argnames=("axes", "keepdims", "nan", "cross_device", "auto"))
 def _reduce_max_jit(x: jax.Array, axes: tuple[int, ...], keepdims: bool, nan: str,
-                    cross_device: bool) -> jax.Array:
+                    cross_device: bool, auto: bool = False) -> jax.Array:
     """Max over `axes` (normalised, unique); logical or for bool data.
 
     On CPU, a reduction of leading axes only over a large kept block folds its rows with
     elementwise maxima (XLA's own reduction of outer axes is far slower there); everything else
     is ``lax.reduce_max``. Integers have no NaN and their identity is lowest(T), so both rules
-    are the plain max for them.
+    are the plain max for them. Floating data on ``Auto`` axes (`auto`: several devices in the
+    process) takes the same per-device forms once XLA knows the sharding (`_on_auto_axes`).
     """
+    if (auto and not explicit_axes.names_of(x)
+            and reduce_sharded.combinable(x.dtype, tuple(x.shape), axes, nan)):
+        return _on_auto_axes(x, axes, keepdims, nan, cross_device)
     if reduce_sharded.applies(x, axes, nan):  # a reduced axis sharded over Explicit axes
         out = reduce_sharded.reduce_max(
             x, axes, nan, lambda block: _float_max(block, axes, nan, cross_device=False))
@@ -88,6 +94,45 @@ def _reduce_max_jit(x: jax.Array, axes: tuple[int, ...], keepdims: bool, nan: st
 
     return explicit_axes.run(
         compute, (x,), lambda _: explicit_axes.reduced(explicit_axes.spec_of(x), axes, keepdims))
+
+
+def _on_auto_axes(x: jax.Array, axes: tuple[int, ...], keepdims: bool, nan: str,
+                  cross_device: bool) -> jax.Array:
+    """The max of floating `x` where XLA chooses the sharding
+    (:mod:`jaxmax._src.auto_partition`): a reduced axis sharded, each device reduces its block
+    and one integer all-reduce of the output's size combines the codes
+    (``reduce_sharded.combined``, the ``Explicit`` form's per-device function); only kept
+    axes sharded, each device reduces its own block and nothing moves. Blocks of unequal
+    size are gathered. The derivative is the one-device lowering's (recomputed from the data)."""
+    def plain(v, cross=cross_device):
+        return (_reduce_max(v, axes, keepdims, nan, cross),)
+
+    def planner(mesh, specs):
+        spec = specs[0]
+        if not auto_partition.even(mesh, spec, x.shape):
+            return None
+        out_spec = explicit_axes.reduced(spec, axes, keepdims)
+        if not any(explicit_axes.entry_names(spec[a]) for a in axes):
+            return auto_partition.Plan(partial(plain, cross=False), (spec,), (out_spec,))
+
+        def per_device(block):
+            out = reduce_sharded.combined(
+                block, x.shape, spec, axes, nan,
+                lambda b: _float_max(b, axes, nan, cross_device=False))
+            return (lax.expand_dims(out, axes) if keepdims else out,)
+        return auto_partition.Plan(per_device, (spec,), (out_spec,))
+
+    def jvp(primals, tangents, outs):
+        # the lowering's own derivative: its tie shares are reduce_max's where the data may
+        # meet a cross-device max (a product with the tie mask: -0.0 for a negative
+        # cotangent off the maxima, bfloat16 with NaN skipped), not `reduce_sharded.tangent`'s
+        del outs
+        return jax.jvp(plain, primals, tangents)[1]
+
+    kept = [i for i in range(x.ndim) if i not in axes]
+    result = tuple(None if i in axes else (0, i) for i in range(x.ndim)) if keepdims else \
+        tuple((0, i) for i in kept)
+    return auto_partition.call(plain, planner, (x,), kept=(result,), jvp=jvp)[0]
 
 
 def _reduce_max(x: jax.Array, axes: tuple[int, ...], keepdims: bool, nan: str,

@@ -20,12 +20,14 @@ total order of the bits):
   ``S - (2 * position + sign)``: among zero maxima the larger code is the first zero, whose
   position in the whole slice each device knows from its block's offset. This needs
   ``2 * count <= 2 ** (mantissa + 1)`` (``count`` the elements of one slice: 8 Mi for float32,
-  1024 for float16, 128 for bfloat16); longer slices keep the partitioned form (`applies`).
+  1024 for float16, 128 for bfloat16); longer slices keep the partitioned form (`combinable`).
 
-Only on ``Explicit`` axes, where the sharding is read at trace time; on ``Auto`` axes XLA's
-partitioner decides (and moves the NaN flags and a zero-sign flag besides the partial results,
-docs/multi-host.md). The derivative is ``lax.reduce_max``'s at the NaN-masked input (tied maxima
-share the tangent evenly), as the one-device lowering's.
+On ``Explicit`` axes the sharding is read at trace time and `reduce_max` runs `combined` in
+``jax.shard_map``; on ``Auto`` axes :mod:`jaxmax._src.lowering.reduce` runs the same `combined`
+once XLA knows the sharding (:mod:`jaxmax._src.auto_partition`), where XLA's partitioner moved
+the NaN flags and a zero-sign flag besides the partial results. The derivative (`tangent`) is
+``lax.reduce_max``'s at the NaN-masked input (tied maxima share the tangent evenly), as the
+one-device lowering's.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from jax.sharding import PartitionSpec
 from jaxmax._src import dtypes, explicit_axes
 from jaxmax._src.lowering import order, reduce_cpu, signed_zeros
 
-__all__ = ["applies", "reduce_max"]
+__all__ = ["applies", "combinable", "combined", "reduce_max", "tangent"]
 
 Local = Callable[[jax.Array], jax.Array]
 
@@ -53,18 +55,24 @@ def _room(dtype) -> int:
     return (1 << ml_dtypes.finfo(dtype).nmant) - 1
 
 
+def combinable(dtype, shape: tuple[int, ...], axes: tuple[int, ...], nan: str) -> bool:
+    """Whether the codes can combine blocks of this reduction, wherever they are sharded:
+    floating data (16, 32 or 64 bits, ``-inf`` its identity), some axis reduced, some element,
+    and (``nan="skip"``) slices short enough for the zero codes. Shared by `applies` (the
+    ``Explicit`` form) and the ``Auto``-axes planner of :mod:`jaxmax._src.lowering.reduce`."""
+    if not dtypes.is_floating(dtype) or not axes or math.prod(shape) == 0:
+        return False
+    if np.dtype(dtype).itemsize not in (2, 4, 8) or not np.isinf(dtypes.max_identity(dtype)):
+        return False
+    count = math.prod(shape[a] for a in axes)
+    return nan == "propagate" or 2 * count <= 2 * (_room(dtype) + 1)
+
+
 def applies(x: jax.Array, axes: tuple[int, ...], nan: str) -> bool:
-    """Whether `reduce_max` computes this reduction: floating `x` sharded over ``Explicit`` mesh
-    axes only, evenly, along some reduced axis, and (``nan="skip"``) slices short enough for
-    the zero codes."""
-    if not dtypes.is_floating(x.dtype) or not axes or x.size == 0:
-        return False
-    if np.dtype(x.dtype).itemsize not in (2, 4, 8) or not np.isinf(dtypes.max_identity(x.dtype)):
-        return False
-    if not any(explicit_axes.explicit_only(x, a) for a in axes):
-        return False
-    count = math.prod(x.shape[a] for a in axes)
-    return nan == "propagate" or 2 * count <= 2 * (_room(x.dtype) + 1)
+    """Whether `reduce_max` computes this reduction: `combinable`, with `x` sharded over
+    ``Explicit`` mesh axes only, evenly, along some reduced axis."""
+    return (combinable(x.dtype, tuple(x.shape), axes, nan)
+            and any(explicit_axes.explicit_only(x, a) for a in axes))
 
 
 def reduce_max(x: jax.Array, axes: tuple[int, ...], nan: str, local: Local) -> jax.Array:
@@ -76,7 +84,7 @@ def reduce_max(x: jax.Array, axes: tuple[int, ...], nan: str, local: Local) -> j
     @jax.custom_jvp
     def value(x):
         mesh = jax.typeof(x).sharding.mesh
-        return jax.shard_map(lambda b: _combined(b, x.shape, spec, axes, nan, local), mesh=mesh,
+        return jax.shard_map(lambda b: combined(b, x.shape, spec, axes, nan, local), mesh=mesh,
                              in_specs=(PartitionSpec(*spec),),
                              out_specs=PartitionSpec(*out_spec))(x)
 
@@ -84,15 +92,14 @@ def reduce_max(x: jax.Array, axes: tuple[int, ...], nan: str, local: Local) -> j
     def value_jvp(primals, tangents):
         (x,), (t,) = primals, tangents
         out = value(x)
-        tangent = explicit_axes.run(lambda x, out, t: _shared_tangent(x, axes, out, t),
-                                    (x, out, t), lambda _: out_spec)
-        return out, tangent
+        shared = explicit_axes.run(lambda x, out, t: tangent(x, axes, out, t),
+                                   (x, out, t), lambda _: out_spec)
+        return out, shared
 
     return value(x)
 
 
-def _shared_tangent(x: jax.Array, axes: tuple[int, ...], out: jax.Array,
-                    t: jax.Array) -> jax.Array:
+def tangent(x: jax.Array, axes: tuple[int, ...], out: jax.Array, t: jax.Array) -> jax.Array:
     """``lax.reduce_max``'s tangent at the NaN-masked `x`, from its value `out`: tied maxima
     share it evenly; a NaN output, or one raised to lowest(T) (no element equals it), passes
     none."""
@@ -102,9 +109,10 @@ def _shared_tangent(x: jax.Array, axes: tuple[int, ...], out: jax.Array,
     return jnp.where(jnp.isnan(out) | (count == 0), jnp.zeros((), t.dtype), share)
 
 
-def _combined(block: jax.Array, shape: tuple[int, ...], spec: tuple, axes: tuple[int, ...],
-              nan: str, local: Local) -> jax.Array:
-    """One device's part of the result (inside ``shard_map``): its block's code, combined."""
+def combined(block: jax.Array, shape: tuple[int, ...], spec: tuple, axes: tuple[int, ...],
+             nan: str, local: Local) -> jax.Array:
+    """One device's part of the result, every mesh axis manual (inside ``shard_map``, or the
+    ``Auto``-axes plan of :mod:`jaxmax._src.lowering.reduce`): its block's code, combined."""
     names = tuple(n for a in axes for n in explicit_axes.entry_names(spec[a]))
     out = local(block)
     if nan == "propagate":
