@@ -1,7 +1,8 @@
 """What the ``Auto``-axes wrapper (jaxmax/_src/auto_partition.py) costs a one-device program on a
 host of several devices, where it is always taken: compile time of TopK, SegmentMax and
-MaxRoiPool (the issue 43 anchor) with the wrapper and without (``auto=False``), side by side, ``jax.clear_caches()`` before each compile,
-`--rounds` interleaved rounds, medians. A process with one device takes no wrapper.
+MaxRoiPool (the issue 43 anchor) with the wrapper and without (``auto=False``), side by side,
+``jax.clear_caches()`` before each compile, `--rounds` interleaved rounds, medians. A process
+with one device takes no wrapper.
 
 Run: ``PYTHONPATH=$PWD python benchmarks/auto_partition_ab.py [--rounds 9]``.
 """
