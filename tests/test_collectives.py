@@ -9,9 +9,9 @@ rules (`collectives.violations`): at most the outputs' bytes (plus the halo rows
 across shards) per device, and no all-gather of a sharded input whole. What the issue found and
 no lowering fixes yet is listed in `OVER`, strictly expected to fail with its reason: a change
 that fixes one must move it out of the list, and a change that makes another operator gather
-its input fails here. docs/multi-host.md holds the table. `test_collectives_on_auto_axes` holds
-every row to the same bound on ``Auto`` mesh axes, where XLA chooses the shardings after
-tracing; the rows over it there are in `AUTO_OVER`, strictly expected to fail.
+its input fails here. docs/multi-host.md holds the table. The same test holds every row to the
+same bound on ``Auto`` mesh axes, where XLA chooses the shardings after tracing; the rows over
+it there are in `AUTO_OVER`, strictly expected to fail.
 
 Gradients are held the same way (`test_gradients_move_outputs_not_inputs`): for every case
 marked ``grad`` and each of its layouts, the gradient tests/test_multiprocess.py checks across
@@ -73,6 +73,53 @@ OVER = {
 }
 
 
+# On ``Auto`` mesh axes a traced array's type names no sharding: TopK, SegmentMax, the ROI
+# operators, AdaptiveMaxPool, MaxUnpool, the ceil-mode pools, the scatters, the reductions and
+# ArgMax choose their per-device forms once XLA's partitioner knows it
+# (jaxmax/_src/auto_partition.py). Each row over the bound there is listed, strictly expected to
+# fail with the reason of its operator's family (the first prefix of its name in `AUTO_REASONS`).
+AUTO_REASONS = {
+    "onnx.top_k": "TopK along its own sharded axis gathers no input (one all-to-all moves the "
+                  "top-k axis's mesh axes to another axis, lowering/top_k_sharded.py), but XLA's "
+                  "propagation lays the output out replicated and all-gathers it on top",
+    "openvino.top_k": "as onnx.top_k",
+    "onnx.arg_max": "as on Explicit axes: " + ARG_MAX,
+    "onnx.scatter_elements": "the data replicated, indices and updates sharded along the other "
+                             "axis: no input gathered, but the output keeps the data's sharding "
+                             "(replicated), and XLA all-gathers the per-device blocks (512 B, "
+                             "the output once more)",
+    "openvino.scatter_elements_update": "as on Explicit axes (SEU_12 above: 640 B for a 512 B "
+                                        "output) along the scatter axis; with indices and "
+                                        "updates only sharded along the other axis, as "
+                                        "onnx.scatter_elements",
+    "onnx.max_unpool": "X and I sharded along H: no input gathered (a one-byte key all-reduce, "
+                       "then the winners' bits), but the output's H axis cannot keep its "
+                       "sharding (its length is not X's: the wrapped call's sharding rule keeps "
+                       "no such axis), so the whole output is all-reduced, 1.18x the bound",
+}
+AUTO_OVER_ROWS = [
+    ('onnx.arg_max ArgMax-13 axis 1', 'channels (reduced)'),
+    ('onnx.arg_max ArgMax-13 axis 1 select_last_index keepdims 0', 'channels (reduced)'),
+    ('onnx.top_k TopK-24 K 3 axis 1', 'channels (reduced)'),
+    ('onnx.top_k TopK-24 K 5 axis 1 smallest unsorted', 'channels (reduced)'),
+    ('onnx.top_k TopK-1 k 2 last axis', 'W (top-k axis)'),
+    ('openvino.top_k TopK-11 k 3 axis 1 max value', 'channels (reduced)'),
+    ('openvino.top_k TopK-11 k 4 axis 1 min index stable i64', 'channels (reduced)'),
+    ('openvino.top_k TopK-3 k 2 axis 3 max none', 'W (top-k axis)'),
+    ('onnx.scatter_elements ScatterElements-18 max axis 1', 'indices and updates only'),
+    ('openvino.scatter_elements_update SEU-12 max axis 0', 'scatter axis, all three'),
+    ('openvino.scatter_elements_update SEU-12 max axis 0', 'indices and updates only'),
+    ('openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False',
+     'other axis, all three'),
+    ('openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False',
+     'indices and updates only'),
+    ('onnx.max_unpool MaxUnpool-22 k2 s2', 'H'),
+]
+AUTO_OVER = {row: "on Auto axes: " + next(r for p, r in AUTO_REASONS.items()
+                                          if row[0].startswith(p + " "))
+             for row in AUTO_OVER_ROWS}
+
+
 GRADIENTS = [(c, layout) for c in CASES if c.grad for layout in c.layouts]
 
 
@@ -83,31 +130,41 @@ GRADIENTS = [(c, layout) for c in CASES if c.grad for layout in c.layouts]
 GRADIENT_OVER: dict[tuple[str, str], str] = {}
 
 
-def _params(pairs, over):
-    """pytest params of (case, layout) `pairs`, strictly xfailed with their reason in `over`."""
+def _params(pairs, over, *axis_type):
+    """pytest params of (case, layout) `pairs` (and the mesh `axis_type`, when given), strictly
+    xfailed with their reason in `over`."""
+    suffix = f" on {axis_type[0]} axes" if axis_type and axis_type[0] != "Explicit" else ""
     for case, layout in pairs:
         marks = ()
         reason = over.get((case.name, layout))
         if reason is not None:
             marks = (pytest.mark.xfail(strict=True, reason=reason),)
-        yield pytest.param(case, layout, marks=marks, id=f"{case.name} [{layout}]")
+        yield pytest.param(case, layout, *axis_type, marks=marks,
+                           id=f"{case.name} [{layout}]{suffix}")
 
 
 @functools.cache
-def _measured(name: str, layout: str, grad: bool = False) -> collectives.Row:
-    """Case `name` on `layout` over 4 devices (its gradient with `grad`), compiled with the
-    fast options (once a process: the sample tests below read the same rows)."""
+def _measured(name: str, layout: str, grad: bool = False,
+              axis_type: str = "Explicit") -> collectives.Row:
+    """Case `name` on `layout` over 4 devices of a mesh of `axis_type` axes (its gradient with
+    `grad`), compiled with the fast options (once a process: the sample tests below read the
+    same rows)."""
     return collectives.measure(by_name(name), layout, jax.devices()[:4],
-                               compile_options.fast_compile(), grad=grad)
+                               compile_options.fast_compile(), grad=grad, axis_type=axis_type)
 
 
-@pytest.mark.parametrize("case,layout", list(_params(
-    [(c, layout) for c in CASES for layout in c.layouts], OVER)))
-def test_collectives_move_outputs_not_inputs(case, layout):
-    row = _measured(case.name, layout)
+ROWS = [(c, layout) for c in CASES for layout in c.layouts]
+
+
+@pytest.mark.parametrize("case,layout,axis_type", [*_params(ROWS, OVER, "Explicit"),
+                                                   *_params(ROWS, AUTO_OVER, "Auto")])
+def test_collectives_move_outputs_not_inputs(case, layout, axis_type):
+    """Every row on ``Explicit`` mesh axes, and on ``Auto`` ones, where XLA chooses every
+    sharding after tracing."""
+    row = _measured(case.name, layout, axis_type=axis_type)
     problems = collectives.violations(row, case)
-    assert not problems, f"{row.case} [{row.layout}]: " + "; ".join(problems) + \
-        "\n" + "\n".join(c.shape + " " + c.kind for c in row.collectives)
+    assert not problems, f"{row.case} [{row.layout}] on {axis_type} axes: " + \
+        "; ".join(problems) + "\n" + "\n".join(c.shape + " " + c.kind for c in row.collectives)
 
 
 @pytest.mark.parametrize("case,layout", list(_params(GRADIENTS, GRADIENT_OVER)))
@@ -342,89 +399,3 @@ def test_scatter_gradients_in_blocks_are_the_unsharded_bits(name):
             got = [np.asarray(a).view(np.uint32) for a in grads(*args, w)]
             for part, g, x in zip(("data", "updates"), got, want, strict=True):
                 assert np.array_equal(g, x), (layout, seed, part, int((g != x).sum()))
-
-
-# On ``Auto`` mesh axes a traced array's type names no sharding: TopK, SegmentMax, the ROI
-# operators, AdaptiveMaxPool, MaxUnpool, the ceil-mode pools, the scatters, the reductions and
-# ArgMax choose their per-device forms once XLA's partitioner knows it
-# (jaxmax/_src/auto_partition.py). Each row over the bound there is listed, strictly expected to
-# fail with the reason of its operator's family (the first prefix of its name in `AUTO_REASONS`).
-AUTO_REASONS = {
-    "onnx.top_k": "TopK along its own sharded axis gathers no input (one all-to-all moves the "
-                  "top-k axis's mesh axes to another axis, lowering/top_k_sharded.py), but XLA's "
-                  "propagation lays the output out replicated and all-gathers it on top",
-    "openvino.top_k": "as onnx.top_k",
-    "onnx.arg_max": "as on Explicit axes: " + ARG_MAX,
-    "onnx.scatter_elements": "the data replicated, indices and updates sharded along the other "
-                             "axis: no input gathered, but the output keeps the data's sharding "
-                             "(replicated), and XLA all-gathers the per-device blocks (512 B, "
-                             "the output once more)",
-    "openvino.scatter_elements_update": "as on Explicit axes (SEU_12 above: 640 B for a 512 B "
-                                        "output) along the scatter axis; with indices and "
-                                        "updates only sharded along the other axis, as "
-                                        "onnx.scatter_elements",
-    "onnx.max_unpool": "X and I sharded along H: no input gathered (a one-byte key all-reduce, "
-                       "then the winners' bits), but the output's H axis cannot keep its "
-                       "sharding (its length is not X's: the wrapped call's sharding rule keeps "
-                       "no such axis), so the whole output is all-reduced, 1.18x the bound",
-}
-AUTO_OVER_ROWS = [
-    ('onnx.arg_max ArgMax-13 axis 1', 'channels (reduced)'),
-    ('onnx.arg_max ArgMax-13 axis 1 select_last_index keepdims 0', 'channels (reduced)'),
-    ('onnx.top_k TopK-24 K 3 axis 1', 'channels (reduced)'),
-    ('onnx.top_k TopK-24 K 5 axis 1 smallest unsorted', 'channels (reduced)'),
-    ('onnx.top_k TopK-1 k 2 last axis', 'W (top-k axis)'),
-    ('openvino.top_k TopK-11 k 3 axis 1 max value', 'channels (reduced)'),
-    ('openvino.top_k TopK-11 k 4 axis 1 min index stable i64', 'channels (reduced)'),
-    ('openvino.top_k TopK-3 k 2 axis 3 max none', 'W (top-k axis)'),
-    ('onnx.scatter_elements ScatterElements-18 max axis 1', 'indices and updates only'),
-    ('openvino.scatter_elements_update SEU-12 max axis 0', 'scatter axis, all three'),
-    ('openvino.scatter_elements_update SEU-12 max axis 0', 'indices and updates only'),
-    ('openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False',
-     'other axis, all three'),
-    ('openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False',
-     'indices and updates only'),
-    ('onnx.max_unpool MaxUnpool-22 k2 s2', 'H'),
-]
-AUTO_OVER = {row: "on Auto axes: " + next(r for p, r in AUTO_REASONS.items()
-                                          if row[0].startswith(p + " "))
-             for row in AUTO_OVER_ROWS}
-
-
-@functools.cache
-def _measured_auto(name: str, layout: str) -> collectives.Row:
-    return collectives.measure(by_name(name), layout, jax.devices()[:4],
-                               compile_options.fast_compile(), axis_type="Auto")
-
-
-@pytest.mark.parametrize("case,layout", list(_params(
-    [(c, layout) for c in CASES for layout in c.layouts], AUTO_OVER)))
-def test_collectives_on_auto_axes(case, layout):
-    """The same bound on ``Auto`` mesh axes, where XLA chooses every sharding after tracing."""
-    row = _measured_auto(case.name, layout)
-    problems = collectives.violations(row, case)
-    assert not problems, f"{row.case} [{row.layout}] on Auto axes: " + "; ".join(problems) + \
-        "\n" + "\n".join(c.shape + " " + c.kind for c in row.collectives)
-
-
-#: the operators whose Auto forms `auto_partition` chooses
-AUTO_PLANNED = ("onnx.top_k", "openvino.top_k", "openvino.segment_max", "onnx.max_roi_pool",
-                "openvino.roi_pooling", "onnx.roi_align", "openvino.roi_align",
-                "openvino.adaptive_max_pool", "onnx.max_unpool", "openvino.max_pool",
-                "onnx.max_pool", "onnx.scatter_elements", "openvino.scatter_elements_update",
-                "openvino.scatter_nd_update", "onnx.reduce_max", "openvino.reduce_max",
-                "onnx.global_max_pool", "onnx.arg_max")
-
-
-def test_planned_operators_gather_no_input_on_auto_axes():
-    """What `auto_partition` changed: no row of an operator it plans all-gathers a sharded
-    input on ``Auto`` axes (XLA's partitioner gathered the whole input before the CPU ``TopK``,
-    the rows at SegmentMax's scatter, the ROI poolings' sparse tables)."""
-    for case in CASES:
-        if case.name.split(" ")[0] in AUTO_PLANNED:
-            for layout in case.layouts:
-                if (case.name, layout) in AUTO_OVER:  # each with its reason (an output
-                    continue  # all-gathered may be as large as a sharded input)
-                problems = collectives.violations(_measured_auto(case.name, layout), case)
-                assert not [p for p in problems if "all-gathers" in p], (case.name, layout)
-

@@ -57,6 +57,11 @@ def even(mesh, spec: Spec, shape: Sequence[int]) -> bool:
     return explicit_axes.divisible(mesh, spec, tuple(shape)) == tuple(spec)
 
 
+def all_even(mesh, specs: Sequence[Spec], shapes: Sequence[Sequence[int]]) -> bool:
+    """`even` for every operand."""
+    return all(even(mesh, s, shape) for s, shape in zip(specs, shapes, strict=True))
+
+
 Kept = Sequence[Sequence["tuple[int, int] | None"]]
 
 

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import explicit_axes
+from jaxmax._src import auto_partition, explicit_axes
 from jaxmax._src.lowering import order
 from jaxmax._src.lowering.roi import rois as rois_lowering
 
@@ -74,7 +74,7 @@ def images_plan(shapes, specs, mesh, run: Callable[..., jax.Array], batch_at: in
     ``run(x_block, local_batch, *others)`` with its own ROIs' local image indices; or None."""
     spec = specs[0]
     if spec[0] is None or not _none(spec[1:]) or not all(_none(s) for s in specs[1:]) \
-            or not _even(shapes, specs, mesh):
+            or not auto_partition.all_even(mesh, specs, shapes):
         return None
     names = explicit_axes.entry_names(spec[0])
     block = shapes[0][0] // explicit_axes.devices_along(mesh, names)
@@ -132,7 +132,7 @@ def rois_plan(shapes, specs, mesh, run: Callable[..., jax.Array]):
         return None
     if spec[0] is not None or spec[2] is not None or spec[3] is not None \
             or set(explicit_axes.entry_names(spec[1])) & set(explicit_axes.entry_names(first)) \
-            or not _even(shapes, specs, mesh):
+            or not auto_partition.all_even(mesh, specs, shapes):
         return None
     return run, tuple(specs), ((first, spec[1]),)
 
@@ -154,7 +154,8 @@ def channels_plan(shapes, specs, mesh, run: Callable[..., jax.Array]):
     out as `specs` on `mesh`, with the specs it takes and gives; or None."""
     spec = specs[0]
     if spec[1] is None or any(spec[i] is not None for i in (0, 2, 3)) \
-            or not all(_none(s) for s in specs[1:]) or not _even(shapes, specs, mesh):
+            or not all(_none(s) for s in specs[1:]) \
+            or not auto_partition.all_even(mesh, specs, shapes):
         return None
     return run, tuple(specs), ((None, spec[1]),)
 
@@ -165,12 +166,6 @@ def _shapes(arrays) -> list[tuple[int, ...]]:
 
 def _specs(arrays) -> list[tuple]:
     return [explicit_axes.spec_of(a) for a in arrays]
-
-
-def _even(shapes, specs, mesh) -> bool:
-    """Every operand's sharded axes divide evenly over their mesh axes."""
-    return all(explicit_axes.divisible(mesh, tuple(s), tuple(n)) == tuple(s)
-               for n, s in zip(shapes, specs, strict=True))
 
 
 def _mapped(plan, like: jax.Array, args: tuple[jax.Array, ...]):

@@ -85,7 +85,6 @@ def slices_plan(mesh, shapes: Sequence[tuple[int, ...]], specs: Sequence[Spec]):
     if trailing not in (spec, (None,) * len(spec)):
         return None
     out = ((None,) * k + spec, (None,) * len(index_shape), (None,) * lead + spec)
-    if not all(auto_partition.even(mesh, s, shape) for s, shape in zip(out, shapes,
-                                                                       strict=True)):
+    if not auto_partition.all_even(mesh, out, shapes):
         return None
     return out

@@ -98,7 +98,6 @@ def _along_axis(data, indices, updates, *, axis, rule, use_init, layout, auto=Fa
     keys = _on_mesh(data, indices, updates)
     compute = _along_rule(axis, rule, use_init, layout, keys)
     local = partial(_local_along, axis=axis, layout=layout)
-    gradients = _along_gradients(axis, rule, use_init)
     if auto and not any(explicit_axes.names_of(a) for a in (data, indices, updates)):
         return _on_auto_axes(compute, _layout_gradients(axis, rule, use_init, layout, keys),
                              data, indices, updates, axis=axis, rule=rule, use_init=use_init,
@@ -108,7 +107,7 @@ def _along_axis(data, indices, updates, *, axis, rule, use_init, layout, auto=Fa
         return blocks
     across = scatter_across.along_order(
         data, indices, updates, order_axis=axis, rule=rule, use_init=use_init, local=local,
-        gradients=gradients, shift=_into_block,
+        gradients=_along_gradients(axis, rule, use_init), shift=_into_block,
         elements=partial(_elements_index, axis=axis, keys=True))
     if across is not None:
         return across
@@ -134,25 +133,39 @@ def _on_auto_axes(compute, gradients, data, indices, updates, *, axis, rule, use
     The derivative is the one-device rule's cotangents from the output (`gradients`:
     `_layout_gradients`, the one-device program itself), bit for bit; XLA's partitioner lays
     it out (the ``Explicit`` forms' gradients in blocks are not reused here)."""
+    def blocks(mesh, shapes, specs):
+        spec = scatter_blocks.plan(mesh, shapes, specs, axis)
+        return None if spec is None else (spec,) * 3
+
+    return _partitioned(compute, gradients, data, indices, updates, blocks, order_axis=axis,
+                        rule=rule, use_init=use_init, local=local, shift=_into_block)
+
+
+def _partitioned(compute, gradients, data, indices, updates, blocks, *, order_axis, rule,
+                 use_init, local, shift):
+    """Both faces' `auto_partition.call`: the in-specs of the blocks form, ``blocks(mesh,
+    shapes, specs)`` (every update on its target's device: no collective), or None; then the
+    form across `order_axis` (`scatter_across.plan`; none when `order_axis` is None); the
+    operands gathered otherwise. The output keeps the data's sharding; the derivative is
+    `gradients`' from the output (`_from_output`)."""
     shapes = tuple(tuple(a.shape) for a in (data, indices, updates))
 
     def plain(d, i, u):
         return (compute(d, i, u),)
 
     def planner(mesh, specs):
-        spec = scatter_blocks.plan(mesh, shapes, specs, axis)
-        if spec is not None:
-            return auto_partition.Plan(plain, (spec,) * 3, (spec,))
-        if not all(auto_partition.even(mesh, s, shape) for s, shape in zip(specs, shapes,
-                                                                           strict=True)):
+        in_specs = blocks(mesh, shapes, specs)
+        if in_specs is not None:
+            return auto_partition.Plan(plain, in_specs, (in_specs[0],))
+        if order_axis is None or not auto_partition.all_even(mesh, specs, shapes):
             return None
 
         def along(operand, b):
             return explicit_axes.entry_names(specs[operand][b])
 
         form = scatter_across.plan(mesh, shapes[0], np.dtype(data.dtype), specs, along,
-                                   order_axis=axis, rule=rule, use_init=use_init,
-                                   local=local, shift=_into_block)
+                                   order_axis=order_axis, rule=rule, use_init=use_init,
+                                   local=local, shift=shift)
         if form is None:
             return None
         return auto_partition.Plan(lambda d, i, u: (form.forward(d, i, u),), form.in_specs,
@@ -320,36 +333,11 @@ def _coordinates_on_auto_axes(compute, gradients, data, indices, updates, *, rul
     (`scatter_across.plan`); the operands gathered otherwise. The output keeps the data's
     sharding. The derivative is the one-device rule's cotangents from the output (`gradients`,
     in the one-device program's geometry), as for the along-axis faces (`_from_output`)."""
-    shapes = tuple(tuple(a.shape) for a in (data, indices, updates))
     ordered = indices.ndim >= 2 and indices.shape[-1] > 0
     fits = np.iinfo(indices.dtype).max >= data.shape[0]
-
-    def plain(d, i, u):
-        return (compute(d, i, u),)
-
-    def planner(mesh, specs):
-        blocks = scatter_blocks.slices_plan(mesh, shapes, specs)
-        if blocks is not None:
-            return auto_partition.Plan(plain, blocks, (blocks[0],))
-        if not ordered or not all(auto_partition.even(mesh, s, shape)
-                                  for s, shape in zip(specs, shapes, strict=True)):
-            return None
-
-        def along(operand, b):
-            return explicit_axes.entry_names(specs[operand][b])
-
-        form = scatter_across.plan(mesh, shapes[0], np.dtype(data.dtype), specs, along,
-                                   order_axis=0, rule=rule, use_init=use_init,
-                                   local=_local_coordinates,
-                                   shift=_first_into_block if fits else None)
-        if form is None:
-            return None
-        return auto_partition.Plan(lambda d, i, u: (form.forward(d, i, u),), form.in_specs,
-                                   (form.out_spec,))
-
-    kept = (tuple((0, b) for b in range(data.ndim)),)
-    return auto_partition.call(plain, planner, (data, indices, updates), kept=kept,
-                               jvp=_from_output(gradients))[0]
+    return _partitioned(compute, gradients, data, indices, updates, scatter_blocks.slices_plan,
+                        order_axis=0 if ordered else None, rule=rule, use_init=use_init,
+                        local=_local_coordinates, shift=_first_into_block if fits else None)
 
 
 def _local_coordinates(init_rule: str, use: bool):
