@@ -18,7 +18,7 @@ import jax
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import explicit_mesh
+from helpers import assert_same, explicit_mesh
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 from reduce_oracle import onnx_reduce_max, openvino_reduce_max, share_grad
@@ -96,12 +96,12 @@ def test_sharded_reduction_is_the_oracles_bit_for_bit(face, layout, dtype):
 
 
 @functools.cache
-def _gradients(layout: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def _gradients(layout: str, dtype: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The data and each face's gradient for `layout`, both faces in one jitted program (one
     compile a layout instead of one a face and layout)."""
     axes, spec = LAYOUTS[layout]
-    x = _data(len(layout) + 1, np.float32)
-    ct = _cotangent(axes)
+    x = _data(len(layout) + 1, DTYPES[dtype])
+    ct = _cotangent(axes).astype(DTYPES[dtype])
     xs = jax.device_put(x, NamedSharding(explicit_mesh(spec), spec))
 
     def both(v):
@@ -113,17 +113,20 @@ def _gradients(layout: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
 
 
 def _cotangent(axes) -> np.ndarray:
+    """Negative and positive cotangents (a product with the tie mask would give -0.0 off the
+    maxima for the negative ones)."""
     out_shape = tuple(n for a, n in enumerate(SHAPE) if a not in axes)
     return ((np.arange(int(np.prod(out_shape))) % 5) - 1.5).astype(np.float32).reshape(out_shape)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 @pytest.mark.parametrize("face", list(FACES))
-def test_sharded_reduction_gradient_is_shared_by_the_tied_maxima(face, layout):
+def test_sharded_reduction_gradient_is_shared_by_the_tied_maxima(face, layout, dtype):
+    # +0.0 off the maxima (the oracle's zeros), on one device and sharded alike
     _, _, skip_nan = FACES[face]
     axes, _ = LAYOUTS[layout]
-    x, grads = _gradients(layout)
+    x, grads = _gradients(layout, dtype)
     with np.errstate(divide="ignore"):  # a NaN slice's share, which it never assigns
         want = share_grad(x, axes, _cotangent(axes), skip_nan)
-    np.testing.assert_array_equal(grads[face], want.astype(np.float32),
-                                  err_msg=f"{face} {layout}")
+    assert_same(grads[face], want.astype(DTYPES[dtype]), f"{face} {layout} {dtype}")

@@ -12,6 +12,7 @@ from functools import partial
 import chex
 import jax
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 import pytest
 from absl.testing import parameterized
@@ -245,6 +246,27 @@ def test_ov_reduce_max_gradient_random_ties(with_nan):
     got2 = vjp(jax.jit(lambda d: ov.reduce_max(d, (0, 2))), x, ct2)
     np.testing.assert_allclose(got2, share_grad(x, (0, 2), ct2, skip_nan=True),
                                rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("face", ["openvino", "onnx"])
+def test_reduce_max_gradient_off_the_maxima_is_plus_zero(face, dtype):
+    # Negative cotangents: every element that is not a maximum gets +0.0, eagerly and under jit
+    # (lax.reduce_max's own derivative multiplies by the tie mask, which gave -0.0 eagerly and
+    # +0.0 jitted for float32). The process has several devices, so the Auto-axes form runs too.
+    rng = np.random.default_rng(61)
+    x = rng.integers(-3, 3, (6, 40)).astype(np.float32)
+    x[rng.random(x.shape) < 0.1] = NAN
+    x[2] = np.where(rng.random(40) < 0.5, -0.0, -1.0)  # -0.0 maxima
+    x = x.astype(dtype)
+    ct = -rng.integers(1, 4, (6,)).astype(dtype)
+    skip = face == "openvino"
+    fn = (lambda d: ov.reduce_max(d, 1)) if skip else (
+        lambda d: onnx.reduce_max(d, [1], keepdims=0))
+    want = share_grad(x.astype(np.float32), 1, ct.astype(np.float32), skip_nan=skip).astype(dtype)
+    assert not np.signbit(want[want == 0]).any()  # the oracle's zeros are +0.0
+    for form, f in (("eager", fn), ("jit", jax.jit(fn))):
+        assert_same(vjp(f, x, ct), want, f"{face} {np.dtype(dtype).name} {form}")
 
 
 def test_ov_reduce_max_gradient_empty_slice():

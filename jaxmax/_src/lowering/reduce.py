@@ -49,7 +49,7 @@ def _max_with_rule(x: jax.Array, axes: tuple[int, ...], nan: str, fold: bool) ->
     the data (a fold of elementwise maxima alone would show every NaN in its result).
     """
     def reducer(v):
-        return reduce_cpu.fold_max(v, axes) if fold else lax.reduce_max(v, axes)
+        return reduce_cpu.fold_max(v, axes) if fold else reduce_cpu.plain_max(v, axes)
 
     if nan == "skip":
         return rules.max_skipping_nan(reducer, x, check_data=True)
@@ -123,9 +123,7 @@ def _on_auto_axes(x: jax.Array, axes: tuple[int, ...], keepdims: bool, nan: str,
         return auto_partition.Plan(per_device, (spec,), (out_spec,))
 
     def jvp(primals, tangents, outs):
-        # the lowering's own derivative: its tie shares are reduce_max's where the data may
-        # meet a cross-device max (a product with the tie mask: -0.0 for a negative
-        # cotangent off the maxima, bfloat16 with NaN skipped), not `reduce_sharded.tangent`'s
+        # the lowering's own derivative (tied maxima share, +0.0 elsewhere), partitioned by XLA
         del outs
         return jax.jvp(plain, primals, tangents)[1]
 

@@ -25,7 +25,11 @@ order-dependent way, though it is exact on a slice without NaN. Hence:
 
 Its derivative is that of ``lax.reduce_max`` at the NaN-masked input (tied maxima share the
 tangent evenly), computed from the result instead of a second reduction; a NaN output passes
-none.
+none. Elements that are not maxima get a selected ``+0.0``, never a product with the tie mask:
+``lax.reduce_max``'s own derivative multiplies, so a negative cotangent gave ``-0.0`` there in an
+eager call and ``+0.0`` under ``jit`` (XLA's simplifier turns the product into a select for
+float32, not for bfloat16). :func:`plain_max` is ``lax.reduce_max`` with this derivative, for
+the lowerings that run the primitive itself.
 """
 
 from __future__ import annotations
@@ -103,6 +107,19 @@ def fold_max(x: jax.Array, axes: tuple[int, ...]) -> jax.Array:
     if dtypes.is_floating(x.dtype):
         return _float_max(x, axes, "propagate")
     return _fold(x, axes, "propagate")
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(1,))
+def plain_max(x: jax.Array, axes: tuple[int, ...]) -> jax.Array:
+    """``lax.reduce_max`` with the derivative of this module (`_shared_tangent`)."""
+    return lax.reduce_max(x, axes)
+
+
+@plain_max.defjvp
+def _plain_max_jvp(axes, primals, tangents):
+    (x,), (t,) = primals, tangents
+    out = plain_max(x, axes)
+    return out, _shared_tangent(x, axes, out, t)
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(1, 2))
