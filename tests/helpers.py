@@ -86,23 +86,27 @@ def pool_form(compact: bool):
 @contextlib.contextmanager
 def public_forms():
     """Every JAX internal's public fallback for the block, as a JAX whose internals moved would
-    run: the private combiner scatter (`scatter.private.USE`) and the tracer's recorded producer
-    (`scatter.built.USE`) switched off, and both internals replaced by stubs that fail if
-    reached, so a test passing inside has run the fallback. The forms are chosen while
-    tracing, so JAX's caches are cleared on the way in and out."""
+    run: the private combiner scatter (`scatter.private.USE`), the tracer's recorded producer
+    (`scatter.built.USE`) and the batched linear call (`linear_calls.USE`) switched off, and
+    the internals replaced by stubs that fail if reached, so a test passing inside has run the
+    fallback. The forms are chosen while tracing, so JAX's caches are cleared on the way in
+    and out."""
+    from jaxmax._src import linear_calls
     from jaxmax._src.lowering.scatter import built, private
 
     def unreachable(*args, **kwargs):
         raise AssertionError("a JAX internal was used with its public form forced")
 
-    saved = (private.USE, private.bind, built.USE, built._known_constant)
-    private.USE, private.bind, built.USE, built._known_constant = (
-        False, unreachable, False, unreachable)
+    saved = (private.USE, private.bind, built.USE, built._known_constant, linear_calls.USE,
+             linear_calls.call)
+    (private.USE, private.bind, built.USE, built._known_constant, linear_calls.USE,
+     linear_calls.call) = (False, unreachable, False, unreachable, False, unreachable)
     jax.clear_caches()
     try:
         yield
     finally:
-        private.USE, private.bind, built.USE, built._known_constant = saved
+        (private.USE, private.bind, built.USE, built._known_constant, linear_calls.USE,
+         linear_calls.call) = saved
         jax.clear_caches()
 
 

@@ -89,25 +89,41 @@ ROI = {
 }
 
 
+ROI_LAYOUTS = {  # (X's spec, the boxes' and batch indices' spec)
+    "images": (P("d"), P()),
+    "channels": (P(None, "d"), P()),
+    "rois": (P(), P("d")),
+}
+
+
+@pytest.mark.parametrize("layout", sorted(ROI_LAYOUTS))
 @pytest.mark.parametrize("name", sorted(ROI))
-def test_roi_operators_on_auto_axes(name):
+def test_roi_operators_on_auto_axes(name, layout):
     """The images sharded along the batch (each ROI answered on the device holding its image,
-    the owners' bits summed), the ROIs and batch indices replicated."""
+    the owners' bits summed; the gradient each device's own images'), along the channels, or
+    the ROIs and batch indices sharded; the gradient with cotangents of both signs (a zero
+    cotangent's sign is checked)."""
     f = ROI[name]
     rng = np.random.default_rng(6)
-    x = tricky(7, (8, 3, 9, 10))
+    x = tricky(7, (8, 4, 9, 10))
     boxes = np.sort(rng.uniform(-2, 11, (12, 2, 2)), axis=1).reshape(12, 4).astype(np.float32)
     batch = rng.integers(0, 8, 12).astype(np.int32)
-    xs = jax.device_put(x, NamedSharding(_mesh(), P("d")))
-    _same(jax.jit(f)(xs, boxes, batch), f(x, boxes, batch))
+    x_spec, roi_spec = ROI_LAYOUTS[layout]
+    xs = jax.device_put(x, NamedSharding(_mesh(), x_spec))
+    boxes_s, batch_s = (jax.device_put(a, NamedSharding(_mesh(), roi_spec)) for a in (boxes, batch))
+    _same(jax.jit(f)(xs, boxes_s, batch_s), f(x, boxes, batch))
+    weights = rng.choice(np.float32([-1.5, -0.5, 0.5, 2.0]), f(x, boxes, batch).shape)
 
-    def loss(v):
-        return (f(v, boxes, batch) * np.float32(1.5)).sum()
-    _same(jax.jit(jax.grad(loss))(xs), jax.grad(loss)(x))
+    def loss(v, r, b):
+        return (f(v, r, b) * weights).sum()
+    if not (layout == "rois" and "align" in name):  # there each device's partial gradient
+        # of X is summed across devices, another order of RoiAlign's weighted sums: equal up
+        # to rounding only (tests/multiprocess_cases.py checks those layouts' values alone)
+        _same(jax.jit(jax.grad(loss))(xs, boxes_s, batch_s), jax.grad(loss)(x, boxes, batch))
     pair = np.stack([x, -x])
-    pairs = jax.device_put(pair, NamedSharding(_mesh(), P(None, "d")))
+    pairs = jax.device_put(pair, NamedSharding(_mesh(), P(None, *x_spec)))
     batched = jax.vmap(f, in_axes=(0, None, None))
-    _same(jax.jit(batched)(pairs, boxes, batch), batched(pair, boxes, batch))
+    _same(jax.jit(batched)(pairs, boxes_s, batch_s), batched(pair, boxes, batch))
 
 
 ADAPTIVE = {
@@ -132,12 +148,21 @@ def test_adaptive_max_pool_on_auto_axes(name, spec):
     xs = jax.device_put(x, NamedSharding(mesh, spec))
     _same(jax.jit(f)(xs), f(x))
 
+    # cotangents of both signs, not dyadic (sums where windows overlap round), and tangents
+    # holding -0.0: the derivative is taken where each index's element lies (plane_take)
+    rng = np.random.default_rng(16)
+    weights = rng.standard_normal(f(x)[0].shape).astype(np.float32)
+
     def loss(v):
-        return (f(v)[0] * np.float32(1.5)).sum()
+        return (f(v)[0] * weights).sum()
     _same(jax.jit(jax.grad(loss))(xs), jax.grad(loss)(x))
+    t = np.where(rng.random(x.shape) < 0.3, np.float32(-0.0), x)
+    ts = jax.device_put(t, NamedSharding(mesh, spec))
+    _same(jax.jit(lambda v, u: jax.jvp(f, (v,), (u,))[1][0])(xs, ts), jax.jvp(f, (x,), (t,))[1][0])
     stacked = np.stack([x, -x])
     placed = jax.device_put(stacked, NamedSharding(mesh, P(None, *spec)))
     _same(jax.jit(jax.vmap(f))(placed), jax.vmap(f)(stacked))
+    _same(jax.jit(jax.vmap(jax.grad(loss)))(placed), jax.vmap(jax.grad(loss))(stacked))
     half = x.astype(jax.numpy.bfloat16)
     got = jax.jit(f)(jax.device_put(half, NamedSharding(mesh, spec)))
     for g, e in zip(got, f(half), strict=True):  # bfloat16 bits
@@ -179,13 +204,24 @@ def test_max_unpool_on_auto_axes(dense, specs):
         return onnx.max_unpool(v, i, kernel_shape=[2, 2], strides=[2, 2])
     _same(jax.jit(f)(*placed), f(x, idx))
 
+    # cotangents of both signs (some -0.0), tangents holding -0.0: the derivative is planned
+    # too (the unpooling of the tangent; its transpose on each device's own elements)
+    rng = np.random.default_rng(17)
+    weights = rng.standard_normal(f(x, idx).shape).astype(np.float32)
+    weights[rng.random(weights.shape) < 0.1] = -0.0
+
     def loss(v, i):
-        return (f(v, i) * np.float32(1.5)).sum()
+        return (f(v, i) * weights).sum()
     _same(jax.jit(jax.grad(loss))(*placed), jax.grad(loss)(x, idx))
+    t = np.where(rng.random(x.shape) < 0.3, np.float32(-0.0), x)
+    ts = jax.device_put(t, NamedSharding(mesh, specs[0]))
+    _same(jax.jit(lambda v, i, u: jax.jvp(lambda w: f(w, i), (v,), (u,))[1])(*placed, ts),
+          jax.jvp(lambda w: f(w, idx), (x,), (t,))[1])
     stacked = (np.stack([x, -x]), np.stack([idx, idx]))
     again = [jax.device_put(a, NamedSharding(mesh, P(None, *s))) for a, s in zip(
         stacked, specs, strict=True)]
     _same(jax.jit(jax.vmap(f))(*again), jax.vmap(f)(*stacked))
+    _same(jax.jit(jax.vmap(jax.grad(loss)))(*again), jax.vmap(jax.grad(loss))(*stacked))
 
 
 HALO_POOLS = {  # ceil rounding: an output that does not divide over the devices

@@ -28,16 +28,20 @@ import numpy as np
 import pytest
 import roi_oracle
 from helpers import assert_same, public_forms
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
 from segment_oracle import segment_max
 
 from jaxmax import onnx
 from jaxmax import openvino as jov
+from jaxmax._src import linear_calls
 from jaxmax._src.lowering import compile_options, jax_caches
 from jaxmax._src.lowering.scatter import built, private
 
 PACKAGE = Path(__file__).resolve().parent.parent / "jaxmax"
 #: the module allowed to import from JAX's internals (`jax._src`)
-PRIVATE_IMPORTS = {"_src/lowering/scatter/private.py", "_src/lowering/jax_caches.py"}
+PRIVATE_IMPORTS = {"_src/lowering/scatter/private.py", "_src/lowering/jax_caches.py",
+                   "_src/linear_calls.py"}
 #: the module allowed to read a tracer's recorded producer
 TRACE_RECORD = {"_src/lowering/scatter/built.py"}
 _RECORD_FIELDS = {"parent", "in_tracers"}
@@ -76,17 +80,17 @@ def test_the_probes_say_yes_on_this_jax():
     assert private._works() and private.available()
     assert built._works() and built.available()
     assert jax_caches._works() and jax_caches.available()
+    assert linear_calls._works() and linear_calls.available()
 
 
 @pytest.fixture
 def fresh_probes():
-    private._works.cache_clear()
-    built._works.cache_clear()
-    jax_caches._works.cache_clear()
+    probes = (private._works, built._works, jax_caches._works, linear_calls._works)
+    for probe in probes:
+        probe.cache_clear()
     yield
-    private._works.cache_clear()
-    built._works.cache_clear()
-    jax_caches._works.cache_clear()
+    for probe in probes:
+        probe.cache_clear()
     jax.clear_caches()
 
 
@@ -160,11 +164,55 @@ def test_the_probes_run_inside_a_trace(fresh_probes):
     seen = []
 
     def traced(x):
-        seen.append((private.available(), built.available()))
+        seen.append((private.available(), built.available(), linear_calls.available()))
         return x
 
     jax.jit(traced)(jnp.zeros(2))
-    assert seen == [(True, True)]
+    assert seen == [(True, True, True)]
+
+
+def _not_transposed(fun, transpose, residuals, linear):
+    # a linear call that ignored its transpose: JAX's own transpose of the function runs
+    return fun(residuals, linear)
+
+
+@pytest.mark.parametrize("call", [_not_transposed, _broken], ids=["other result", "raises"])
+def test_the_linear_call_probe_says_no_when_the_internal_misbehaves(fresh_probes, monkeypatch,
+                                                                   call):
+    monkeypatch.setattr(linear_calls, "call", call)
+    assert not linear_calls.available()
+
+
+def test_the_linear_call_probe_says_no_without_the_internals(fresh_probes, monkeypatch):
+    monkeypatch.setattr(linear_calls, "_PRIVATE", False)
+    assert not linear_calls.available()
+
+
+def test_auto_axes_derivatives_without_the_linear_call():
+    # the fallback (the plain derivative, laid out by XLA's partitioner) on an Auto mesh: the
+    # one-device gradient of AdaptiveMaxPool bit for bit (its NaN first element and zeros of
+    # both signs in the data), and its tangent up to the sign of a zero (the partitioner adds
+    # the devices' parts: -0.0 + 0.0 = +0.0)
+    mesh = jax.make_mesh((4,), ("d",), axis_types=(AxisType.Auto,), devices=jax.devices()[:4])
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 3, 16, 12)).astype(np.float32)
+    x[0, 0, 0, 0], x[1, 1, 4:8, 2:6] = np.nan, -0.0
+    weights = rng.standard_normal((2, 3, 5, 3)).astype(np.float32)
+    t = np.where(rng.random(x.shape) < 0.3, np.float32(-0.0), x)
+
+    def loss(v):
+        return (jov.adaptive_max_pool(v, [5, 3])[0] * weights).sum()
+
+    def tangent(v, u):
+        return jax.jvp(lambda w: jov.adaptive_max_pool(w, [5, 3])[0], (v,), (u,))[1]
+
+    want = (jax.grad(loss)(x), tangent(x, t))
+    xs, ts = (jax.device_put(a, NamedSharding(mesh, P(None, None, "d"))) for a in (x, t))
+    with public_forms():
+        got = (jax.jit(jax.grad(loss))(xs), jax.jit(tangent)(xs, ts))
+    np.testing.assert_array_equal(np.asarray(got[0]).view(np.int32),
+                                  np.asarray(want[0]).view(np.int32))
+    np.testing.assert_array_equal(got[1], want[1])
 
 
 def test_segment_max_fallback_on_sharp_values():

@@ -25,10 +25,12 @@ one device) takes the computation itself.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, NamedTuple
 
 import jax
 import numpy as np
+from jax import lax
 from jax.custom_batching import custom_vmap
 from jax.experimental.custom_partitioning import custom_partitioning
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
@@ -63,10 +65,12 @@ def all_even(mesh, specs: Sequence[Spec], shapes: Sequence[Sequence[int]]) -> bo
 
 
 Kept = Sequence[Sequence["tuple[int, int] | None"]]
+Tied = Sequence[tuple[tuple[int, int], tuple[int, int]]]
 
 
 def call(plain: Callable[..., tuple], planner: Planner, args: Sequence[jax.Array], *,
-         kept: Kept, jvp: Callable | None = None, vjp: bool = False) -> tuple:
+         kept: Kept, jvp: Callable | None = None, vjp: bool = False,
+         backward: Planner | None = None, tied: Tied = ()) -> tuple:
     """``plain(*args)`` (a tuple of arrays), partitioned by `planner` where the partitioner
     runs: ``planner(mesh, specs)`` with the operands' specs on `mesh` (one entry per axis).
     `kept[r][i]`: the ``(operand, axis)`` whose sharding axis `i` of result `r` takes when the
@@ -74,7 +78,13 @@ def call(plain: Callable[..., tuple], planner: Planner, args: Sequence[jax.Array
     `jvp(primals, tangents, outputs)` gives the output tangents (a ``custom_jvp``); or `vjp`:
     reverse mode only, by `plain`'s own ``jax.vjp`` from the inputs (a ``custom_vjp``, for
     computations whose derivative is a ``custom_vjp`` already: their forward, recomputed,
-    is dead code where the backward reads only the inputs); neither: not differentiable."""
+    is dead code where the backward reads only the inputs); neither: not differentiable.
+    With `vjp`, `backward` plans that reverse mode in turn: ``backward(mesh, specs)`` with the
+    specs of the inputs and then of the output cotangents, a `Plan` whose per-device function
+    takes their blocks and gives the blocks of every input's cotangent (an input's cotangent
+    keeps that input's sharding); without it the partitioner lays the backward out.
+    `tied`: pairs ``((operand, axis), (other, its_axis))`` of operand axes that XLA's
+    propagation is to shard alike (a cotangent laid out as the primal it pairs with)."""
     # the computation traced once: its constants (arrays it makes from NumPy values) become
     # replicated operands of the wrapped call, which takes none of its own
     closed = jax.make_jaxpr(lambda *a: tuple(plain(*a)))(*args)
@@ -82,7 +92,7 @@ def call(plain: Callable[..., tuple], planner: Planner, args: Sequence[jax.Array
     outs = closed.out_avals
     n = len(args)
     shapes = [tuple(a.shape) for a in (*args, *consts)]
-    rule = _rule(shapes, kept)
+    rule = _rule(shapes, kept, tied)
 
     @custom_partitioning
     def partitioned(*a):
@@ -134,10 +144,16 @@ def call(plain: Callable[..., tuple], planner: Planner, args: Sequence[jax.Array
         def forward(*a):
             return batchable(*a), a
 
-        def backward(primals, cotangents):
-            return jax.vjp(lambda *v: tuple(plain(*v)), *primals)[1](cotangents)
+        def reverse(*a):
+            return jax.vjp(lambda *v: tuple(plain(*v)), *a[:n])[1](tuple(a[n:]))
 
-        reversible.defvjp(forward, backward)
+        def backward_rule(primals, cotangents):
+            if backward is None:
+                return reverse(*primals, *cotangents)
+            return call(reverse, backward, (*primals, *cotangents),
+                        kept=[[(i, a) for a in range(len(shapes[i]))] for i in range(n)])
+
+        reversible.defvjp(forward, backward_rule)
         return reversible(*args)
     if jvp is None:
         return batchable(*args)
@@ -172,12 +188,59 @@ def _spec(sharding, ndim: int) -> Spec:
     return spec + (None,) * (ndim - len(spec))
 
 
-def _rule(shapes: Sequence[tuple[int, ...]], kept: Kept) -> str:
-    """Shardy's rule: a factor for every axis of every operand, shared by the result axes that
-    keep it (`kept`), and one of its own for each other result axis: propagation takes each
-    operand's sharding as it comes and gives the results what the plan keeps."""
+def _rule(shapes: Sequence[tuple[int, ...]], kept: Kept, tied: Tied = ()) -> str:
+    """Shardy's rule: a factor for every axis of every operand (an axis `tied` to another
+    takes that one's), shared by the result axes that keep it (`kept`), and one of its own for
+    each other result axis: propagation takes each operand's sharding as it comes and gives
+    the results what the plan keeps."""
     operands = [[f"a{o}x{i}" for i in range(len(s))] for o, s in enumerate(shapes)]
+    for (o, i), (other, axis) in tied:
+        operands[o][i] = operands[other][axis]
     results = [[operands[k[0]][k[1]] if k is not None else f"r{r}x{i}"
                 for i, k in enumerate(axes)] for r, axes in enumerate(kept)]
     return (", ".join(" ".join(f) for f in operands) + " -> "
             + ", ".join(" ".join(f) for f in results))
+
+
+# ---- collectives for a per-device function that is differentiated where it runs --------------
+# Inside the partitioned call every mesh axis is manual and JAX's transposes of ``psum`` and
+# ``psum_scatter`` follow ``shard_map``'s convention (a cotangent summed again over the devices,
+# then scaled there): differentiated in the per-device function itself, they would count a
+# replicated cotangent once per device. These two take the cotangent as each device holds it.
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def psum(v: jax.Array, names: tuple[str, ...]) -> jax.Array:
+    """``lax.psum(v, names)``, its result replicated over `names`; transposed, each device
+    passes on the (replicated) cotangent it holds."""
+    return lax.psum(v, names)
+
+
+def _psum_fwd(v, names):
+    return lax.psum(v, names), None
+
+
+def _psum_bwd(names, _, ct):
+    del names
+    return (ct,)
+
+
+psum.defvjp(_psum_fwd, _psum_bwd)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(1, 2))
+def psum_scatter(v: jax.Array, names: tuple[str, ...], axis: int) -> jax.Array:
+    """``lax.psum_scatter(v, names, scatter_dimension=axis, tiled=True)``; transposed, the
+    devices' cotangent blocks are all-gathered along `axis`."""
+    return lax.psum_scatter(v, names, scatter_dimension=axis, tiled=True)
+
+
+def _psum_scatter_fwd(v, names, axis):
+    return psum_scatter(v, names, axis), None
+
+
+def _psum_scatter_bwd(names, axis, _, ct):
+    return (lax.all_gather(ct, names, axis=axis, tiled=True),)
+
+
+psum_scatter.defvjp(_psum_scatter_fwd, _psum_scatter_bwd)

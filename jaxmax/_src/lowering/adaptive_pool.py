@@ -54,7 +54,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import auto_partition, dtypes, explicit_axes
-from jaxmax._src.lowering import adaptive_sharded, compile_options, order, rules
+from jaxmax._src.lowering import adaptive_sharded, compile_options, order, plane_take, rules
 from jaxmax._src.lowering.pooling import compact as pool_compact
 
 
@@ -226,8 +226,11 @@ def _on_auto_axes(x: jax.Array, compute, output_shape: tuple[int, ...], index_dt
         return auto_partition.Plan(per_device, (spec,), (out_spec,) * 2)
 
     def jvp(primals, tangents, out):
-        del out
-        return jax.jvp(compute, primals, tangents)[1]
+        # the tangent at each index, taken where its element lies (plane_take)
+        (x,), (t,) = primals, tangents
+        indices = out[1]
+        return (plane_take.take(t, indices, like=x),
+                np.zeros(indices.shape, jax.dtypes.float0))
 
     kept = ((0, 0), (0, 1)) + (None,) * len(output_shape)
     return auto_partition.call(compute, planner, (x,), kept=(kept, kept), jvp=jvp)

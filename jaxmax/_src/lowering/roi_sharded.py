@@ -80,16 +80,24 @@ def images_plan(shapes, specs, mesh, run: Callable[..., jax.Array], batch_at: in
     block = shapes[0][0] // explicit_axes.devices_along(mesh, names)
 
     def per_device(xb, *others):
-        batch = others[batch_at - 1]
-        batch = batch[:, 0] if batch.ndim == 2 else batch
-        first = lax.axis_index(names) * block
-        index = rois_lowering.image_index(batch)
-        owned = (index >= first) & (index < first + block)
-        local = jnp.where(owned, index - first.astype(index.dtype),
-                          np.array(absent, index.dtype)).astype(batch.dtype)
+        local, owned = _local_images(others[batch_at - 1], names, block, absent)
         return _owned_sum(run(xb, local, *others), owned, names)
 
     return per_device, tuple(specs), ((),)
+
+
+def _local_images(batch, names, block: int, absent: int):
+    """Each ROI's image index in this device's block of `block` images along mesh axes
+    `names` (`absent` for a ROI whose image another device holds), of `batch`'s dtype, and
+    whether this device holds it. `batch`: the (R, 5) ROIs (image in column 0) or (R,)
+    indices."""
+    batch = batch[:, 0] if batch.ndim == 2 else batch
+    first = lax.axis_index(names) * block
+    index = rois_lowering.image_index(batch)
+    owned = (index >= first) & (index < first + block)
+    local = jnp.where(owned, index - first.astype(index.dtype),
+                      np.array(absent, index.dtype)).astype(batch.dtype)
+    return local, owned
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(2,))
@@ -195,3 +203,34 @@ def max_pool_plan(shapes, specs, mesh, run: Callable[..., jax.Array]):
     applies."""
     return (images_plan(shapes, specs, mesh, lambda x, b, r: run(x, r.at[:, 0].set(b)), 1)
             or rois_plan(shapes, specs, mesh, run) or channels_plan(shapes, specs, mesh, run))
+
+
+def max_pool_backward_plan(shapes, specs, mesh, run: Callable[..., jax.Array]):
+    """The reverse mode of `max_pool_plan`'s images and channels forms on ``Auto`` axes
+    (:mod:`jaxmax._src.auto_partition`, `backward`): the operands ``(x, rois, g)`` of `shapes`
+    laid out as `specs`, `g` the output cotangent. Each device takes the cotangent of its own
+    images (of the ROIs it owns, as the forward answered them) or of its own channels from
+    `run`'s derivative on its blocks: nothing moves but the cotangent itself, laid out as the
+    forward's output. None for the other layouts (the ROIs sharded: the devices' partial
+    cotangents of the images would be summed, an all-reduce of the input's size)."""
+    def reverse(x, rois, g):
+        return jax.vjp(run, x, rois)[1](g)
+
+    x_spec, rois_spec = specs[0], specs[1]
+    if images_plan(shapes[:2], specs[:2], mesh, run, 1) is not None:
+        names = explicit_axes.entry_names(x_spec[0])
+        block = shapes[0][0] // explicit_axes.devices_along(mesh, names)
+
+        def by_images(xb, rois, g):
+            local, owned = _local_images(rois, names, block, -1)
+            mask = owned.reshape(owned.shape + (1,) * (g.ndim - 1))
+            g = jnp.where(mask, g, jnp.zeros((), g.dtype))  # as the Explicit form's derivative
+            return reverse(xb, rois.at[:, 0].set(local), g)[0], jnp.zeros_like(rois)
+        return auto_partition.Plan(by_images, (x_spec, rois_spec, (None,) * 4),
+                                   (x_spec, rois_spec))
+    if channels_plan(shapes[:2], specs[:2], mesh, run) is not None:
+        def by_channels(xb, rois, g):
+            return reverse(xb, rois, g)[0], jnp.zeros_like(rois)
+        g_spec = (None, x_spec[1], None, None)
+        return auto_partition.Plan(by_channels, (x_spec, rois_spec, g_spec), (x_spec, rois_spec))
+    return None

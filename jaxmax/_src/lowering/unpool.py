@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import auto_partition, explicit_axes
+from jaxmax._src import auto_partition, explicit_axes, linear_calls
 from jaxmax._src.lowering import compile_options, order, rules, unpool_sharded
 
 
@@ -80,25 +80,63 @@ def _on_auto_axes(x, indices, out_shape, compute):
     (:mod:`jaxmax._src.auto_partition`): `X` sharded along one axis (evenly), `I` sharded alike
     or replicated, by `unpool_sharded.plan`, the output's spatial axes replicated as the
     sharding rule keeps them (a spatial output axis has a length of its own); the inputs are
-    gathered otherwise. The derivative is the one-device form's."""
-    def planner(mesh, specs):
-        sx, si = specs
+    gathered otherwise. The derivative is the one-device form's, laid out the same way: the
+    unpooling is linear in `X`, so its tangent is the planned call on `X`'s tangent, and its
+    transpose (the output cotangent at each element's index when it is that index's last
+    writer) is taken by each device for its own elements (`linear_calls`)."""
+    def out_spec(sx):
+        return tuple(sx[:2]) + (None,) * (len(out_shape) - 2)
+
+    def planned(mesh, sx, si, linear=False):
         if not auto_partition.even(mesh, sx, x.shape):
             return None
-        out_spec = tuple(sx[:2]) + (None,) * (len(out_shape) - 2)
-        per_device = unpool_sharded.plan(tuple(x.shape), sx, si, mesh, out_shape, out_spec)
+        return unpool_sharded.plan(tuple(x.shape), sx, si, mesh, out_shape, out_spec(sx),
+                                   linear=linear)
+
+    def planner(mesh, specs):
+        sx, si = specs
+        per_device = planned(mesh, sx, si)
         if per_device is None:
             return None
-        return auto_partition.Plan(lambda xb, ib: (per_device(xb, ib),), (sx, si), (out_spec,))
+        return auto_partition.Plan(lambda xb, ib: (per_device(xb, ib),), (sx, si),
+                                   (out_spec(sx),))
+
+    def transpose_planner(mesh, specs):  # (X, I, the output cotangent) -> X's cotangent
+        sx, si, _ = specs
+        linear = planned(mesh, sx, si, linear=True)
+        if linear is None:
+            return None
+
+        def per_device(xb, ib, ct):
+            return jax.vjp(lambda v: linear(v, ib), jnp.zeros_like(xb))[1](ct)
+        return auto_partition.Plan(per_device, (sx, si, out_spec(sx)), (sx,))
 
     def plain(v, i):
         return (compute(v, i),)
 
-    def jvp(primals, tangents, out):
-        del out
-        return jax.jvp(lambda v: plain(v, primals[1]), (primals[0],), (tangents[0],))[1]
+    def plain_transpose(like, i, ct):
+        return jax.vjp(lambda v: compute(v, i), jnp.zeros_like(like))[1](ct)
 
     kept = ((0, 0), (0, 1)) + (None,) * (len(out_shape) - 2)
+
+    def jvp(primals, tangents, out):
+        # linear in X: the tangent is the unpooling of X's tangent (the planned call itself),
+        # and its transpose is planned too (each device's own elements' cotangents)
+        del out
+        (v, i), t = primals, tangents[0]
+        if not linear_calls.available():
+            return jax.jvp(lambda w: plain(w, i), (v,), (t,))[1]
+
+        def forward(residuals, tangent):
+            return auto_partition.call(plain, planner, (tangent[0], residuals[1]), kept=(kept,))
+
+        def transpose(residuals, cotangent):
+            return auto_partition.call(plain_transpose, transpose_planner,
+                                       (*residuals, *cotangent),
+                                       kept=(tuple((0, a) for a in range(v.ndim)),),
+                                       tied=(((2, 0), (0, 0)), ((2, 1), (0, 1))))
+        return linear_calls.call(forward, transpose, (lax.stop_gradient(v), i), (t,))
+
     return auto_partition.call(plain, planner, (x, indices), kept=(kept,), jvp=jvp)[0]
 
 

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import explicit_axes
+from jaxmax._src import auto_partition, explicit_axes
 from jaxmax._src.lowering import order
 
 
@@ -68,14 +68,16 @@ def across_devices(x: jax.Array, indices: jax.Array, out_shape: tuple[int, ...])
 
 
 def plan(x_shape: tuple[int, ...], sx: tuple, si: tuple, mesh, out_shape: tuple[int, ...],
-         out_spec: tuple):
+         out_spec: tuple, *, linear: bool = False):
     """Each device's function ``per_device(x_block, i_block)`` of MaxUnpool's scatter form for
     an ``X`` of `x_shape` laid out as `sx` on `mesh` (sharded along one axis, evenly) and
     ``I`` laid out as `si` (as `sx`, or replicated), giving its block of the output laid out as
     `out_spec` (`sx` on the batch and channels; on the sharded axis, when it is a spatial one,
     sharded as `sx` or replicated); None for any other layout.
     Run in ``jax.shard_map`` on ``Explicit`` axes (`across_devices`), by
-    :mod:`jaxmax._src.auto_partition` on ``Auto`` ones once XLA knows the sharding."""
+    :mod:`jaxmax._src.auto_partition` on ``Auto`` ones once XLA knows the sharding. `linear`:
+    the same placement as a linear function of the block (floats summed, the sums
+    ``auto_partition.psum`` / ``psum_scatter``), for a transpose taken where it runs."""
     sharded = [a for a, e in enumerate(sx) if e is not None]
     if len(sharded) != 1 or (any(e is not None for e in si) and tuple(si) != tuple(sx)):
         return None
@@ -94,6 +96,9 @@ def plan(x_shape: tuple[int, ...], sx: tuple, si: tuple, mesh, out_shape: tuple[
     replicated_i = all(e is None for e in si)
 
     def reduce(v):
+        if linear:
+            return (auto_partition.psum_scatter(v, names, a) if scatter_out
+                    else auto_partition.psum(v, names))
         if scatter_out:
             return lax.psum_scatter(v, names, scatter_dimension=a, tiled=True)
         return lax.psum(v, names)
@@ -109,7 +114,9 @@ def plan(x_shape: tuple[int, ...], sx: tuple, si: tuple, mesh, out_shape: tuple[
             jnp.where(valid, positions, np.int32(-1)), indices_are_sorted=False,
             unique_indices=False)
 
-    def per_device(xb, ib):
+    def own_winners(ib):
+        """Per output element, the position in this device's block of `X` of its last
+        writer when this device holds it, else -1."""
         d = lax.axis_index(names)
         if replicated_i:  # every device finds the winners from the whole I: no key to combine
             winner = last_writers(ib)
@@ -117,14 +124,20 @@ def plan(x_shape: tuple[int, ...], sx: tuple, si: tuple, mesh, out_shape: tuple[
             row, at, rest = winner // (x_shape[a] * after), (winner // after) % x_shape[a], \
                 winner % after
             mine = (winner >= 0) & (at // block == d)
-            local = (row * block + at - d * block) * after + rest
-            return _place(xb.reshape(-1), jnp.where(mine, local, -1), out_shape, reduce)
+            return jnp.where(mine, (row * block + at - d * block) * after + rest, -1)
         winner = last_writers(ib)
         written = winner >= 0
-        tail = math.prod(xb.shape[a:])
+        tail = math.prod(x_shape[a:]) // devices
         key = jnp.where(written, (winner // tail) * devices + d + 1, 0).astype(key_type)
-        mine = written & (key == lax.pmax(key, names))
-        return _place(xb.reshape(-1), jnp.where(mine, winner, -1), out_shape, reduce)
+        return jnp.where(written & (key == lax.pmax(key, names)), winner, -1)
+
+    def per_device(xb, ib):
+        winner = own_winners(ib)
+        if not linear:
+            return _place(xb.reshape(-1), winner, out_shape, reduce)
+        written = winner >= 0
+        taken = jnp.take(xb.reshape(-1), jnp.where(written, winner, 0), mode="clip")
+        return reduce(jnp.where(written, taken, jnp.zeros((), xb.dtype)).reshape(out_shape))
 
     return per_device
 

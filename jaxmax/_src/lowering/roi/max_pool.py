@@ -89,9 +89,13 @@ def _roi_max_pool_body(x, rois, *, pooled, spatial_scale, rule, dense=False, aut
             got = roi_sharded.max_pool_plan([x.shape, rois.shape], specs, mesh, compute)
             return None if got is None else auto_partition.Plan(
                 lambda *a: (got[0](*a),), got[1], got[2])
+        def backward(mesh, specs):
+            return roi_sharded.max_pool_backward_plan(
+                [x.shape, rois.shape, (rois.shape[0], x.shape[1]) + pooled], specs, mesh,
+                compute)
         kept = ((1, 0), (0, 1), None, None)
         return auto_partition.call(lambda x, rois: (compute(x, rois),), planner, (x, rois),
-                                   kept=(kept,), vjp=True)[0]
+                                   kept=(kept,), vjp=True, backward=backward)[0]
     sharded = roi_sharded.across_devices(x, rois, compute)  # Explicit axes: outputs move
     if sharded is not None:
         return sharded

@@ -1,0 +1,129 @@
+"""The tangent of an operator that picks one input element per output: the input tangent taken
+at output-shaped indices flat within each ``(n, c)`` plane (`take`), on ``Auto`` mesh axes too.
+
+``take(t, indices, like=x)`` is ``t`` gathered at `indices` (`adaptive_sharded.picked`), a
+linear function of ``t`` (:mod:`jaxmax._src.linear_calls`) whose forward and transpose are each
+laid out by :mod:`jaxmax._src.auto_partition` once XLA knows the shardings:
+
+* forward (the tangent): each device takes the indices whose element its block holds and the
+  devices' parts are combined as integer bits by one all-reduce of the output's size (one device
+  gives each element, the others 0: exact, the sign of a ``-0.0`` tangent kept);
+* transpose (the backward): each device scatters the output cotangent (output-sized, replicated
+  along the spatial axes) into its own block at the indices it holds: nothing moves.
+
+XLA's partitioner, given the gather over the flattened plane, all-reduced an input-sized
+cotangent (AdaptiveMaxPool along H, 45 KiB for a 3.8 KiB output). The output keeps `like`'s
+batch and channel sharding; its spatial axes are replicated (an output axis has a length of its
+own). The backward's sums are the one-device transposed gather's, element by element in the same
+order (each device adds its own elements' cotangents; another device's are dropped there).
+Under ``vmap`` both run unwrapped; on a JAX where `linear_calls.available` says no, `take` is
+the plain gather, laid out by the partitioner.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxmax._src import auto_partition, explicit_axes, linear_calls
+from jaxmax._src.lowering import adaptive_sharded, order
+
+
+def take(t: jax.Array, indices: jax.Array, like: jax.Array) -> jax.Array:
+    """`t` (``(N, C, *spatial)``) at `indices` (``(N, C, *out)``, integers, flat within each
+    plane, in range), linear in `t`; `like`: the primal input of `t`'s shape, whose sharding the
+    transpose gives the cotangent of `t`."""
+    out_kept = ((0, 0), (0, 1)) + (None,) * (indices.ndim - 2)
+
+    def forward(residuals, tangent):
+        (_, ind), (tb,) = residuals, tangent
+        return auto_partition.call(
+            lambda v, i: (adaptive_sharded.picked(v, i),),
+            lambda mesh, specs: _forward_plan(mesh, specs, t.shape), (tb, ind),
+            kept=(out_kept,))[0]
+
+    def transpose(residuals, cotangent):
+        return (auto_partition.call(
+            _transposed, lambda mesh, specs: _transpose_plan(mesh, specs, t.shape),
+            (*residuals, cotangent), kept=(tuple((0, a) for a in range(t.ndim)),),
+            tied=(((2, 0), (0, 0)), ((2, 1), (0, 1))))[0],)
+
+    if not linear_calls.available():  # a JAX where the linear call does not work
+        return adaptive_sharded.picked(t, indices)
+    residuals = (lax.stop_gradient(like), lax.stop_gradient(indices))
+    return linear_calls.call(forward, transpose, residuals, (t,))
+
+
+def _transposed(like: jax.Array, indices: jax.Array, ct: jax.Array) -> tuple[jax.Array]:
+    """The one-device transpose of `adaptive_sharded.picked`: `ct` added at `indices` into
+    zeros of `like`'s shape."""
+    zeros = jnp.zeros(like.shape, ct.dtype)
+    return jax.vjp(lambda v: adaptive_sharded.picked(v, indices), zeros)[1](ct)
+
+
+def _output_spec(spec: tuple, out_ndim: int) -> tuple:
+    return tuple(spec[:2]) + (None,) * (out_ndim - 2)
+
+
+def _local(indices: jax.Array, spec: tuple, block_shape: tuple[int, ...],
+           shape: tuple[int, ...]):
+    """Which `indices` (flat in a plane of `shape`) this device's block (`block_shape`, laid out
+    as `spec`, every mesh axis manual) holds, and their positions flat in its block's plane."""
+    itype = indices.dtype.type
+    mine = jnp.ones(indices.shape, bool)
+    local = jnp.zeros(indices.shape, indices.dtype)
+    for a in range(2, len(shape)):
+        names = explicit_axes.entry_names(spec[a])
+        offset = lax.axis_index(names) * block_shape[a] if names else 0
+        coord = (indices // itype(math.prod(shape[a + 1:])) % itype(shape[a])
+                 - jnp.asarray(offset, indices.dtype))
+        mine = mine & (coord >= 0) & (coord < block_shape[a])
+        local = local + coord * itype(math.prod(block_shape[a + 1:]))
+    return mine, jnp.where(mine, local, itype(0))
+
+
+def _block(shape: tuple[int, ...], spec: tuple, mesh) -> tuple[int, ...]:
+    return tuple(n // explicit_axes.devices_along(mesh, explicit_axes.entry_names(e))
+                 for n, e in zip(shape, spec, strict=True))
+
+
+def _spatial_names(spec: tuple) -> tuple[str, ...]:
+    return tuple(n for e in spec[2:] for n in explicit_axes.entry_names(e))
+
+
+def _forward_plan(mesh, specs, shape: tuple[int, ...]):
+    spec, ind_spec = specs
+    if not auto_partition.even(mesh, spec, shape):
+        return None
+    out_spec = _output_spec(spec, len(ind_spec))
+    names = _spatial_names(spec)
+    if not names:
+        return auto_partition.Plan(lambda v, i: (adaptive_sharded.picked(v, i),),
+                                   (spec, out_spec), (out_spec,))
+    block = _block(shape, spec, mesh)
+
+    def per_device(tb, ind):
+        mine, local = _local(ind, spec, block, shape)
+        bits = order.bits(adaptive_sharded.picked(tb, local))
+        bits = lax.psum(jnp.where(mine, bits, jnp.zeros((), bits.dtype)), names)
+        return (order.from_bits(bits, tb.dtype),)
+    return auto_partition.Plan(per_device, (spec, out_spec), (out_spec,))
+
+
+def _transpose_plan(mesh, specs, shape: tuple[int, ...]):
+    spec, ind_spec, _ = specs
+    if not auto_partition.even(mesh, spec, shape):
+        return None
+    out_spec = _output_spec(spec, len(ind_spec))
+    block = _block(shape, spec, mesh)
+
+    def per_device(like, ind, ct):
+        mine, local = _local(ind, spec, block, shape)
+        # another device's elements: their cotangent dropped here (added as +0.0 at the
+        # block's first element, which no sum of cotangents from +0.0 can tell)
+        return _transposed(like, local, jnp.where(mine, ct, np.zeros((), ct.dtype)))
+    return auto_partition.Plan(per_device, (spec, out_spec, out_spec), (spec,))
