@@ -229,7 +229,8 @@ def _on_auto_axes(x: jax.Array, compute, output_shape: tuple[int, ...], index_dt
         # the tangent at each index, taken where its element lies (plane_take)
         (x,), (t,) = primals, tangents
         indices = out[1]
-        return (plane_take.take(t, indices, like=x),
+        return (plane_take.take(t, indices, like=x,
+                                plain=lambda v, u: jax.jvp(compute, (v,), (u,))[1][0]),
                 np.zeros(indices.shape, jax.dtypes.float0))
 
     kept = ((0, 0), (0, 1)) + (None,) * len(output_shape)

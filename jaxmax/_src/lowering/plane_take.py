@@ -23,6 +23,7 @@ the plain gather, laid out by the partitioner.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -33,27 +34,32 @@ from jaxmax._src import auto_partition, explicit_axes, linear_calls
 from jaxmax._src.lowering import adaptive_sharded, order
 
 
-def take(t: jax.Array, indices: jax.Array, like: jax.Array) -> jax.Array:
+def take(t: jax.Array, indices: jax.Array, like: jax.Array,
+         plain: Callable[[jax.Array, jax.Array], jax.Array] | None = None) -> jax.Array:
     """`t` (``(N, C, *spatial)``) at `indices` (``(N, C, *out)``, integers, flat within each
     plane, in range), linear in `t`; `like`: the primal input of `t`'s shape, whose sharding the
-    transpose gives the cotangent of `t`."""
+    transpose gives the cotangent of `t`. `plain(like, t)`: the same tangent as the operator's
+    one-device derivative computes it (by default the gather), taken where no per-device form
+    applies (a program for one device: its run time and compile are the operator's own)."""
+    plain = plain or (lambda _, v: adaptive_sharded.picked(v, indices))
     out_kept = ((0, 0), (0, 1)) + (None,) * (indices.ndim - 2)
 
     def forward(residuals, tangent):
-        (_, ind), (tb,) = residuals, tangent
         return auto_partition.call(
-            lambda v, i: (adaptive_sharded.picked(v, i),),
-            lambda mesh, specs: _forward_plan(mesh, specs, t.shape), (tb, ind),
-            kept=(out_kept,))[0]
+            lambda lk, i, v: (plain(lk, v),),
+            lambda mesh, specs: _forward_plan(mesh, specs, t.shape, plain),
+            (*residuals, *tangent), kept=(out_kept,))[0]
 
     def transpose(residuals, cotangent):
+        def reverse(lk, i, ct):
+            return jax.vjp(lambda v: plain(lk, v), jnp.zeros(lk.shape, ct.dtype))[1](ct)
         return (auto_partition.call(
-            _transposed, lambda mesh, specs: _transpose_plan(mesh, specs, t.shape),
+            reverse, lambda mesh, specs: _transpose_plan(mesh, specs, t.shape, reverse),
             (*residuals, cotangent), kept=(tuple((0, a) for a in range(t.ndim)),),
             tied=(((2, 0), (0, 0)), ((2, 1), (0, 1))))[0],)
 
     if not linear_calls.available():  # a JAX where the linear call does not work
-        return adaptive_sharded.picked(t, indices)
+        return plain(like, t)
     residuals = (lax.stop_gradient(like), lax.stop_gradient(indices))
     return linear_calls.call(forward, transpose, residuals, (t,))
 
@@ -95,30 +101,38 @@ def _spatial_names(spec: tuple) -> tuple[str, ...]:
     return tuple(n for e in spec[2:] for n in explicit_axes.entry_names(e))
 
 
-def _forward_plan(mesh, specs, shape: tuple[int, ...]):
-    spec, ind_spec = specs
+def _forward_plan(mesh, specs, shape: tuple[int, ...], plain):
+    """The tangent's plan, operands ``(like, indices, t)``: `t` sharded along the batch and
+    channels only, `plain` on each device's planes; along a spatial axis, each device takes the
+    indices its block holds and the devices' bits are summed."""
+    like_spec, ind_spec, spec = specs
     if not auto_partition.even(mesh, spec, shape):
         return None
     out_spec = _output_spec(spec, len(ind_spec))
     names = _spatial_names(spec)
     if not names:
-        return auto_partition.Plan(lambda v, i: (adaptive_sharded.picked(v, i),),
-                                   (spec, out_spec), (out_spec,))
+        return auto_partition.Plan(lambda lk, i, v: (plain(lk, v),), (spec, out_spec, spec),
+                                   (out_spec,))
     block = _block(shape, spec, mesh)
 
-    def per_device(tb, ind):
+    def per_device(_, ind, tb):
         mine, local = _local(ind, spec, block, shape)
         bits = order.bits(adaptive_sharded.picked(tb, local))
         bits = lax.psum(jnp.where(mine, bits, jnp.zeros((), bits.dtype)), names)
         return (order.from_bits(bits, tb.dtype),)
-    return auto_partition.Plan(per_device, (spec, out_spec), (out_spec,))
+    return auto_partition.Plan(per_device, (like_spec, out_spec, spec), (out_spec,))
 
 
-def _transpose_plan(mesh, specs, shape: tuple[int, ...]):
+def _transpose_plan(mesh, specs, shape: tuple[int, ...], reverse):
+    """The transpose's plan, operands ``(like, indices, ct)``: `like` sharded along the batch
+    and channels only, `reverse` on each device's planes; along a spatial axis, each device
+    adds the cotangents of the indices its block holds into it."""
     spec, ind_spec, _ = specs
     if not auto_partition.even(mesh, spec, shape):
         return None
     out_spec = _output_spec(spec, len(ind_spec))
+    if not _spatial_names(spec):
+        return auto_partition.Plan(reverse, (spec, out_spec, out_spec), (spec,))
     block = _block(shape, spec, mesh)
 
     def per_device(like, ind, ct):
