@@ -120,9 +120,13 @@ def test_roi_operators_on_auto_axes(name, layout):
         # of X is summed across devices, another order of RoiAlign's weighted sums: equal up
         # to rounding only (tests/multiprocess_cases.py checks those layouts' values alone)
         _same(jax.jit(jax.grad(loss))(xs, boxes_s, batch_s), jax.grad(loss)(x, boxes, batch))
-    if layout == "images" and "align" in name:  # the boxes' cotangent, from their owners
-        _same(jax.jit(jax.grad(loss, argnums=1))(xs, boxes_s, batch_s),
-              jax.grad(loss, argnums=1)(x, boxes, batch))
+    if layout == "images" and "align" in name:  # the boxes' cotangent, from their owners;
+        # NaN where a box's samples read NaN, whose sign IEEE 754 leaves open (jax 0.12 gives
+        # the sharded program other NaN signs): NaN compared as NaN, every other bit exactly
+        got = np.asarray(jax.jit(jax.grad(loss, argnums=1))(xs, boxes_s, batch_s))
+        want = np.asarray(jax.grad(loss, argnums=1)(x, boxes, batch))
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        _same(np.where(np.isnan(got), 0, got), np.where(np.isnan(want), 0, want))
     pair = np.stack([x, -x])
     pairs = jax.device_put(pair, NamedSharding(_mesh(), P(None, *x_spec)))
     batched = jax.vmap(f, in_axes=(0, None, None))
