@@ -16,8 +16,10 @@ data of a scatter). `call` wraps a one-device computation in
 
 ``custom_partitioning`` has no batching or differentiation rules of its own: under ``jax.vmap``
 the computation runs as it is (a ``custom_vmap`` rule; the partitioner then decides), and the
-caller gives the derivative as a ``jvp`` from the primal outputs (a ``custom_jvp``), or asks for
-the computation's own reverse mode (a ``custom_vjp``), or none (not differentiable). A call
+caller gives the derivative as a ``jvp`` from the primal outputs (a ``custom_jvp``, whose
+tangent may be a linear function planned in turn, :mod:`jaxmax._src.linear_calls`), or asks
+for the computation's own reverse mode (a ``custom_vjp``, whose backward may be planned in
+turn), or none (not differentiable). A call
 whose inputs cannot be on several devices (one device in the process, or concrete arrays on
 one device) takes the computation itself.
 """
@@ -236,7 +238,7 @@ def psum_scatter(v: jax.Array, names: tuple[str, ...], axis: int) -> jax.Array:
 
 
 def _psum_scatter_fwd(v, names, axis):
-    return psum_scatter(v, names, axis), None
+    return lax.psum_scatter(v, names, scatter_dimension=axis, tiled=True), None
 
 
 def _psum_scatter_bwd(names, axis, _, ct):

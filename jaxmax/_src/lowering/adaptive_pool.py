@@ -230,7 +230,7 @@ def _on_auto_axes(x: jax.Array, compute, output_shape: tuple[int, ...], index_dt
         (x,), (t,) = primals, tangents
         indices = out[1]
         return (plane_take.take(t, indices, like=x,
-                                plain=lambda v, u: jax.jvp(compute, (v,), (u,))[1][0]),
+                                plain=lambda v, _, u: jax.jvp(compute, (v,), (u,))[1][0]),
                 np.zeros(indices.shape, jax.dtypes.float0))
 
     kept = ((0, 0), (0, 1)) + (None,) * len(output_shape)

@@ -16,8 +16,10 @@ cotangent (AdaptiveMaxPool along H, 45 KiB for a 3.8 KiB output). The output kee
 batch and channel sharding; its spatial axes are replicated (an output axis has a length of its
 own). The backward's sums are the one-device transposed gather's, element by element in the same
 order (each device adds its own elements' cotangents; another device's are dropped there).
-Under ``vmap`` both run unwrapped; on a JAX where `linear_calls.available` says no, `take` is
-the plain gather, laid out by the partitioner.
+Where no per-device form applies (one device) and on each device of an input sharded along the
+batch or channels only, the tangent and its transpose are the operator's own one-device
+derivative (`take`'s `plain`). Under ``vmap`` both run unwrapped; on a JAX where
+`linear_calls.available` says no, `take` is `plain`, laid out by the partitioner.
 """
 
 from __future__ import annotations
@@ -35,31 +37,33 @@ from jaxmax._src.lowering import adaptive_sharded, order
 
 
 def take(t: jax.Array, indices: jax.Array, like: jax.Array,
-         plain: Callable[[jax.Array, jax.Array], jax.Array] | None = None) -> jax.Array:
+         plain: Callable[[jax.Array, jax.Array, jax.Array], jax.Array] | None = None
+         ) -> jax.Array:
     """`t` (``(N, C, *spatial)``) at `indices` (``(N, C, *out)``, integers, flat within each
     plane, in range), linear in `t`; `like`: the primal input of `t`'s shape, whose sharding the
-    transpose gives the cotangent of `t`. `plain(like, t)`: the same tangent as the operator's
-    one-device derivative computes it (by default the gather), taken where no per-device form
-    applies (a program for one device: its run time and compile are the operator's own)."""
-    plain = plain or (lambda _, v: adaptive_sharded.picked(v, indices))
+    transpose gives the cotangent of `t`. `plain(like, indices, t)`: the same tangent as the
+    operator's one-device derivative computes it (by default the gather), taken where no
+    per-device form applies (a program for one device: its run time and compile are the
+    operator's own) and on each device of a batch- or channel-sharded input."""
+    plain = plain or (lambda _, i, v: adaptive_sharded.picked(v, i))
     out_kept = ((0, 0), (0, 1)) + (None,) * (indices.ndim - 2)
 
     def forward(residuals, tangent):
         return auto_partition.call(
-            lambda lk, i, v: (plain(lk, v),),
+            lambda lk, i, v: (plain(lk, i, v),),
             lambda mesh, specs: _forward_plan(mesh, specs, t.shape, plain),
             (*residuals, *tangent), kept=(out_kept,))[0]
 
     def transpose(residuals, cotangent):
         def reverse(lk, i, ct):
-            return jax.vjp(lambda v: plain(lk, v), jnp.zeros(lk.shape, ct.dtype))[1](ct)
+            return jax.vjp(lambda v: plain(lk, i, v), jnp.zeros(lk.shape, ct.dtype))[1](ct)
         return (auto_partition.call(
             reverse, lambda mesh, specs: _transpose_plan(mesh, specs, t.shape, reverse),
             (*residuals, cotangent), kept=(tuple((0, a) for a in range(t.ndim)),),
             tied=(((2, 0), (0, 0)), ((2, 1), (0, 1))))[0],)
 
     if not linear_calls.available():  # a JAX where the linear call does not work
-        return plain(like, t)
+        return plain(like, indices, t)
     residuals = (lax.stop_gradient(like), lax.stop_gradient(indices))
     return linear_calls.call(forward, transpose, residuals, (t,))
 
@@ -111,7 +115,7 @@ def _forward_plan(mesh, specs, shape: tuple[int, ...], plain):
     out_spec = _output_spec(spec, len(ind_spec))
     names = _spatial_names(spec)
     if not names:
-        return auto_partition.Plan(lambda lk, i, v: (plain(lk, v),), (spec, out_spec, spec),
+        return auto_partition.Plan(lambda lk, i, v: (plain(lk, i, v),), (spec, out_spec, spec),
                                    (out_spec,))
     block = _block(shape, spec, mesh)
 
