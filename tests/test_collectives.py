@@ -20,7 +20,8 @@ alone, to `collectives.gradient_violations`: at most the forward's outputs and h
 backward's allowance per device (`collectives.gradient_bound`: the output cotangent, one index
 per output element, the halo), and no array of the differentiated input's dtype and size moved
 (the input, its cotangent or a partial sum of it, whole). What is over is in `GRADIENT_OVER`,
-strictly expected to fail with the measured instruction.
+strictly expected to fail with the measured instruction. The same test holds the gradients on
+``Auto`` mesh axes (`AUTO_GRADIENT_OVER`).
 
 The programs are compiled with jaxmax's fast-compile options (LLVM -O0 and the elemental IR
 emitter, jaxmax/_src/lowering/compile_options.py): the collectives are placed by XLA's SPMD
@@ -131,10 +132,10 @@ GRADIENT_OVER: dict[tuple[str, str], str] = {}
 
 # On ``Auto`` axes a planned call's derivative is a computation of its own: the ROI poolings'
 # reverse mode is planned too (each device's images or channels, lowering/roi_sharded.py), and
-# so are AdaptiveMaxPool's and MaxUnpool's tangents and their transposes (lowering/
-# plane_take.py, lowering/unpool.py); the other families'
-# derivatives run outside the planned call (custom_partitioning has no differentiation rule)
-# and XLA's partitioner lays them out. The rows over the bound there:
+# so are AdaptiveMaxPool's and MaxUnpool's tangents and their transposes
+# (lowering/plane_take.py, lowering/unpool.py); the other families' derivatives run outside
+# the planned call (custom_partitioning has no differentiation rule) and XLA's partitioner lays
+# them out. The rows over the bound there, strictly expected to fail with their family's reason:
 AUTO_GRADIENT_REASONS = {
     "openvino.max_pool": "the derivative (each window's tangent gathered at its winner) laid out "
                          "by the partitioner, whose transposed gather all-reduces an "
