@@ -378,13 +378,19 @@ def test_reduce_max_on_auto_axes(name, spec, dtype):
     x = _zero_slices(tricky(7, (4, 8, 4, 16))).astype(dtype)
     xs = jax.device_put(x, NamedSharding(_mesh(), spec))
     _same(jax.jit(f)(xs), f(x))
-    # positive weights: with negative ones the zeros off the maxima of OpenVINO's rule differ
-    # in sign between this eager one-device gradient and a jitted one (main as well)
-    w = (np.abs(np.random.default_rng(2).standard_normal(np.shape(f(x)))) + 0.5).astype(dtype)
+    # cotangents of both signs (+0.0 off the maxima), the derivative laid out per device (the
+    # tie counts all-reduced); the tangent's sums of tied tangents meet across devices in
+    # another order, so the tangents here are dyadic with few bits (sums exact in any order),
+    # -0.0 among them
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal(np.shape(f(x))).astype(dtype)
 
     def loss(v):
         return (f(v) * w).sum().astype(np.float32)
     _same(jax.jit(jax.grad(loss))(xs), jax.grad(loss)(x))
+    t = rng.choice(np.float32([-1.5, -0.5, -0.0, 0.5, 2.0]), x.shape).astype(dtype)
+    ts = jax.device_put(t, NamedSharding(_mesh(), spec))
+    _same(jax.jit(lambda v, u: jax.jvp(f, (v,), (u,))[1])(xs, ts), jax.jvp(f, (x,), (t,))[1])
     _same(jax.jit(jax.vmap(f))(xs), jax.vmap(f)(x))
 
 
