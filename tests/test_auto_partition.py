@@ -378,10 +378,9 @@ def test_reduce_max_on_auto_axes(name, spec, dtype):
     x = _zero_slices(tricky(7, (4, 8, 4, 16))).astype(dtype)
     xs = jax.device_put(x, NamedSharding(_mesh(), spec))
     _same(jax.jit(f)(xs), f(x))
-    # cotangents of both signs (+0.0 off the maxima), the derivative laid out per device (the
-    # tie counts all-reduced); the tangent's sums of tied tangents meet across devices in
-    # another order, so the tangents here are dyadic with few bits (sums exact in any order),
-    # -0.0 among them
+    # cotangents of both signs (+0.0 off the maxima); the tangent's sums of tied tangents may
+    # meet across devices in another order, so the tangents here are dyadic with few bits
+    # (sums exact in any order), -0.0 among them
     rng = np.random.default_rng(2)
     w = rng.standard_normal(np.shape(f(x))).astype(dtype)
 

@@ -132,8 +132,8 @@ GRADIENT_OVER: dict[tuple[str, str], str] = {}
 
 # On ``Auto`` axes a planned call's derivative is a computation of its own: the ROI poolings'
 # reverse mode is planned too (each device's images or channels, lowering/roi_sharded.py), and
-# so are the tangents and their transposes of AdaptiveMaxPool, MaxUnpool and the reductions
-# (lowering/plane_take.py, lowering/unpool.py, lowering/reduce.py); the other families'
+# so are the tangents and their transposes of AdaptiveMaxPool and MaxUnpool
+# (lowering/plane_take.py, lowering/unpool.py); the other families'
 # derivatives run outside the planned call (custom_partitioning has no differentiation rule)
 # and XLA's partitioner lays them out. The rows over the bound there, strictly expected to
 # fail with their family's reason:
@@ -142,6 +142,10 @@ AUTO_GRADIENT_REASONS = {
                          "by the partitioner, whose transposed gather all-reduces an "
                          "input-sized cotangent",
     "onnx.max_pool": "as openvino.max_pool",
+    "onnx.global_max_pool": "the tie counts and shares all-reduced beside the forward's "
+                            "recomputed codes: 768 B for a bound of 384 B (planned per device "
+                            "it moved 256 B, for 30-50% more compile on every gradient)",
+    "onnx.reduce_max": "as onnx.global_max_pool",
     "onnx.scatter_elements": "the derivative laid out by the partitioner: indices and "
                              "cotangents all-gathered (1.5-3.5 KiB for a bound of 1.5 KiB)",
     "openvino.scatter_elements_update": "as onnx.scatter_elements",
@@ -159,6 +163,8 @@ AUTO_GRADIENT_OVER_ROWS = [
     ('onnx.max_pool MaxPool-8 k2 s2, Indices', 'H and W'),
     ('onnx.max_pool MaxPool-1 k3 s1 same_lower', 'H'),
     ('onnx.max_pool MaxPool-1 k3 s1 same_lower', 'H and W'),
+    ('onnx.global_max_pool GlobalMaxPool-22', 'H and W'),
+    ('onnx.reduce_max ReduceMax-13 all axes', 'H and W (reduced)'),
     ('onnx.scatter_elements ScatterElements-18 max axis 0', 'scatter axis, all three'),
     ('onnx.scatter_elements ScatterElements-18 max axis 0', 'other axis, all three'),
     ('onnx.scatter_elements ScatterElements-18 max axis 1', 'scatter axis, all three'),

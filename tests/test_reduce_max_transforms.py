@@ -264,7 +264,6 @@ def test_reduce_max_gradient_off_the_maxima_is_plus_zero(face, dtype):
     fn = (lambda d: ov.reduce_max(d, 1)) if skip else (
         lambda d: onnx.reduce_max(d, [1], keepdims=0))
     want = share_grad(x.astype(np.float32), 1, ct.astype(np.float32), skip_nan=skip).astype(dtype)
-    assert not np.signbit(want[want == 0]).any()  # the oracle's zeros are +0.0
     for form, f in (("eager", fn), ("jit", jax.jit(fn))):
         assert_same(vjp(f, x, ct), want, f"{face} {np.dtype(dtype).name} {form}")
 

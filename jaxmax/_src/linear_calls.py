@@ -39,8 +39,15 @@ USE: bool | None = None
 
 def call(fun: Callable, transpose: Callable, residuals: tuple, linear: tuple):
     """``fun(residuals, linear)``, linear in `linear`, transposed by ``transpose(residuals,
-    cotangents)``; only where `available` says so."""
-    return jax.custom_derivatives.linear_call(fun, transpose, residuals, linear)
+    cotangents)``; only where `available` says so. Each is one jitted computation: the
+    primitive evaluates its function equation by equation, which in an eager gradient (the
+    backward pass runs outside any ``jit``) compiled every operation of the transpose apart."""
+    return jax.custom_derivatives.linear_call(_jitted(fun), _jitted(transpose), residuals,
+                                              linear)
+
+
+def _jitted(f: Callable) -> Callable:
+    return lambda residuals, linear: jax.jit(f)(residuals, linear)
 
 
 def available() -> bool:

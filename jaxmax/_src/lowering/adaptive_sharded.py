@@ -41,7 +41,7 @@ from jax.sharding import PartitionSpec
 from jaxmax._src import dtypes, explicit_axes
 from jaxmax._src.lowering import order
 
-__all__ = ["adaptive_max_pool", "applies", "body", "fits"]
+__all__ = ["adaptive_max_pool", "applies", "body", "fits", "held", "picked"]
 
 Windows = Callable[[int, int], tuple[tuple[int, int], ...]]
 
@@ -113,6 +113,22 @@ def picked(t: jax.Array, indices: jax.Array) -> jax.Array:
     return got.reshape(indices.shape)
 
 
+def held(indices: jax.Array, offsets, block_shape: tuple[int, ...],
+         shape: tuple[int, ...]) -> tuple[jax.Array, jax.Array]:
+    """Which `indices` (flat within a plane of `shape`) name an element of this device's block
+    (`block_shape`, starting at `offsets` along the spatial axes), and their positions flat
+    within the block's plane (0 where not held)."""
+    itype = indices.dtype.type
+    mine = jnp.ones(indices.shape, bool)
+    local = jnp.zeros(indices.shape, indices.dtype)
+    for d, a in enumerate(range(2, len(shape))):
+        coord = (indices // itype(math.prod(shape[a + 1:])) % itype(shape[a])
+                 - jnp.asarray(offsets[d], indices.dtype))
+        mine = mine & (coord >= 0) & (coord < block_shape[a])
+        local = local + coord * itype(math.prod(block_shape[a + 1:]))
+    return mine, jnp.where(mine, local, itype(0))
+
+
 class _Body:
     """One device's part (inside ``shard_map``)."""
 
@@ -135,15 +151,8 @@ class _Body:
         a partial input cotangent). Floating-point sums, so a forward tangent of ``-0.0``
         reads ``+0.0``; the gradient is the one-device form's (cotangents added to zeros)."""
         values, indices, offsets = self._whole(block)
-        itype = self.index_dtype
-        mine = jnp.ones(indices.shape, bool)
-        local = jnp.zeros(indices.shape, itype)
-        for d, a in enumerate(range(2, block.ndim)):
-            coord = (indices // itype.type(math.prod(self.shape[a + 1:]))
-                     % itype.type(self.shape[a])) - jnp.asarray(offsets[d], itype)
-            mine = mine & (coord >= 0) & (coord < block.shape[a])
-            local = local + coord * itype.type(math.prod(block.shape[a + 1:]))
-        taken = picked(t, jnp.where(mine, local, itype.type(0)))
+        mine, local = held(indices, offsets, tuple(block.shape), self.shape)
+        taken = picked(t, local)
         tangent = lax.psum(jnp.where(mine, taken, jnp.zeros((), t.dtype)), self._names(block))
         return self._own_part(values), self._own_part(indices), self._own_part(tangent)
 

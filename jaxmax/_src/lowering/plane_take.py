@@ -24,7 +24,6 @@ derivative (`take`'s `plain`). Under ``vmap`` both run unwrapped; on a JAX where
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import jax
@@ -81,19 +80,11 @@ def _output_spec(spec: tuple, out_ndim: int) -> tuple:
 
 def _local(indices: jax.Array, spec: tuple, block_shape: tuple[int, ...],
            shape: tuple[int, ...]):
-    """Which `indices` (flat in a plane of `shape`) this device's block (`block_shape`, laid out
-    as `spec`, every mesh axis manual) holds, and their positions flat in its block's plane."""
-    itype = indices.dtype.type
-    mine = jnp.ones(indices.shape, bool)
-    local = jnp.zeros(indices.shape, indices.dtype)
-    for a in range(2, len(shape)):
-        names = explicit_axes.entry_names(spec[a])
-        offset = lax.axis_index(names) * block_shape[a] if names else 0
-        coord = (indices // itype(math.prod(shape[a + 1:])) % itype(shape[a])
-                 - jnp.asarray(offset, indices.dtype))
-        mine = mine & (coord >= 0) & (coord < block_shape[a])
-        local = local + coord * itype(math.prod(block_shape[a + 1:]))
-    return mine, jnp.where(mine, local, itype(0))
+    """`adaptive_sharded.held` for this device's block of an input laid out as `spec` (every
+    mesh axis manual)."""
+    offsets = [lax.axis_index(names) * block_shape[a] if names else 0
+               for a in range(2, len(shape)) for names in [explicit_axes.entry_names(spec[a])]]
+    return adaptive_sharded.held(indices, offsets, block_shape, shape)
 
 
 def _block(shape: tuple[int, ...], spec: tuple, mesh) -> tuple[int, ...]:

@@ -35,7 +35,7 @@ from functools import partial
 import jax
 from jax import lax
 
-from jaxmax._src import auto_partition, dtypes, explicit_axes, linear_calls
+from jaxmax._src import auto_partition, dtypes, explicit_axes
 from jaxmax._src.lowering import compile_options, reduce_cpu, reduce_sharded, rules, signed_zeros
 
 
@@ -104,10 +104,9 @@ def _on_auto_axes(x: jax.Array, axes: tuple[int, ...], keepdims: bool, nan: str,
     (``reduce_sharded.combined``, the ``Explicit`` form's per-device function); only kept
     axes sharded, each device reduces its own block and nothing moves. Blocks of unequal
     size are gathered. The derivative is the one-device lowering's (recomputed from the data),
-    as a linear function (:mod:`jaxmax._src.linear_calls`) laid out the same way: a reduced axis
-    sharded, the tie counts (and for the tangent the tied tangents' sums) all-reduced, the
-    output's size (`reduce_sharded.block_tangent`, `block_transpose`); otherwise each device's
-    own."""
+    laid out by the partitioner: planned per device it moved 256 B instead of 768 B on
+    GlobalMaxPool and cost every gradient 30-50% more compile on a multi-device host
+    (benchmarks/RESULTS.md)."""
     def plain(v, cross=cross_device):
         return (_reduce_max(v, axes, keepdims, nan, cross),)
 
@@ -130,53 +129,10 @@ def _on_auto_axes(x: jax.Array, axes: tuple[int, ...], keepdims: bool, nan: str,
     result = tuple(None if i in axes else (0, i) for i in range(x.ndim)) if keepdims else \
         tuple((0, i) for i in kept)
 
-    def derivative_plan(mesh, specs, forward: bool):
-        # operands (x, out, the tangent or the output cotangent): the blocks' form when a
-        # reduced axis is sharded, the one-device derivative on each block otherwise
-        spec = specs[0]
-        if not auto_partition.even(mesh, spec, x.shape):
-            return None
-        out_spec = explicit_axes.reduced(spec, axes, keepdims)
-        third, given = (spec, out_spec) if forward else (out_spec, spec)
-        names = tuple(n for a in axes for n in explicit_axes.entry_names(spec[a]))
-        if not names:
-            return auto_partition.Plan(partial(tangent if forward else transpose, cross=False),
-                                       (spec, out_spec, third), (given,))
-
-        def per_device(block, out, lin):
-            out = lax.squeeze(out, axes) if keepdims else out
-            if forward:
-                got = reduce_sharded.block_tangent(block, axes, out, lin, names)
-                return (lax.expand_dims(got, axes) if keepdims else got,)
-            lin = lax.squeeze(lin, axes) if keepdims else lin
-            return (reduce_sharded.block_transpose(block, axes, out, lin, names),)
-        return auto_partition.Plan(per_device, (spec, out_spec, third), (given,))
-
-    def tangent(v, _, t, cross=cross_device):
-        return jax.jvp(partial(plain, cross=cross), (v,), (t,))[1]
-
-    def transpose(v, _, ct, cross=cross_device):
-        return jax.vjp(partial(plain, cross=cross), v)[1]((ct,))
-
     def jvp(primals, tangents, outs):
-        # the lowering's own derivative (tied maxima share, +0.0 elsewhere), as a linear
-        # function whose tangent and transpose are laid out per device
-        (v,), (t,) = primals, tangents
-        if not linear_calls.available():
-            return jax.jvp(plain, primals, tangents)[1]
-
-        def forward(residuals, lin):
-            return auto_partition.call(
-                tangent, lambda mesh, specs: derivative_plan(mesh, specs, True),
-                (*residuals, *lin), kept=(result,))[0]
-
-        def backward(residuals, cotangent):
-            return auto_partition.call(
-                transpose, lambda mesh, specs: derivative_plan(mesh, specs, False),
-                (*residuals, cotangent), kept=(tuple((0, a) for a in range(x.ndim)),),
-                tied=tuple(((2, i), (0, k[1])) for i, k in enumerate(result) if k is not None))
-        residuals = (lax.stop_gradient(v), lax.stop_gradient(outs[0]))
-        return (linear_calls.call(forward, backward, residuals, (t,)),)
+        # the lowering's own derivative (tied maxima share, +0.0 elsewhere), partitioned by XLA
+        del outs
+        return jax.jvp(plain, primals, tangents)[1]
 
     return auto_partition.call(plain, planner, (x,), kept=(result,), jvp=jvp)[0]
 

@@ -83,7 +83,7 @@ def propagating(x: jax.Array, axes: tuple[int, ...],
 def _propagating_jvp(axes, reducer, primals, tangents):
     (x,), (t,) = primals, tangents
     out = propagating(x, axes, reducer)
-    return out, _shared_tangent(x, axes, out, t)
+    return out, shared_tangent(x, axes, out, t)
 
 
 def one_pass(dtype, shape: tuple[int, ...], axes: tuple[int, ...], nan: str) -> bool:
@@ -111,7 +111,7 @@ def fold_max(x: jax.Array, axes: tuple[int, ...]) -> jax.Array:
 
 @partial(jax.custom_jvp, nondiff_argnums=(1,))
 def plain_max(x: jax.Array, axes: tuple[int, ...]) -> jax.Array:
-    """``lax.reduce_max`` with the derivative of this module (`_shared_tangent`)."""
+    """``lax.reduce_max`` with the derivative of this module (`shared_tangent`)."""
     return lax.reduce_max(x, axes)
 
 
@@ -119,7 +119,7 @@ def plain_max(x: jax.Array, axes: tuple[int, ...]) -> jax.Array:
 def _plain_max_jvp(axes, primals, tangents):
     (x,), (t,) = primals, tangents
     out = plain_max(x, axes)
-    return out, _shared_tangent(x, axes, out, t)
+    return out, shared_tangent(x, axes, out, t)
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(1, 2))
@@ -138,16 +138,21 @@ def _float_max(x: jax.Array, axes: tuple[int, ...], nan: str) -> jax.Array:
 def _float_max_jvp(axes, nan, primals, tangents):
     (x,), (t,) = primals, tangents
     out = _float_max(x, axes, nan)
-    return out, _shared_tangent(x, axes, out, t)
+    return out, shared_tangent(x, axes, out, t)
 
 
-def _shared_tangent(x: jax.Array, axes: tuple[int, ...], out: jax.Array,
-                    t: jax.Array) -> jax.Array:
+def shared_tangent(x: jax.Array, axes: tuple[int, ...], out: jax.Array, t: jax.Array,
+                   summed: Callable[[jax.Array], jax.Array] | None = None) -> jax.Array:
     """``lax.reduce_max``'s tangent at the NaN-masked `x` (tied maxima share it evenly), from
-    `out`, its value there (no second reduction); a NaN output passes none."""
+    `out`, its value there (no second reduction); a NaN output, or one no element equals (raised
+    to lowest(T), or empty), passes none. `x` may be one device's block of the reduced axes:
+    `summed` then combines the tie counts and the tied tangents' sums over the devices (the
+    one derivative of every form of the reduction, on one device and sharded)."""
+    summed = summed or (lambda v: v)
     tied = mask_nan(x) == lax.expand_dims(out, axes)
-    share = jnp.sum(jnp.where(tied, t, 0), axes) / jnp.sum(tied, axes, dtype=t.dtype)
-    return jnp.where(jnp.isnan(out), jnp.zeros((), t.dtype), share)
+    count = summed(jnp.sum(tied, axes, dtype=t.dtype))
+    share = summed(jnp.sum(jnp.where(tied, t, 0), axes)) / count
+    return jnp.where(jnp.isnan(out) | (count == 0), jnp.zeros((), t.dtype), share)
 
 
 def mask_nan(v: jax.Array) -> jax.Array:

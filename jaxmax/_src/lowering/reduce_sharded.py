@@ -25,9 +25,8 @@ total order of the bits):
 On ``Explicit`` axes the sharding is read at trace time and `reduce_max` runs `combined` in
 ``jax.shard_map``; on ``Auto`` axes :mod:`jaxmax._src.lowering.reduce` runs the same `combined`
 once XLA knows the sharding (:mod:`jaxmax._src.auto_partition`), where XLA's partitioner moved
-the NaN flags and a zero-sign flag besides the partial results. The derivative (`tangent`) is
-``lax.reduce_max``'s at the NaN-masked input (tied maxima share the tangent evenly), as the
-one-device lowering's.
+the NaN flags and a zero-sign flag besides the partial results. The derivative is the one-device
+lowering's, ``reduce_cpu.shared_tangent`` (tied maxima share the tangent evenly).
 """
 
 from __future__ import annotations
@@ -45,8 +44,7 @@ from jax.sharding import PartitionSpec
 from jaxmax._src import dtypes, explicit_axes
 from jaxmax._src.lowering import order, reduce_cpu, signed_zeros
 
-__all__ = ["applies", "block_tangent", "block_transpose", "combinable", "combined",
-           "reduce_max", "tangent"]
+__all__ = ["applies", "combinable", "combined", "reduce_max"]
 
 Local = Callable[[jax.Array], jax.Array]
 
@@ -93,48 +91,11 @@ def reduce_max(x: jax.Array, axes: tuple[int, ...], nan: str, local: Local) -> j
     def value_jvp(primals, tangents):
         (x,), (t,) = primals, tangents
         out = value(x)
-        shared = explicit_axes.run(lambda x, out, t: tangent(x, axes, out, t),
+        shared = explicit_axes.run(lambda x, out, t: reduce_cpu.shared_tangent(x, axes, out, t),
                                    (x, out, t), lambda _: out_spec)
         return out, shared
 
     return value(x)
-
-
-def tangent(x: jax.Array, axes: tuple[int, ...], out: jax.Array, t: jax.Array) -> jax.Array:
-    """``lax.reduce_max``'s tangent at the NaN-masked `x`, from its value `out`: tied maxima
-    share it evenly; a NaN output, or one raised to lowest(T) (no element equals it), passes
-    none."""
-    tied = reduce_cpu.mask_nan(x) == lax.expand_dims(out, axes)
-    count = jnp.sum(tied, axes, dtype=t.dtype)
-    share = jnp.sum(jnp.where(tied, t, 0), axes) / count
-    return jnp.where(jnp.isnan(out) | (count == 0), jnp.zeros((), t.dtype), share)
-
-
-def _block_ties(block: jax.Array, axes: tuple[int, ...], out: jax.Array, names, dtype):
-    """This device's tie mask (its elements equal to their slice's maximum `out`, NaN masked)
-    and every slice's tie count, summed over the devices of the reduced axes' mesh `names`."""
-    tied = reduce_cpu.mask_nan(block) == lax.expand_dims(out, axes)
-    return tied, lax.psum(jnp.sum(tied, axes, dtype=dtype), names)
-
-
-def block_tangent(block: jax.Array, axes: tuple[int, ...], out: jax.Array, t: jax.Array,
-                  names) -> jax.Array:
-    """`tangent` on one device's blocks of the data and its tangent (every mesh axis manual),
-    `out` the whole slices' maxima: the counts and the sums of the tied tangents summed over
-    the devices of `names` (two all-reduces of the output's size)."""
-    tied, count = _block_ties(block, axes, out, names, t.dtype)
-    share = lax.psum(jnp.sum(jnp.where(tied, t, 0), axes), names) / count
-    return jnp.where(jnp.isnan(out) | (count == 0), jnp.zeros((), t.dtype), share)
-
-
-def block_transpose(block: jax.Array, axes: tuple[int, ...], out: jax.Array, ct: jax.Array,
-                    names) -> jax.Array:
-    """The transpose of `block_tangent`: each tied element of this device's block gets its
-    slice's cotangent over the slice's tie count (one all-reduce of the counts), every other
-    element ``+0.0``; the one-device derivative's arithmetic, element by element."""
-    tied, count = _block_ties(block, axes, out, names, ct.dtype)
-    share = jnp.where(jnp.isnan(out) | (count == 0), jnp.zeros((), ct.dtype), ct) / count
-    return jnp.where(tied, lax.expand_dims(share, axes), jnp.zeros((), ct.dtype))
 
 
 def combined(block: jax.Array, shape: tuple[int, ...], spec: tuple, axes: tuple[int, ...],
