@@ -61,12 +61,9 @@ def load_base(rev: str) -> Any:
         text = subprocess.run(["git", "show", f"{rev}:jaxmax/_src/lowering/{path}"],
                               check=True, capture_output=True, text=True).stdout
         text = text.replace("from jaxmax._src.lowering.roi import", "from roi_pool_base import")
-        text = text.replace("from jaxmax._src.lowering import order, roi_sharded",
-                            "from jaxmax._src.lowering import order\n"
-                            "from roi_pool_base import roi_sharded")
-        text = text.replace("from jaxmax._src.lowering import compile_options, order, "
-                            "roi_sharded", "from jaxmax._src.lowering import compile_options, "
-                            "order\nfrom roi_pool_base import roi_sharded")
+        text = re.sub(r"^from jaxmax\._src\.lowering import (.*)\broi_sharded, (.*)$",
+                      r"from jaxmax._src.lowering import \1\2\nfrom roi_pool_base import "
+                      r"roi_sharded", text, flags=re.M)
         with open(os.path.join(package, f"{name}.py"), "w") as f:
             f.write(text)
     sys.path.insert(0, root)

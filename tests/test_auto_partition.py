@@ -254,16 +254,28 @@ def test_halo_pools_on_auto_axes(name, spec):
     f = HALO_POOLS[name]
     mesh = (jax.make_mesh((2, 2), ("a", "b"), axis_types=(AxisType.Auto,) * 2,
                           devices=jax.devices()[:4]) if "a" in spec else _mesh())
+    rng = np.random.default_rng(17)
     for x in (tricky(8, (4, 8, 16, 16)), negative(9, (4, 8, 16, 16))):
         xs = jax.device_put(x, NamedSharding(mesh, spec))
         _same(jax.jit(f)(xs), f(x))
+        # cotangents of both signs, not dyadic (sums where windows overlap round), and
+        # tangents holding -0.0: the derivative laid out per device (pooling/max_pool.py
+        # `_tangent`), its forward exact as bits, its transpose each device's own block
+        weights = rng.standard_normal(jax.tree.leaves(f(x))[0].shape).astype(np.float32)
 
-        def loss(v):
-            return (jax.tree.leaves(f(v))[0] * np.float32(1.5)).sum()
+        def loss(v, w=weights):
+            return (jax.tree.leaves(f(v))[0] * w).sum()
         _same(jax.jit(jax.grad(loss))(xs), jax.grad(loss)(x))
+        t = np.where(rng.random(x.shape) < 0.3, np.float32(-0.0), x)
+        ts = jax.device_put(t, NamedSharding(mesh, spec))
+
+        def tangent(v, u):
+            return jax.tree.leaves(jax.jvp(f, (v,), (u,))[1])[0]
+        _same(jax.jit(tangent)(xs, ts), tangent(x, t))
     stacked = np.stack([x, -x])
     placed = jax.device_put(stacked, NamedSharding(mesh, P(None, *spec)))
     _same(jax.jit(jax.vmap(f))(placed), jax.vmap(f)(stacked))
+    _same(jax.jit(jax.vmap(jax.grad(loss)))(placed), jax.vmap(jax.grad(loss))(stacked))
     ints = np.random.default_rng(3).integers(-5, 5, (4, 8, 16, 16)).astype(np.int8)
     _same(jax.jit(f)(jax.device_put(ints, NamedSharding(mesh, spec))), f(ints))
 

@@ -124,24 +124,21 @@ AUTO_OVER = {row: "on Auto axes: " + next(r for p, r in AUTO_REASONS.items()
 GRADIENTS = [(c, layout) for c in CASES if c.grad for layout in c.layouts]
 
 
-# no gradient row is over the bound any more (the stride-1 pools along H and W take their
-# derivative tap by tap, lowering/pooling/compact.py; the scatters along their order axis take
-# theirs in blocks, lowering/scatter/across.py): a row that goes over is listed here, strictly
-# expected to fail with its instruction
+# no gradient row is over the bound any more (the pools sharded along a pooled axis take their
+# derivative per device, each device's cotangent from every window that reads its block,
+# lowering/pooling/halo.py; the scatters along their order axis take theirs in blocks,
+# lowering/scatter/across.py): a row that goes over is listed here, strictly expected to fail
+# with its instruction
 GRADIENT_OVER: dict[tuple[str, str], str] = {}
 
 # On ``Auto`` axes a planned call's derivative is a computation of its own: the ROI poolings'
 # reverse mode is planned too (each device's images or channels, lowering/roi_sharded.py), and
-# so are the tangents and their transposes of AdaptiveMaxPool and MaxUnpool
-# (lowering/plane_take.py, lowering/unpool.py); the other families'
+# so are the tangents and their transposes of AdaptiveMaxPool, MaxUnpool and the window pools
+# (lowering/plane_take.py, lowering/unpool.py, lowering/pooling/max_pool.py); the other families'
 # derivatives run outside the planned call (custom_partitioning has no differentiation rule)
 # and XLA's partitioner lays them out. The rows over the bound there, strictly expected to
 # fail with their family's reason:
 AUTO_GRADIENT_REASONS = {
-    "openvino.max_pool": "the derivative (each window's tangent gathered at its winner) laid out "
-                         "by the partitioner, whose transposed gather all-reduces an "
-                         "input-sized cotangent",
-    "onnx.max_pool": "as openvino.max_pool",
     "onnx.global_max_pool": "the tie counts and shares all-reduced beside the forward's "
                             "recomputed codes: 768 B for a bound of 384 B (planned per device "
                             "it moved 256 B, for 30-50% more compile on every gradient)",
@@ -154,15 +151,6 @@ AUTO_GRADIENT_REASONS = {
     "openvino.roi_align": "as onnx.roi_align",
 }
 AUTO_GRADIENT_OVER_ROWS = [
-    ('openvino.max_pool MaxPool-1 k3 s1 p1 (stride 1)', 'H'),
-    ('onnx.max_pool MaxPool-22 k3 s2 p1 ceil', 'H'),
-    ('onnx.max_pool MaxPool-22 k3 s2 p1 ceil', 'W'),
-    ('onnx.max_pool MaxPool-22 k3 s2 p1, Indices (storage_order 1)', 'H'),
-    ('onnx.max_pool MaxPool-22 k3 s2 p1, Indices (storage_order 1)', 'H and W'),
-    ('onnx.max_pool MaxPool-8 k2 s2, Indices', 'H'),
-    ('onnx.max_pool MaxPool-8 k2 s2, Indices', 'H and W'),
-    ('onnx.max_pool MaxPool-1 k3 s1 same_lower', 'H'),
-    ('onnx.max_pool MaxPool-1 k3 s1 same_lower', 'H and W'),
     ('onnx.global_max_pool GlobalMaxPool-22', 'H and W'),
     ('onnx.reduce_max ReduceMax-13 all axes', 'H and W (reduced)'),
     ('onnx.scatter_elements ScatterElements-18 max axis 0', 'scatter axis, all three'),
@@ -257,11 +245,13 @@ SAMPLE = [
     ("onnx.scatter_elements ScatterElements-18 max axis 0", "scatter axis, all three"),
     ("onnx.max_unpool MaxUnpool-22 k2 s2", "H"),
 ]
-# gradients: between them collective-permute (a pool's halo) and all-gather (the stride-2 pool's
-# backward, run by the partitioner), all-to-all (TopK's forward), all-reduce and reduce-scatter
-# (the scatter's forward keys and its backward's counts, lowering/scatter/across.py)
+# gradients: between them collective-permute (a pool's backward halo rows, and those of its
+# output cotangent, lowering/pooling/halo.py), all-gather (MaxUnpool's backward), all-to-all
+# (TopK's forward), all-reduce and reduce-scatter (the scatter's forward keys and its
+# backward's counts, lowering/scatter/across.py)
 GRADIENT_SAMPLE = [
     ("openvino.max_pool MaxPool-1 k3 s2 same_upper", "H"),
+    ("onnx.max_unpool MaxUnpool-22 k2 s2", "H"),
     ("onnx.top_k TopK-24 K 3 axis 1", "channels (reduced)"),
     ("onnx.scatter_elements ScatterElements-18 max axis 0", "scatter axis, all three"),
 ]
@@ -312,10 +302,10 @@ def test_the_gradient_sample_holds_every_kind_a_gradient_moves():
 
 def test_the_bound_reads_the_backward_apart():
     """`collectives.backward` tells the backward's collectives by JAX's ``transpose(...)`` op
-    names: a pool's forward halo exchange is not, its transposed gather is."""
-    row = _measured("openvino.max_pool MaxPool-1 k3 s2 same_upper", "H", True)
+    names: MaxUnpool's forward all-reduce is not, its backward's all-gather is."""
+    row = _measured("onnx.max_unpool MaxUnpool-22 k2 s2", "H", True)
     kinds = {(c.kind, collectives.backward(c)) for c in row.collectives}
-    assert ("collective-permute", False) in kinds and ("all-gather", True) in kinds, kinds
+    assert kinds == {("all-reduce", False), ("all-gather", True)}, kinds
 
 
 def test_the_parser_reads_every_form():
@@ -394,10 +384,10 @@ def _derivatives(name):
 @pytest.mark.parametrize("layout", ["H", "W", "H and W"])
 @pytest.mark.parametrize("name", STRIDE_ONE)
 def test_stride_one_gradients_sharded_along_a_pooled_axis_are_the_unsharded_bits(name, layout):
-    """The stride-1 pools' derivatives sharded along H or W (taken tap by tap there,
-    lowering/pooling/compact.py `_gather_by_taps`) are the one-device ones bit for bit. The
-    gradient sums each element's cotangents in the windows' row-major order from +0.0, as the
-    one-device scatter-add does: with random normal cotangents (inexact sums, whose order
+    """The stride-1 pools' derivatives sharded along H or W (taken per device there, each
+    device's cotangent from every window that reads its block, lowering/pooling/halo.py
+    `_Form.cotangent`) are the one-device ones bit for bit. The gradient sums each element's
+    cotangents in the one-device order: with random normal cotangents (inexact sums, whose order
     shows: the partitioner's all-reduce of per-device partial sums differed in 123-136
     elements along H), and with every cotangent -0.0 on distinct values (an element that wins
     all nine of its windows sums nine -0.0 terms, +0.0 from a +0.0 start). The forward-mode

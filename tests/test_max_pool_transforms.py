@@ -194,3 +194,62 @@ def test_sharded_pools_give_the_unsharded_answer(axis_type):
                 np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
                 if axis_type == AxisType.Explicit:
                     assert tuple(g.sharding.spec)[:2] == ("a", "b"), g.sharding.spec
+
+
+
+SHARDED_POOLS = {  # along H or W, windows straddling the devices' blocks
+    # outputs that do not divide over the devices: the halo form
+    "MaxPool-8 ceil k3 s2": lambda v: ov.max_pool(v, kernel=3, strides=2, pads_begin=1,
+                                                  pads_end=1, rounding_type="ceil", opset=8),
+    "MaxPool-8 ceil k3 s2 d2": lambda v: ov.max_pool(v, kernel=3, strides=2, dilations=2,
+                                                     pads_begin=1, pads_end=2,
+                                                     rounding_type="ceil", opset=8),
+    "onnx MaxPool-22 ceil k5 s2": lambda v: onnx.max_pool(v, kernel_shape=[5, 3],
+                                                          strides=[2, 2], pads=[2, 1, 2, 1],
+                                                          ceil_mode=1),
+    # outputs that divide: the partitioner's values, the derivative per device
+    "MaxPool-1 k3 s2 p1": lambda v: ov.max_pool(v, kernel=3, strides=2, pads_begin=1,
+                                                pads_end=1),
+    "onnx MaxPool-12 k3 s1 same_lower": lambda v: onnx.max_pool(
+        v, kernel_shape=[3, 3], auto_pad="SAME_LOWER", opset=12),
+}
+# small inputs take the compact form (its derivative a scatter at the winners), larger ones
+# the taps (a sum over taps): each device's part takes the whole input's
+SHAPES = {"compact": (2, 3, 16, 12), "taps": (2, 8, 48, 48)}
+
+
+@pytest.mark.parametrize("spec", [P(None, None, "a"), P(None, None, None, "a"),
+                                  P(None, None, "a", "b")], ids=["H", "W", "H and W"])
+@pytest.mark.parametrize("axis_type", [AxisType.Explicit, AxisType.Auto],
+                         ids=["explicit", "auto"])
+@pytest.mark.parametrize("name,shape", [(n, s) for n in sorted(SHARDED_POOLS)
+                                        for s in SHAPES if s == "compact" or "k3 s" in n],
+                         ids=lambda v: v if isinstance(v, str) else None)
+def test_sharded_pool_derivatives_are_the_unsharded_bits(name, shape, axis_type, spec):
+    """Pools sharded along H or W whose windows straddle the devices' blocks: the gradient
+    with cotangents of both signs that are not dyadic (an element read by several windows,
+    some owned by another device, sums them in the one-device order: a device adding its
+    neighbours' halo cotangents to its own sum, or XLA's partitioner summing an input-sized
+    cotangent across devices, rounded differently), and the tangent of ``-0.0`` (one device's
+    bits, never ``-0.0 + 0.0``), bit for bit with one device."""
+    def f(v):  # the values (MaxPool-8 returns indices too)
+        return jax.tree.leaves(SHARDED_POOLS[name](v))[0]
+
+    mesh = jax.make_mesh((2, 2), ("a", "b"), axis_types=(axis_type,) * 2,
+                         devices=jax.devices()[:4])
+    rng = np.random.default_rng(23)
+    x = rng.standard_normal(SHAPES[shape]).astype(np.float32)
+    x[0, 0, 3:9, 2:6] = np.round(x[0, 0, 3:9, 2:6])  # ties across the blocks' borders
+    x[1, 2, 5:11] = -0.0
+    weights = rng.standard_normal(f(x).shape).astype(np.float32)
+
+    def loss(v):
+        return (f(v) * weights).sum()
+
+    t = np.where(rng.random(x.shape) < 0.4, np.float32(-0.0), x)
+    xs, ts = (jax.device_put(a, NamedSharding(mesh, spec)) for a in (x, t))
+    for got, want in ((jax.jit(jax.grad(loss))(xs), jax.grad(loss)(x)),
+                      (jax.jit(lambda v, u: jax.jvp(f, (v,), (u,))[1])(xs, ts),
+                       jax.jvp(f, (x,), (t,))[1])):
+        np.testing.assert_array_equal(np.asarray(got).view(np.int32),
+                                      np.asarray(want).view(np.int32))

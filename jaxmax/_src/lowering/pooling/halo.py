@@ -15,15 +15,27 @@ whole output, zeros elsewhere, and one integer ``lax.psum`` of those arrays give
 the output: exact (each element is one device's bits plus zeros), and the output's bytes.
 
 Every window is the one-device window (the same elements, the same padding), so values, zero
-signs, NaN and indices are the one-device answer. The derivative goes the same way (the
-tangent's halo exchanged, each device's outputs' tangents from the one-device lowering's,
-added up across devices in floating point: one device's tangent plus zeros).
+signs, NaN and indices are the one-device answer. The derivative is a linear function of the
+tangent (`derivative`, :mod:`jaxmax._src.linear_calls`) laid out the same way, and is the
+one-device derivative bit for bit:
 
-Only where every sharded pooled axis's block is a multiple of its stride, the halo comes from
-the nearest neighbours only, and no padding is negative (a crop); otherwise the partitioner's
-form (`applies`). On ``Explicit`` axes (``jax.shard_map``), and on ``Auto`` ones once XLA
-knows the sharding (`per_device`, run by :mod:`jaxmax._src.auto_partition`) for the pools
-`may_apply` admits.
+* forward (`_Form.tangent`): the tangent's halo exchanged, each device's outputs' tangents from
+  the one-device lowering's, and their bits added by one integer all-reduce (`exact_sum`; a
+  floating sum turned a ``-0.0`` tangent into ``-0.0 + 0.0 = +0.0``);
+* transpose (`_Form.cotangent`): each device takes every output whose window reads its block
+  (its own, and those of its neighbours that reach into it: `_Touch`), their cotangents (the
+  output's halo rows exchanged where the output is sharded as the blocks) and the rows they
+  read, and differentiates the one-device lowering there, in the whole input's form. Each
+  element then sums the same windows' cotangents in the one-device order (a device adding the
+  halo rows' cotangents its neighbours sent back rounded them in another order; so did XLA's
+  partitioner, which also all-reduced an input-sized cotangent).
+
+The same derivative serves the pools whose output does divide (`explicit_form`: their values
+are the partitioner's, which moves only the halo rows). Only where every sharded pooled axis's
+block is a multiple of its stride, both halos come from the nearest neighbours only, and no
+padding is negative (a crop); otherwise the partitioner's form (`applies`). On ``Explicit``
+axes (``jax.shard_map``), and on ``Auto`` ones once XLA knows the sharding (`per_device`, run
+by :mod:`jaxmax._src.auto_partition`) for the pools `may_apply` admits.
 """
 
 from __future__ import annotations
@@ -39,17 +51,29 @@ import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec
 
-from jaxmax._src import dtypes, explicit_axes
+from jaxmax._src import dtypes, explicit_axes, linear_calls
 from jaxmax._src.lowering import order
 from jaxmax._src.lowering.pooling.geometry import Geometry
 from jaxmax._src.lowering.pooling.winners import IndexLayout
 
-__all__ = ["applies", "max_pool", "may_apply", "per_device", "splits"]
+__all__ = ["applies", "derivative", "exact_sum", "explicit_form", "max_pool", "may_apply",
+           "per_device", "splits"]
 
 #: ``local(block, padding, with_indices)``: the one-device pool of a block with its own static
 #: padding (one ``(lo, hi)`` per axis): the values, or ``(values, indices)`` in the default
 #: layout.
 Local = Callable[[jax.Array, tuple[tuple[int, int], ...], bool], Any]
+
+#: ``combine(parts, mesh_axes)``: the devices' parts of the tangent (each its own outputs',
+#: zeros elsewhere) added over `mesh_axes`.
+Combine = Callable[[jax.Array, tuple[str, ...]], jax.Array]
+
+
+def exact_sum(parts: jax.Array, names: tuple[str, ...]) -> jax.Array:
+    """The devices' `parts` (one device's tangent at each element, zeros elsewhere) added as
+    integer bits: exact, a ``-0.0`` tangent kept (``-0.0 + 0.0`` is ``+0.0``). Not
+    differentiable: a forward of `jaxmax._src.linear_calls`, whose transpose is `cotangent`."""
+    return order.from_bits(lax.psum(order.bits(parts), names), parts.dtype)
 
 
 class _Kind(NamedTuple):
@@ -57,6 +81,16 @@ class _Kind(NamedTuple):
     owned: int  # outputs
     lo: int  # its first input row, relative to its block's start (negative: halo before)
     hi: int  # its end row, relative
+    pads: tuple[int, int]  # the padding of those rows
+
+
+class _Touch(NamedTuple):
+    """The outputs whose windows read some row of one kind of device's block (first, middle,
+    last along an axis), and the rows they read: what its cotangent sums over."""
+    first: int  # the first such output, relative to the block's first owned one
+    outputs: int  # how many (0: no window reads the block)
+    lo: int  # their first input row, relative to the block's start (negative: halo before)
+    hi: int  # their end row, relative
     pads: tuple[int, int]  # the padding of those rows
 
 
@@ -69,6 +103,9 @@ class _Split(NamedTuple):
     kinds: tuple[_Kind, ...]  # first, (middle,) last
     before: int  # halo rows from the previous device
     after: int  # halo rows from the next device
+    touch: tuple[_Touch, ...]  # first, (middle,) last
+    touch_before: int  # the rows of `touch` from the previous device
+    touch_after: int  # and from the next
 
 
 def _split(g: Geometry, axis: int, names: tuple[str, ...], devices: int) -> _Split | None:
@@ -92,9 +129,38 @@ def _split(g: Geometry, axis: int, names: tuple[str, ...], devices: int) -> _Spl
         kinds.append(_Kind(owned, clip_lo, clip_hi, (clip_lo - lo, hi - clip_hi)))
     before = max(0, -min(k.lo for k in kinds))
     after = max(0, max(k.hi for k in kinds) - block)
+    touch = _touch(a, devices, block)
+    if before > block or after > block or touch is None:
+        return None
+    return _Split(axis, names, devices, block, tuple(kinds), before, after, *touch)
+
+
+def _touch(a, devices: int, block: int) -> tuple[tuple[_Touch, ...], int, int] | None:
+    """Per kind of device, the outputs whose windows read its block (`_Touch`), and the halo
+    rows they need from the neighbours; None when that is not the same for every middle
+    device or reaches past a neighbour's block."""
+    reach = (a.k - 1) * a.d + 1
+    per = block // a.s
+
+    def of(i: int) -> _Touch:
+        b0 = i * block
+        o0 = max(0, -(-(b0 - reach + 1 + a.lo) // a.s))
+        o1 = min(a.out - 1, (b0 + block - 1 + a.lo) // a.s)
+        if o1 < o0:
+            return _Touch(0, 0, 0, 0, (0, 0))
+        r0, r1 = o0 * a.s - a.lo, o1 * a.s - a.lo + reach
+        c0, c1 = max(r0, 0), min(r1, a.size)
+        return _Touch(o0 - i * per, o1 - o0 + 1, c0 - b0, c1 - b0, (c0 - r0, r1 - c1))
+
+    every = [of(i) for i in range(devices)]
+    if len(set(every[1:-1])) > 1:
+        return None
+    kinds = (every[0], *every[1:-1][:1], every[-1])
+    before = max(0, -min(k.lo for k in kinds))
+    after = max(0, max(k.hi for k in kinds) - block)
     if before > block or after > block:
         return None
-    return _Split(axis, names, devices, block, tuple(kinds), before, after)
+    return kinds, before, after
 
 
 def _splits(x: jax.Array, g: Geometry) -> list[_Split] | None:
@@ -126,12 +192,14 @@ def splits(spec: tuple, mesh, g: Geometry, *, uneven: bool) -> list[_Split] | No
     return found if odd or not uneven else None
 
 
-def may_apply(x: jax.Array, g: Geometry, devices: int) -> bool:
+def may_apply(x: jax.Array, g: Geometry, devices: int, *, divided: bool = False) -> bool:
     """Whether some sharding of `x` over at most `devices` devices along one pooled axis takes
     this form (`applies`: a block the exchange fits whose output does not divide): where
     ``Auto`` mesh axes leave the sharding to XLA, only such pools take the per-device form
     chosen once XLA knows it (:mod:`jaxmax._src.auto_partition`); every other pool is left to
-    the partitioner, its one-device program unwrapped."""
+    the partitioner, its one-device program unwrapped. With `divided`: whether some such
+    sharding fits the exchange, its output divided or not (the derivative's per-device
+    form, `per_device`)."""
     if x.ndim < 3 or x.size == 0 or not (dtypes.is_floating(x.dtype)
                                         or dtypes.is_integer(x.dtype)):
         return False
@@ -140,7 +208,8 @@ def may_apply(x: jax.Array, g: Geometry, devices: int) -> bool:
         if (a.k, a.s, a.lo, a.hi, a.d) == (1, 1, 0, 0, 1):
             continue
         for d in range(2, devices + 1):
-            if a.size % d == 0 and a.out % d and _split(g, axis, (), d) is not None:
+            if (a.size % d == 0 and (divided or a.out % d)
+                    and _split(g, axis, (), d) is not None):
                 return True
     return False
 
@@ -176,15 +245,57 @@ def max_pool(x: jax.Array, g: Geometry, index_dtype: np.dtype | None, layout: In
     def pool_jvp(primals, tangents):
         (x,), (t,) = primals, tangents
         out = pool(x)
-        # (unchecked: the one-device lowering's own derivative rules give their integer
-        # outputs' float0 tangents no varying-axes type)
-        tangent = jax.shard_map(form.tangent, mesh=mesh, in_specs=(PartitionSpec(*spec),) * 2,
-                                out_specs=out_specs, check_vma=False)(x, t)
+        tangent = derivative(form, mesh, x, t)
         if outputs == 1:
             return out, tangent
         return out, (tangent, np.zeros(out[1].shape, jax.dtypes.float0))
 
     return pool(x)
+
+
+def explicit_form(x: jax.Array, g: Geometry, local: Local) -> _Form | None:
+    """The per-device form of the values' derivative for `x` sharded along pooled axes over
+    ``Explicit`` mesh axes only, evenly, every such axis fit for the exchange, whether its
+    output divides or not (`applies` asks that one does not); None otherwise."""
+    if (x.ndim < 3 or x.size == 0 or not dtypes.is_floating(x.dtype)
+            or not any(explicit_axes.explicit_only(x, a) for a in range(x.ndim))):
+        return None
+    spec = explicit_axes.spec_of(x)
+    mesh = jax.typeof(x).sharding.mesh
+    if explicit_axes.divisible(mesh, spec, tuple(x.shape)) != tuple(spec):
+        return None
+    found = splits(spec, mesh, g, uneven=False)
+    if not found:
+        return None
+    out_spec = explicit_axes.divisible(mesh, spec, g.out_shape)
+    return per_device(g, spec, out_spec, mesh, found, None, IndexLayout(), local)
+
+
+def derivative(form: _Form, mesh, x: jax.Array, t: jax.Array) -> jax.Array:
+    """The tangent of the values at `x` along `t` by `form` on ``Explicit`` axes: a linear
+    function of `t` (:mod:`jaxmax._src.linear_calls`) whose forward (`exact_sum`) and
+    transpose (`_Form.cotangent`) are each the one-device bits; where the linear call does not
+    work, `_Form.tangent` as it is (its transpose sums the halo rows' cotangents in another
+    order, and its forward turns a ``-0.0`` tangent into ``+0.0``)."""
+    in_spec, out_spec = PartitionSpec(*form.spec), PartitionSpec(*form.out_spec)
+
+    def mapped(f, in_specs, result_spec):
+        # (unchecked: the one-device lowering's own derivative rules give their integer
+        # outputs' float0 tangents no varying-axes type)
+        return jax.shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=result_spec,
+                             check_vma=False)
+
+    if not linear_calls.available():
+        return mapped(form.tangent, (in_spec,) * 2, out_spec)(x, t)
+
+    def forward(residuals, tangent):
+        return mapped(lambda v, w: form.tangent(v, w, exact_sum), (in_spec,) * 2, out_spec)(
+            *residuals, *tangent)
+
+    def transpose(residuals, cotangent):
+        return (mapped(form.cotangent, (in_spec, out_spec), in_spec)(*residuals, cotangent),)
+
+    return linear_calls.call(forward, transpose, (lax.stop_gradient(x),), (t,))
 
 
 def per_device(g: Geometry, spec: tuple, out_spec: tuple, mesh, found: list[_Split],
@@ -226,7 +337,9 @@ class _Form:
         values = order.from_bits(parts[0], block.dtype)
         return values if self.index_dtype is None else (values, parts[1])
 
-    def tangent(self, block: jax.Array, t: jax.Array):
+    def tangent(self, block: jax.Array, t: jax.Array, combine: Combine = lax.psum):
+        """The tangent of `primal` at `block` along `t`: the devices' parts (each its own
+        outputs' tangents, zeros elsewhere) added by ``combine(parts, mesh_axes)``."""
         ext, ext_t = self._exchanged(block), self._exchanged(t)
 
         def branch(kinds):
@@ -242,22 +355,95 @@ class _Form:
 
         (tan,) = self._switch(branch, ext, ext_t)
         names = tuple(n for s in self.splits for n in s.names)
-        return self._own_part(lax.psum(tan, names))
+        return self._own_part(combine(tan, names))
+
+    def cotangent(self, block: jax.Array, ct: jax.Array) -> jax.Array:
+        """The cotangent of `block` (the transpose of `tangent`) from the output cotangent `ct`
+        laid out as `out_spec`: each device takes every output whose window reads its block
+        (`_Touch`: its own, and its neighbours' that reach into it; the output cotangent is
+        whole along the sharded pooled axes, gathered where `out_spec` shards it) and the rows
+        they read, and differentiates the one-device lowering there. Each element's cotangent
+        is then summed over the same windows, in the same order, as on one device: bit for
+        bit (a device adding the halo rows' cotangents sent back by its neighbours rounded
+        them in another order)."""
+        starts: list[Any] = []  # per split: where this device's first owned output is in `ct`
+        for s in self.splits:
+            per = s.block // self.g.axes[s.axis].s
+            names = explicit_axes.entry_names(self.out_spec[s.axis])
+            halo = self._cotangent_halo(s) if names else None
+            if halo is not None:  # the output sharded as the blocks: its halo rows exchanged
+                ct, starts = self._with_halo(ct, s, *halo), starts + [halo[0]]
+                continue
+            if names:
+                ct = lax.all_gather(ct, names, axis=s.axis, tiled=True)
+            starts.append(lax.axis_index(s.names).astype(np.int32) * np.int32(per))
+        ext = self._exchanged(block, touch=True)
+
+        def branch(kinds):
+            def run(ext, ct):
+                if any(k.outputs == 0 for k in kinds):  # no window reads this block
+                    return (jnp.zeros(block.shape, ct.dtype),)
+                part = ext
+                for s, k, at in zip(self.splits, kinds, starts, strict=True):
+                    part = lax.slice_in_dim(part, s.touch_before + k.lo,
+                                            s.touch_before + k.hi, axis=s.axis)
+                    ct = lax.dynamic_slice_in_dim(ct, at + np.int32(k.first), k.outputs, s.axis)
+                padding = self._padding(kinds)
+                got = jax.vjp(lambda v: self.local(v, padding, False), part)[1](ct)[0]
+                for s, k in zip(self.splits, kinds, strict=True):  # the block's own rows
+                    got = lax.slice_in_dim(got, max(0, -k.lo), min(k.hi, s.block) - k.lo,
+                                           axis=s.axis)
+                    pad = [(0, 0)] * got.ndim
+                    pad[s.axis] = (max(0, k.lo), max(0, s.block - k.hi))
+                    got = jnp.pad(got, pad) if any(pad[s.axis]) else got
+                return (got,)
+            return run
+
+        (out,) = self._switch(branch, ext, ct, touch=True)
+        return out
+
+    def _cotangent_halo(self, s: _Split) -> tuple[int, int] | None:
+        """For an output sharded along `s`'s axis in blocks of the outputs each device owns:
+        the output rows every output whose window reads a device's block needs from the
+        previous and the next device (the cotangent's halo); None when the output's blocks
+        are not those (an output that divides otherwise) or a neighbour's block is not
+        enough."""
+        a = self.g.axes[s.axis]
+        per = s.block // a.s
+        if a.out != per * s.devices:
+            return None
+        before = max(0, -min(k.first for k in s.touch))
+        after = max(0, max(k.first + k.outputs for k in s.touch) - per)
+        return None if before > per or after > per else (before, after)
+
+    def _with_halo(self, ct: jax.Array, s: _Split, before: int, after: int) -> jax.Array:
+        """`ct` (this device's block of the output along `s`'s axis) with `before` rows of the
+        previous device's block and `after` of the next one's (zeros where none is)."""
+        pieces = []
+        if before:
+            tail = lax.slice_in_dim(ct, ct.shape[s.axis] - before, None, axis=s.axis)
+            pieces.append(self._shifted(tail, s, +1))
+        pieces.append(ct)
+        if after:
+            pieces.append(self._shifted(lax.slice_in_dim(ct, 0, after, axis=s.axis), s, -1))
+        return lax.concatenate(pieces, s.axis) if len(pieces) > 1 else ct
 
     # ---- the pieces
 
-    def _exchanged(self, block: jax.Array) -> jax.Array:
+    def _exchanged(self, block: jax.Array, touch: bool = False) -> jax.Array:
         """`block` with its halo rows from the neighbours along every sharded pooled axis
-        (the corners come with the second exchange)."""
+        (the corners come with the second exchange): those its own outputs read, or with
+        `touch` those of every output that reads the block."""
         for s in self.splits:
             pieces = []
-            if s.before:
-                tail = lax.slice_in_dim(block, block.shape[s.axis] - s.before, None,
+            before, after = (s.touch_before, s.touch_after) if touch else (s.before, s.after)
+            if before:
+                tail = lax.slice_in_dim(block, block.shape[s.axis] - before, None,
                                         axis=s.axis)
                 pieces.append(self._shifted(tail, s, +1))
             pieces.append(block)
-            if s.after:
-                head = lax.slice_in_dim(block, 0, s.after, axis=s.axis)
+            if after:
+                head = lax.slice_in_dim(block, 0, after, axis=s.axis)
                 pieces.append(self._shifted(head, s, -1))
             block = lax.concatenate(pieces, s.axis) if len(pieces) > 1 else block
         return block
@@ -280,8 +466,9 @@ class _Form:
                  if 0 <= i + step < s.devices]
         return lax.ppermute(rows, mesh_order, pairs)
 
-    def _switch(self, branch, *operands):
-        combos = list(itertools.product(*(s.kinds for s in self.splits)))
+    def _switch(self, branch, *operands, touch: bool = False):
+        combos = list(itertools.product(*(s.touch if touch else s.kinds
+                                            for s in self.splits)))
         if len(combos) == 1:
             return branch(combos[0])(*operands)
         which = jnp.zeros((), np.int32)
@@ -297,6 +484,7 @@ class _Form:
         return ext
 
     def _padding(self, kinds) -> tuple[tuple[int, int], ...]:
+        """The padding of the rows of `kinds` (`_Kind` or `_Touch`, one per split)."""
         padding = [(0, 0) if i < 2 else p for i, p in enumerate(self.g.padding)]
         for s, k in zip(self.splits, kinds, strict=True):
             padding[s.axis] = k.pads

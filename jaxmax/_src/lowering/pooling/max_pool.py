@@ -28,7 +28,10 @@ over them (ceil rounding) takes the halo form instead
 lowering after a halo exchange, and one integer all-reduce gathers them). On ``Auto`` mesh axes
 (several devices in the process, no sharding in the input's type) the pools that sharding could
 send there (``pool_halo.may_apply``) choose that form once XLA knows the sharding
-(:mod:`jaxmax._src.auto_partition`); every other pool is left to XLA's partitioner.
+(:mod:`jaxmax._src.auto_partition`); every other pool's values are left to XLA's partitioner.
+Wherever a pooled axis is sharded, on either kind of axes, the derivative is the halo form's
+(each device's outputs' tangents, and each device's cotangent from every window that reads its
+block: the one-device bits, `_with_tangent`, `_AutoForm.tangent`, `pool_halo.derivative`).
 
 See docs/semantics.md §5 for the rules and §9 for the jit contract.
 """
@@ -38,10 +41,11 @@ from __future__ import annotations
 import math
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import auto_partition, dtypes, explicit_axes
+from jaxmax._src import auto_partition, dtypes, explicit_axes, linear_calls
 from jaxmax._src.lowering import compile_options, rules
 from jaxmax._src.lowering.pooling import compact as pool_compact
 from jaxmax._src.lowering.pooling import geometry as pool_geometry
@@ -78,27 +82,33 @@ def max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
 
 
 @compile_options.jit(static_argnames=("window", "strides", "padding", "dilation", "nan",
-                                   "cross_device", "index_dtype", "layout", "auto"))
+                                   "cross_device", "index_dtype", "layout", "auto", "form"))
 def _max_pool_jit(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...],
                   padding: tuple[tuple[int, int], ...], dilation: tuple[int, ...], nan: str,
                   cross_device: bool, index_dtype: np.dtype | None, layout: IndexLayout,
-                  auto: bool = False):
+                  auto: bool = False, form: bool | None = None):
+    """`max_pool`; `form`: whether the compact form computes it (None: as
+    `pool_compact.applies` says), given to each device's part of a sharded input, which then
+    takes the whole input's form (the same derivative, its sums in the same order)."""
     g = pool_geometry.geometry(x.shape, window, strides, padding, dilation,
                                sharded=cross_device)
+    compact = pool_compact.applies(g, x.dtype.itemsize) if form is None else form
 
     def local(block, block_padding, with_indices):
         return _max_pool_jit(block, window, strides, block_padding, dilation, nan, False,
-                             index_dtype if with_indices else None, IndexLayout())
+                             index_dtype if with_indices else None, IndexLayout(),
+                             form=compact)
 
     if pool_halo.applies(x, g):  # a pooled axis sharded whose output does not divide
         return pool_halo.max_pool(x, g, index_dtype, layout, local)
-    compact = pool_compact.applies(g, x.dtype.itemsize)
-    # the compact form's derivative tap by tap where a pooled axis is sharded over Explicit
-    # mesh axes, every stride is 1 and the window has few taps (pool_compact.pooled,
-    # `by_taps`): at larger strides the flat gather moves output-sized arrays only
+    # a pooled axis sharded over Explicit mesh axes: the derivative per device (pool_halo);
+    # where that form does not fit, the compact form's derivative tap by tap when every stride
+    # is 1 and the window has few taps (pool_compact.pooled, `by_taps`; the flat gather moves
+    # output-sized arrays only at larger strides)
+    form_of_x = pool_halo.explicit_form(x, g, local)
     by_taps = (compact and max(g.strides) == 1
                and math.prod(g.window) <= pool_compact.MAX_UNROLLED_TAPS
-               and _pooled_axis_sharded(x, g))
+               and _pooled_axis_sharded(x, g) and form_of_x is None)
 
     def compute(x):
         if index_dtype is None:
@@ -119,48 +129,154 @@ def _max_pool_jit(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...
     def out_spec(mesh):
         return explicit_axes.divisible(mesh, explicit_axes.spec_of(x), g.out_shape)
 
-    if (auto and not explicit_axes.names_of(x)
-            and pool_halo.may_apply(x, g, jax.device_count())):
-        return _on_auto_axes(x, g, compute, index_dtype, layout, local)
-    return explicit_axes.run(compute, (x,), out_spec, outputs=1 if index_dtype is None else 2)
+    outputs = 1 if index_dtype is None else 2
+    if auto and not explicit_axes.names_of(x):
+        if pool_halo.may_apply(x, g, jax.device_count()):
+            return _on_auto_axes(x, g, compute, index_dtype, layout, local)
+        if (dtypes.is_floating(x.dtype)
+                and pool_halo.may_apply(x, g, jax.device_count(), divided=True)):
+            # the values left to the partitioner (halo rows only), the derivative per device
+            auto_form = _AutoForm(x, g, None, layout, local, outputs)
+            return _with_tangent(compute, x, lambda v, t: auto_form.tangent(v, t, compute),
+                                 outputs)
+    if form_of_x is not None:  # the partitioner's values, the derivative per device
+        mesh = jax.typeof(x).sharding.mesh
+        return _with_tangent(
+            lambda v: explicit_axes.run(compute, (v,), out_spec, outputs=outputs), x,
+            lambda v, t: pool_halo.derivative(form_of_x, mesh, v, t), outputs)
+    return explicit_axes.run(compute, (x,), out_spec, outputs=outputs)
+
+
+def _with_tangent(values, x: jax.Array, tangent, outputs: int):
+    """``values(x)`` (the pooled values, or values and indices) whose tangent is
+    ``tangent(x, t)``."""
+    f = jax.custom_jvp(values)
+
+    @f.defjvp
+    def _(primals, tangents):
+        (v,), (t,) = primals, tangents
+        out = f(v)
+        tan = tangent(v, t)
+        return out, (tan if outputs == 1
+                     else (tan, np.zeros(out[1].shape, jax.dtypes.float0)))
+
+    return f(x)
+
+
+class _AutoForm:
+    """The halo form's per-device parts on ``Auto`` axes, once XLA knows the sharding
+    (`pool_halo.per_device`): the input's blocks along pooled axes that fit the exchange, the
+    pooled axes of the output replicated as the sharding rule keeps them (a pooled output
+    axis has a length of its own; `kept`); along the other axes only, each device pools its
+    own block (the same part without an exchange)."""
+
+    def __init__(self, x, g, index_dtype, layout, local, outputs):
+        self.shape, self.dtype, self.g = tuple(x.shape), x.dtype, g
+        self.index_dtype, self.layout, self.local = index_dtype, layout, local
+        self.identity = [(a.k, a.s, a.lo, a.hi, a.d) == (1, 1, 0, 0, 1) for a in g.axes]
+        self.kept = tuple((0, i) if same else None for i, same in enumerate(self.identity))
+        self.outputs = outputs
+
+    def part(self, mesh, spec, with_indices: bool):
+        """The per-device part for an input laid out as `spec`, and the output's spec; None
+        where the input is to be gathered."""
+        if not auto_partition.even(mesh, spec, self.shape):
+            return None
+        found = pool_halo.splits(spec, mesh, self.g, uneven=False)
+        if found is None:
+            return None
+        out_spec = tuple(e if same else None
+                         for e, same in zip(spec, self.identity, strict=True))
+        return pool_halo.per_device(self.g, spec, out_spec, mesh, found,
+                                    self.index_dtype if with_indices else None, self.layout,
+                                    self.local), out_spec
+
+    def tangent(self, x: jax.Array, t: jax.Array, compute) -> jax.Array:
+        """The tangent of the values of ``compute(x)`` along `t`: a linear function of `t`
+        (:mod:`jaxmax._src.linear_calls`) whose forward and transpose are each laid out per
+        device once XLA knows the sharding. Forward: each device's outputs' tangents from its
+        block and halo, the devices' parts added as integer bits (`pool_halo.exact_sum`:
+        exact, a ``-0.0`` kept); transpose: each device's cotangent from every output whose
+        window reads its block (`pool_halo`'s ``cotangent``: the one-device sums, in the same
+        order). XLA's partitioner, given the one-device derivative, all-reduced an input-sized
+        cotangent, and summed it in another order. Where no per-device form applies (one
+        device) both are the one-device derivative."""
+        def values(v):
+            return jax.tree.leaves(compute(v))[0]
+
+        if not linear_calls.available():
+            return jax.jvp(values, (x,), (t,))[1]
+        # traced once, for the forward and the transpose alike (the pool's trace is the
+        # larger part of its compile)
+        closed = jax.make_jaxpr(lambda v, w: jax.jvp(values, (v,), (w,))[1])(x, t)
+
+        def one_device(v, w):
+            return jax.core.eval_jaxpr(closed.jaxpr, closed.consts, v, w)[0]
+
+        def forward_plan(mesh, specs):
+            spec, t_spec = specs
+            got = self.part(mesh, t_spec, False) if spec == t_spec else None
+            if got is None:
+                return None
+            part, out_spec = got
+            return auto_partition.Plan(
+                lambda v, w: (part.tangent(v, w, pool_halo.exact_sum),), specs, (out_spec,))
+
+        def transpose_plan(mesh, specs):
+            got = self.part(mesh, specs[0], False)
+            if got is None:
+                return None
+            part, out_spec = got
+            return auto_partition.Plan(lambda v, ct: (part.cotangent(v, ct),),
+                                       (specs[0], out_spec), (specs[0],))
+
+        def forward(residuals, tangent):
+            return auto_partition.call(lambda v, w: (one_device(v, w),), forward_plan,
+                                       (*residuals, *tangent), kept=(self.kept,))[0]
+
+        def transpose(residuals, cotangent):
+            def reverse(v, ct):
+                return jax.vjp(lambda w: one_device(v, w), jnp.zeros_like(v))[1](ct)
+            return (auto_partition.call(reverse, transpose_plan, (*residuals, cotangent),
+                                        kept=(tuple((0, a) for a in range(x.ndim)),),
+                                        tied=(((1, 0), (0, 0)), ((1, 1), (0, 1))))[0],)
+
+        return linear_calls.call(forward, transpose, (lax.stop_gradient(x),), (t,))
 
 
 def _on_auto_axes(x: jax.Array, g: Geometry, compute, index_dtype: np.dtype | None,
                   layout: IndexLayout, local):
     """``compute(x)`` where XLA chooses the sharding (:mod:`jaxmax._src.auto_partition`), for
     the pools the halo form may take (`pool_halo.may_apply`): sharded along pooled axes that
-    fit the exchange, that form's per-device part (`pool_halo.per_device`), the pooled axes of
-    the output replicated as the sharding rule keeps them (a pooled output axis has a length
-    of its own); along the others only, each device pools its own block (the same part without
-    an exchange). The input is gathered otherwise. The derivative is the one-device form's."""
-    identity = [(a.k, a.s, a.lo, a.hi, a.d) == (1, 1, 0, 0, 1) for a in g.axes]
+    fit the exchange, that form's per-device part (`_AutoForm`); the input is gathered
+    otherwise. The derivative is the one-device form's, laid out the same way
+    (`_AutoForm.tangent`)."""
     outputs = 1 if index_dtype is None else 2
+    form = _AutoForm(x, g, index_dtype, layout, local, outputs)
 
     def plain(v):
         out = compute(v)
         return (out,) if outputs == 1 else tuple(out)
 
     def planner(mesh, specs):
-        spec = specs[0]
-        if not auto_partition.even(mesh, spec, x.shape):
+        got = form.part(mesh, specs[0], True)
+        if got is None:
             return None
-        found = pool_halo.splits(spec, mesh, g, uneven=False)
-        if found is None:
-            return None
-        out_spec = tuple(e if same else None for e, same in zip(spec, identity, strict=True))
-        form = pool_halo.per_device(g, spec, out_spec, mesh, found, index_dtype, layout, local)
+        part, out_spec = got
 
         def per_device(block):
-            out = form.primal(block)
+            out = part.primal(block)
             return (out,) if outputs == 1 else tuple(out)
-        return auto_partition.Plan(per_device, (spec,), (out_spec,) * outputs)
+        return auto_partition.Plan(per_device, (specs[0],), (out_spec,) * outputs)
 
     def jvp(primals, tangents, out):
         del out
-        return jax.jvp(plain, primals, tangents)[1]
+        (v,), (t,) = primals, tangents
+        tangent = form.tangent(v, t, compute)
+        return (tangent,) if outputs == 1 else (
+            tangent, np.zeros(g.out_shape, jax.dtypes.float0))
 
-    kept = tuple((0, i) if same else None for i, same in enumerate(identity))
-    got = auto_partition.call(plain, planner, (x,), kept=(kept,) * outputs, jvp=jvp)
+    got = auto_partition.call(plain, planner, (x,), kept=(form.kept,) * outputs, jvp=jvp)
     return got[0] if outputs == 1 else got
 
 
