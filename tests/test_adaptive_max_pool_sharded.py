@@ -70,8 +70,9 @@ def test_sharded_adaptive_pool_is_the_oracles_bit_for_bit(sharded, output, dtype
 @pytest.mark.parametrize("output", [(5, 3), (8, 6)], ids=str)
 @pytest.mark.parametrize("sharded", list(SPECS))
 def test_sharded_adaptive_pool_gradient_goes_to_the_winners(sharded, output):
-    """The gradient adds each window's cotangent into its winner; the forward tangent is the
-    tangent at each winner (nonzero tangents: a ``-0.0`` one reads ``+0.0``, the module says).
+    """The gradient adds each window's cotangent into its winner (for cotangents whose sums
+    round too, the one-device sums); the forward tangent is the tangent at each winner, a
+    ``-0.0`` one included (a floating sum over the devices read ``+0.0`` before 2026-11-30).
     (8, 6) divides over the sharded axes, so the output and its cotangent are sharded too."""
     x = _data(7, np.float32)
     _, idx = oracle(x, output, np.int32)
@@ -85,10 +86,17 @@ def test_sharded_adaptive_pool_gradient_goes_to_the_winners(sharded, output):
     xs = jax.device_put(x, sharding)
     got = jax.jit(jax.grad(lambda v: (ov.adaptive_max_pool(v, list(output))[0] * ct).sum()))(xs)
     np.testing.assert_array_equal(np.asarray(got), want.reshape(SHAPE))
-    t = ((np.arange(x.size) % 5) + 1).astype(np.float32).reshape(SHAPE)
+    normal = np.random.default_rng(8).standard_normal(idx.shape).astype(np.float32)
+
+    def grad(v):
+        return jax.grad(lambda u: (ov.adaptive_max_pool(u, list(output))[0] * normal).sum())(v)
+    np.testing.assert_array_equal(_bits(jax.jit(grad)(xs)), _bits(grad(x)))
+    n = np.arange(x.size)
+    t = np.where(n % 3 == 0, -0.0, (n % 5) + 1).astype(np.float32).reshape(SHAPE)
     _, tangent = jax.jit(lambda v, w: jax.jvp(
         lambda u: ov.adaptive_max_pool(u, list(output))[0], (v,), (w,)))(
             xs, jax.device_put(t, sharding))
     planes = t.reshape(SHAPE[0] * SHAPE[1], -1)
     wanted = np.take_along_axis(planes, idx.reshape(len(planes), -1), axis=1)
-    np.testing.assert_array_equal(np.asarray(tangent), wanted.reshape(idx.shape))
+    assert np.signbit(wanted).any()
+    np.testing.assert_array_equal(_bits(tangent), _bits(wanted.reshape(idx.shape)))

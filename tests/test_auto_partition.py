@@ -260,7 +260,8 @@ def test_halo_pools_on_auto_axes(name, spec):
         _same(jax.jit(f)(xs), f(x))
         # cotangents of both signs, not dyadic (sums where windows overlap round), and
         # tangents holding -0.0: the derivative laid out per device (pooling/max_pool.py
-        # `_tangent`), its forward exact as bits, its transpose each device's own block
+        # `_AutoForm.tangent`), its forward exact as bits, its transpose each device's own
+        # block from every window that reads it
         weights = rng.standard_normal(jax.tree.leaves(f(x))[0].shape).astype(np.float32)
 
         def loss(v, w=weights):

@@ -171,6 +171,29 @@ def test_the_probes_run_inside_a_trace(fresh_probes):
     assert seen == [(True, True, True)]
 
 
+@pytest.mark.parametrize("probe", ["private", "built", "jax_caches", "linear_calls"])
+def test_the_probes_run_inside_shard_map(fresh_probes, probe):
+    """Asked first inside an eager gradient of a ``shard_map`` on an ``Explicit`` mesh (under
+    ``set_mesh``): the probe's program compiled in that context failed (its axes manual), and
+    the answer, cached for the process, was no, for every later call too (MaxUnpool's sharded
+    tangent of ``-0.0`` then read ``+0.0``). Each probe runs where no trace or mesh applies."""
+    module = {"private": private, "built": built, "jax_caches": jax_caches,
+              "linear_calls": linear_calls}[probe]
+    mesh = jax.make_mesh((2,), ("d",), axis_types=(AxisType.Explicit,),
+                         devices=jax.devices()[:2])
+    seen = []
+
+    def block(v):
+        seen.append(module.available())
+        return v * v
+
+    x = jax.device_put(np.arange(4, dtype=np.float32), NamedSharding(mesh, P("d")))
+    with jax.set_mesh(mesh):
+        jax.grad(lambda v: jax.shard_map(block, mesh=mesh, in_specs=P("d"),
+                                         out_specs=P("d"))(v).sum())(x)
+    assert seen == [True] and module.available()
+
+
 def _not_transposed(fun, transpose, residuals, linear):
     # a linear call that ignored its transpose: JAX's own transpose of the function runs
     return fun(residuals, linear)

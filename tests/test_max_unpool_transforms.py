@@ -138,6 +138,13 @@ def test_sharded_along_one_axis_moves_output_sized_data(i_spec):
     assert_exact(grad(xs, ids, cot), max_unpool_grad(idx, cot))
     cot[cot < -0.5] = -0.0  # the sign a -0.0 cotangent leaves is the one-device lowering's
     assert_exact(grad(xs, ids, cot), grad(values, idx, cot))
+    # the forward-mode tangent, placed as bits: a -0.0 tangent is -0.0 (a floating sum over
+    # the devices gave +0.0 before 2026-11-30)
+    t = np.where(rng.random(values.shape) < 0.4, np.float32(-0.0), values + 1)
+    tangent = jax.jit(lambda v, i, u: jax.jvp(lambda w: unpool(w, i), (v,), (u,))[1])
+    want = unpool_oracle(t, idx, (4, 8, 8, 8))
+    assert np.signbit(want[want == 0]).any()
+    assert_exact(tangent(xs, ids, jax.device_put(t, xs.sharding)), want)
     kinds = sorted((c.kind, c.nbytes) for c in collectives.moved(
         fn.lower(xs, ids).compile().as_text()))
     key = [("all-reduce", 4 * 8 * 8 * 8)] if i_spec is not None else []  # I replicated: none

@@ -24,6 +24,8 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
+from jaxmax._src import fresh_thread
+
 try:  # the primitive behind linear_call and JAX's table of batching rules
     from jax._src import custom_derivatives as _jax_custom_derivatives
     from jax._src.interpreters import batching as _jax_batching
@@ -82,8 +84,7 @@ def _works() -> bool:
         primitive = _jax_custom_derivatives.linear_call_p
         if primitive not in _jax_batching.fancy_primitive_batchers:
             _jax_batching.primitive_batchers[primitive] = _batched
-        with jax.ensure_compile_time_eval():  # a caller may be tracing: compute, not stage
-            return _checked()
+        return fresh_thread.run(_checked)  # not in the caller's trace or mesh context
     except Exception:  # noqa: BLE001 - an internal that moved or misbehaves: plain derivatives
         return False
 

@@ -21,16 +21,21 @@ positions of the devices whose code is the largest. Each axis's fold builds a (w
 array along that axis: ``O`` times the block's size for ``O`` outputs there (adaptive pools have
 few). Floating data, on ``Explicit`` axes (``jax.shard_map``) and on ``Auto`` ones once XLA
 knows the sharding (`body`, run by :mod:`jaxmax._src.auto_partition`); elsewhere the
-partitioner's form (docs/multi-host.md). The derivative is the one-device form's,
-the tangent at each index, taken by the device that holds the index's element and summed
-across the devices (`_Body.with_tangent`): the gradient moves the output cotangent, never the
-input's size.
+partitioner's form (docs/multi-host.md). The derivative is the one-device form's, bit for bit:
+a linear function of the tangent (:mod:`jaxmax._src.linear_calls`) whose forward takes the
+tangent at each index on the device that holds the index's element, the devices' bits summed
+(`_Body.tangent`: a ``-0.0`` tangent kept), and whose transpose adds each output's cotangent
+into the block that holds its index (`_Body.cotangent`), from every window's index, which every
+device holds after the forward's all-reduces: the gradient moves the output cotangent, never
+the input's size. Where the linear call does not work, `_Body.with_tangent` (a floating sum: a
+``-0.0`` tangent reads ``+0.0``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -38,7 +43,7 @@ import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec
 
-from jaxmax._src import dtypes, explicit_axes
+from jaxmax._src import dtypes, explicit_axes, linear_calls
 from jaxmax._src.lowering import order
 
 __all__ = ["adaptive_max_pool", "applies", "body", "fits", "held", "picked"]
@@ -84,22 +89,55 @@ def adaptive_max_pool(x: jax.Array, output_shape: tuple[int, ...], index_dtype: 
     per_device = body(tuple(x.shape), spec, out_spec, mesh, output_shape, index_dtype,
                       windows)
 
+    in_spec, o_spec = PartitionSpec(*spec), PartitionSpec(*out_spec)
+    # every window's index, on every device of its planes (what the pmin left there)
+    whole_spec = PartitionSpec(*spec[:2], *(None,) * len(output_shape))
+
+    def run(x):
+        return jax.shard_map(per_device.with_whole_indices, mesh=mesh, in_specs=(in_spec,),
+                             out_specs=(o_spec, o_spec, whole_spec))(x)
+
     @jax.custom_jvp
     def pool(x):
-        return jax.shard_map(per_device, mesh=mesh, in_specs=(PartitionSpec(*spec),),
-                             out_specs=(PartitionSpec(*out_spec),) * 2)(x)
+        return run(x)[:2]
+
+    def mapped(f, in_specs, result_specs):
+        # (unchecked: the transpose's zeros are each device's own, not replicated values whose
+        # cotangent JAX would sum over the devices)
+        return jax.shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=result_specs,
+                             check_vma=False)
+
+    def forward(residuals, tangent):
+        return mapped(per_device.tangent, (in_spec, whole_spec), o_spec)(*tangent, residuals[1])
+
+    def transpose(residuals, cotangent):
+        return (mapped(per_device.cotangent, (in_spec, whole_spec, o_spec), in_spec)(
+            *residuals, cotangent),)
 
     @pool.defjvp
     def pool_jvp(primals, tangents):
         # the one-device form's derivative, the tangent at each index, taken on the device that
-        # holds the index's element (`_Body.with_tangent`)
+        # holds the index's element: a linear function of the tangent whose forward
+        # (`_Body.tangent`) and transpose (`_Body.cotangent`) are each the one-device bits
         (x,), (t,) = primals, tangents
-        values, indices, tangent = jax.shard_map(
-            per_device.with_tangent, mesh=mesh, in_specs=(PartitionSpec(*spec),) * 2,
-            out_specs=(PartitionSpec(*out_spec),) * 3)(x, t)
+        if not linear_calls.available():  # a floating sum: a -0.0 tangent reads +0.0
+            values, indices, tangent = jax.shard_map(
+                per_device.with_tangent, mesh=mesh, in_specs=(in_spec,) * 2,
+                out_specs=(o_spec,) * 3)(x, t)
+        else:
+            values, indices, whole = run(x)
+            tangent = linear_calls.call(forward, transpose,
+                                        (lax.stop_gradient(x), lax.stop_gradient(whole)), (t,))
         return (values, indices), (tangent, np.zeros(indices.shape, jax.dtypes.float0))
 
     return pool(x)
+
+
+def scattered(like: jax.Array, indices: jax.Array, ct: jax.Array) -> jax.Array:
+    """The transpose of `picked`: `ct` added at `indices` into zeros of `like`'s shape, in the
+    outputs' order from ``+0.0``."""
+    zeros = jnp.zeros(like.shape, ct.dtype)
+    return jax.vjp(lambda v: picked(v, indices), zeros)[1](ct)[0]
 
 
 def picked(t: jax.Array, indices: jax.Array) -> jax.Array:
@@ -149,12 +187,66 @@ class _Body:
         output cotangent alike and scatters it into each device's own block: no input-sized
         array moves, where XLA's partitioner of a gather at indices flat over the plane summed
         a partial input cotangent). Floating-point sums, so a forward tangent of ``-0.0``
-        reads ``+0.0``; the gradient is the one-device form's (cotangents added to zeros)."""
+        reads ``+0.0``: the derivative where `jaxmax._src.linear_calls` does not work
+        (`tangent` and `cotangent` otherwise)."""
         values, indices, offsets = self._whole(block)
         mine, local = held(indices, offsets, tuple(block.shape), self.shape)
         taken = picked(t, local)
         tangent = lax.psum(jnp.where(mine, taken, jnp.zeros((), t.dtype)), self._names(block))
         return self._own_part(values), self._own_part(indices), self._own_part(tangent)
+
+    def with_whole_indices(self, block: jax.Array):
+        """`__call__`'s values and indices, and every window's index (on every device)."""
+        values, indices, _ = self._whole(block)
+        return self._own_part(values), self._own_part(indices), indices
+
+    def tangent(self, t: jax.Array, indices: jax.Array) -> jax.Array:
+        """The tangent of this device's outputs from its block of `t` and every window's
+        index (`with_whole_indices`): each index's element's tangent, taken by the device whose
+        block holds it and summed as integer bits over the devices (exact: a ``-0.0`` tangent
+        kept). Not differentiable: a forward of `jaxmax._src.linear_calls`, whose transpose is
+        `cotangent`."""
+        mine, local = self._held(indices, t.shape)
+        bits = order.bits(picked(t, local))
+        bits = lax.psum(jnp.where(mine, bits, jnp.zeros((), bits.dtype)), self._names(t))
+        return self._own_part(order.from_bits(bits, t.dtype))
+
+    def cotangent(self, like: jax.Array, indices: jax.Array, ct: jax.Array) -> jax.Array:
+        """The transpose of `tangent`: this block's cotangent, every output's cotangent added
+        at its index where this block holds its element, in the outputs' order (the
+        one-device scatter's sums; another device's elements get ``+0.0`` at the block's first
+        element, which no sum from ``+0.0`` can tell)."""
+        mine, local = self._held(indices, like.shape)
+        return scattered(like, local, jnp.where(mine, self._whole_output(ct),
+                                                np.zeros((), ct.dtype)))
+
+    def _held(self, indices: jax.Array, block_shape) -> tuple[jax.Array, jax.Array]:
+        """`held` for every window's index, in this device's block of `block_shape`."""
+        offsets = [lax.axis_index(explicit_axes.entry_names(self.spec[a])) * block_shape[a]
+                   if explicit_axes.entry_names(self.spec[a]) else 0
+                   for a in range(2, len(block_shape))]
+        return held(indices, offsets, tuple(block_shape), self.shape)
+
+    def _whole_output(self, part: jax.Array) -> jax.Array:
+        """This device's part of a floating output (its `out_spec` layout) made whole along the
+        spatial axes (the inverse of `_own_part`): each part's bits at its place, zeros
+        elsewhere, summed by one integer all-reduce of the output's size (exact; one
+        all-gather per sharded axis moved half as much again for two)."""
+        names: list[str] = []
+        shape = list(part.shape)
+        at: list[Any] = [np.int32(0)] * part.ndim
+        for a in range(2, part.ndim):
+            axis_names = explicit_axes.entry_names(self.out_spec[a])
+            if axis_names:
+                names += axis_names
+                shape[a] = part.shape[a] * explicit_axes.devices_along(self.mesh, axis_names)
+                at[a] = lax.axis_index(axis_names).astype(np.int32) * np.int32(part.shape[a])
+        if not names:
+            return part
+        bits = order.bits(part)
+        whole = lax.psum(lax.dynamic_update_slice(jnp.zeros(shape, bits.dtype), bits, at),
+                         tuple(names))
+        return order.from_bits(whole, part.dtype)
 
     def _names(self, block: jax.Array) -> tuple[str, ...]:
         return tuple(n for a in range(2, block.ndim)

@@ -67,13 +67,6 @@ def take(t: jax.Array, indices: jax.Array, like: jax.Array,
     return linear_calls.call(forward, transpose, residuals, (t,))
 
 
-def _transposed(like: jax.Array, indices: jax.Array, ct: jax.Array) -> tuple[jax.Array]:
-    """The one-device transpose of `adaptive_sharded.picked`: `ct` added at `indices` into
-    zeros of `like`'s shape."""
-    zeros = jnp.zeros(like.shape, ct.dtype)
-    return jax.vjp(lambda v: adaptive_sharded.picked(v, indices), zeros)[1](ct)
-
-
 def _output_spec(spec: tuple, out_ndim: int) -> tuple:
     return tuple(spec[:2]) + (None,) * (out_ndim - 2)
 
@@ -134,5 +127,6 @@ def _transpose_plan(mesh, specs, shape: tuple[int, ...], reverse):
         mine, local = _local(ind, spec, block, shape)
         # another device's elements: their cotangent dropped here (added as +0.0 at the
         # block's first element, which no sum of cotangents from +0.0 can tell)
-        return _transposed(like, local, jnp.where(mine, ct, np.zeros((), ct.dtype)))
+        return (adaptive_sharded.scattered(like, local,
+                                           jnp.where(mine, ct, np.zeros((), ct.dtype))),)
     return auto_partition.Plan(per_device, (spec, out_spec, out_spec), (spec,))

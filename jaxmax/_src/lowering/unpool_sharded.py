@@ -23,8 +23,9 @@ axes along a spatial axis too: the output's spatial axes are replicated there, a
 sharded the keys and the output together move 1.25 times a float32 output). The values are
 the single-device ones bit for bit, and so is the gradient: each ``X`` element's cotangent is
 the output cotangent at its index when it is that element's last writer, else 0, added to a
-zero (the single-device forms do the same). A forward-mode tangent of ``-0.0`` reads ``+0.0``
-(the tangents are summed as floats).
+zero (the single-device forms do the same); a forward-mode tangent is placed as bits too (a
+``-0.0`` one kept), a linear function (:mod:`jaxmax._src.linear_calls`) whose transpose sums
+the cotangents as floats.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import auto_partition, explicit_axes
+from jaxmax._src import auto_partition, explicit_axes, linear_calls
 from jaxmax._src.lowering import order
 
 
@@ -154,9 +155,27 @@ def _place(flat_x, winner, out_shape, reduce):
 
 @_place.defjvp
 def _place_jvp(out_shape, reduce, primals, tangents):
+    # linear in `flat_x`: the tangent is the placement of its tangent, as bits (exact, a -0.0
+    # tangent kept), and its transpose that of the same placement summed as floats
     flat_x, winner = primals
     t = tangents[0]
-    written = winner >= 0
-    taken = jnp.take(t, jnp.where(written, winner, 0), mode="clip")
-    tangent = reduce(jnp.where(written, taken, jnp.zeros((), t.dtype)).reshape(out_shape))
-    return _place(flat_x, winner, out_shape, reduce), tangent
+
+    def summed(v, winner):
+        written = winner >= 0
+        taken = jnp.take(v, jnp.where(written, winner, 0), mode="clip")
+        return reduce(jnp.where(written, taken, jnp.zeros((), v.dtype)).reshape(out_shape))
+
+    out = _place(flat_x, winner, out_shape, reduce)
+    if not linear_calls.available():  # a floating sum: a -0.0 tangent reads +0.0
+        return out, summed(t, winner)
+
+    def forward(residuals, tangent):
+        return _place(tangent[0], residuals[0], out_shape, reduce)
+
+    def transpose(residuals, cotangent):
+        # zeros of the block's own type (varying over the devices, as the cotangent asked of
+        # it), not a replicated constant
+        zeros = jnp.zeros_like(residuals[1], t.dtype)
+        return jax.vjp(lambda v: summed(v, residuals[0]), zeros)[1](cotangent)
+
+    return out, linear_calls.call(forward, transpose, (winner, lax.stop_gradient(flat_x)), (t,))
