@@ -31,13 +31,14 @@ from functools import partial
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.custom_batching import custom_vmap
 from jax.experimental.custom_partitioning import custom_partitioning
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from jaxmax._src import explicit_axes
+from jaxmax._src import explicit_axes, linear_calls
 
 Spec = tuple  # one entry per axis: None, a mesh axis name, or a tuple of names
 
@@ -209,6 +210,35 @@ def _rule(shapes: Sequence[tuple[int, ...]], kept: Kept, tied: Tied = ()) -> str
 # ``psum_scatter`` follow ``shard_map``'s convention (a cotangent summed again over the devices,
 # then scaled there): differentiated in the per-device function itself, they would count a
 # replicated cotangent once per device. These two take the cotangent as each device holds it.
+
+
+def linear(plain: Callable[..., jax.Array], residuals: tuple, t: jax.Array, *,
+           forward: Planner, transpose: Callable[..., Plan | None], kept: Sequence) -> jax.Array:
+    """``plain(*residuals, t)``, linear in `t`, with its forward and its transpose each a
+    planned `call` (a linear function of :mod:`jaxmax._src.linear_calls`): ``forward(mesh,
+    specs)`` plans ``plain`` over the residuals' and `t`'s specs, its result's axes `kept` as
+    `call`'s; ``transpose(mesh, specs, reverse)`` plans the transpose over the residuals' and
+    the output cotangent's specs, `reverse` being ``plain``'s own transpose (for the plans that
+    run it on each device's block). The transpose's result is laid out as ``residuals[0]``,
+    which has `t`'s shape, its batch and channel axes tied to the cotangent's. Where the linear
+    call does not work, ``plain`` itself."""
+    if not linear_calls.available():
+        return plain(*residuals, t)
+    n = len(residuals)
+
+    def reverse(*args):
+        *res, ct = args
+        return jax.vjp(lambda v: plain(*res, v), jnp.zeros(res[0].shape, ct.dtype))[1](ct)
+
+    def fwd(res, lin):
+        return call(lambda *a: (plain(*a),), forward, (*res, *lin), kept=(kept,))[0]
+
+    def bwd(res, ct):
+        return (call(reverse, lambda mesh, specs: transpose(mesh, specs, reverse), (*res, ct),
+                     kept=(tuple((0, a) for a in range(t.ndim)),),
+                     tied=(((n, 0), (0, 0)), ((n, 1), (0, 1))))[0],)
+
+    return linear_calls.call(fwd, bwd, tuple(lax.stop_gradient(r) for r in residuals), (t,))
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(1,))

@@ -46,7 +46,8 @@ from jax.sharding import PartitionSpec
 from jaxmax._src import dtypes, explicit_axes, linear_calls
 from jaxmax._src.lowering import order
 
-__all__ = ["adaptive_max_pool", "applies", "body", "fits", "held", "picked"]
+__all__ = ["adaptive_max_pool", "applies", "block_offsets", "body", "fits", "held", "picked",
+           "scattered"]
 
 Windows = Callable[[int, int], tuple[tuple[int, int], ...]]
 
@@ -151,11 +152,19 @@ def picked(t: jax.Array, indices: jax.Array) -> jax.Array:
     return got.reshape(indices.shape)
 
 
-def held(indices: jax.Array, offsets, block_shape: tuple[int, ...],
+def block_offsets(spec: tuple, block_shape: tuple[int, ...]) -> list:
+    """Where this device's block (`block_shape`) of an input laid out as `spec` starts along
+    each spatial axis (every mesh axis manual)."""
+    return [lax.axis_index(names) * block_shape[a] if names else 0
+            for a in range(2, len(block_shape)) for names in [explicit_axes.entry_names(spec[a])]]
+
+
+def held(indices: jax.Array, spec: tuple, block_shape: tuple[int, ...],
          shape: tuple[int, ...]) -> tuple[jax.Array, jax.Array]:
     """Which `indices` (flat within a plane of `shape`) name an element of this device's block
-    (`block_shape`, starting at `offsets` along the spatial axes), and their positions flat
+    (`block_shape`, of an input laid out as `spec`: `block_offsets`), and their positions flat
     within the block's plane (0 where not held)."""
+    offsets = block_offsets(spec, block_shape)
     itype = indices.dtype.type
     mine = jnp.ones(indices.shape, bool)
     local = jnp.zeros(indices.shape, indices.dtype)
@@ -177,7 +186,7 @@ class _Body:
         self.windows = [windows(n, o) for n, o in zip(shape[2:], output_shape, strict=True)]
 
     def __call__(self, block: jax.Array):
-        values, indices, _ = self._whole(block)
+        values, indices = self._whole(block)
         return self._own_part(values), self._own_part(indices)
 
     def with_tangent(self, block: jax.Array, t: jax.Array):
@@ -189,15 +198,15 @@ class _Body:
         a partial input cotangent). Floating-point sums, so a forward tangent of ``-0.0``
         reads ``+0.0``: the derivative where `jaxmax._src.linear_calls` does not work
         (`tangent` and `cotangent` otherwise)."""
-        values, indices, offsets = self._whole(block)
-        mine, local = held(indices, offsets, tuple(block.shape), self.shape)
+        values, indices = self._whole(block)
+        mine, local = held(indices, self.spec, tuple(block.shape), self.shape)
         taken = picked(t, local)
         tangent = lax.psum(jnp.where(mine, taken, jnp.zeros((), t.dtype)), self._names(block))
         return self._own_part(values), self._own_part(indices), self._own_part(tangent)
 
     def with_whole_indices(self, block: jax.Array):
         """`__call__`'s values and indices, and every window's index (on every device)."""
-        values, indices, _ = self._whole(block)
+        values, indices = self._whole(block)
         return self._own_part(values), self._own_part(indices), indices
 
     def tangent(self, t: jax.Array, indices: jax.Array) -> jax.Array:
@@ -206,7 +215,7 @@ class _Body:
         block holds it and summed as integer bits over the devices (exact: a ``-0.0`` tangent
         kept). Not differentiable: a forward of `jaxmax._src.linear_calls`, whose transpose is
         `cotangent`."""
-        mine, local = self._held(indices, t.shape)
+        mine, local = held(indices, self.spec, tuple(t.shape), self.shape)
         bits = order.bits(picked(t, local))
         bits = lax.psum(jnp.where(mine, bits, jnp.zeros((), bits.dtype)), self._names(t))
         return self._own_part(order.from_bits(bits, t.dtype))
@@ -216,16 +225,9 @@ class _Body:
         at its index where this block holds its element, in the outputs' order (the
         one-device scatter's sums; another device's elements get ``+0.0`` at the block's first
         element, which no sum from ``+0.0`` can tell)."""
-        mine, local = self._held(indices, like.shape)
+        mine, local = held(indices, self.spec, tuple(like.shape), self.shape)
         return scattered(like, local, jnp.where(mine, self._whole_output(ct),
                                                 np.zeros((), ct.dtype)))
-
-    def _held(self, indices: jax.Array, block_shape) -> tuple[jax.Array, jax.Array]:
-        """`held` for every window's index, in this device's block of `block_shape`."""
-        offsets = [lax.axis_index(explicit_axes.entry_names(self.spec[a])) * block_shape[a]
-                   if explicit_axes.entry_names(self.spec[a]) else 0
-                   for a in range(2, len(block_shape))]
-        return held(indices, offsets, tuple(block_shape), self.shape)
 
     def _whole_output(self, part: jax.Array) -> jax.Array:
         """This device's part of a floating output (its `out_spec` layout) made whole along the
@@ -253,16 +255,14 @@ class _Body:
                      for n in explicit_axes.entry_names(self.spec[a]))
 
     def _whole(self, block: jax.Array):
-        """Every window's value and index (on every device), and this block's offsets."""
-        spatial = range(2, block.ndim)
-        offsets = [lax.axis_index(explicit_axes.entry_names(self.spec[a])) * block.shape[a]
-                   if explicit_axes.entry_names(self.spec[a]) else 0 for a in spatial]
+        """Every window's value and index (on every device)."""
+        offsets = block_offsets(self.spec, tuple(block.shape))
         code, rank = self._local(block, offsets)
         names = self._names(block)
         best = lax.pmax(code, names)
         rank = lax.pmin(jnp.where(code == best, rank, _most(rank.dtype)), names)
         values = _decode(best, rank, block.dtype)
-        return values, rank >> self.index_dtype.type(1), offsets
+        return values, rank >> self.index_dtype.type(1)
 
     def _own_part(self, out: jax.Array) -> jax.Array:
         """The windows of the result this device holds in the output's sharding."""

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import auto_partition, explicit_axes, linear_calls
+from jaxmax._src import auto_partition, explicit_axes
 from jaxmax._src.lowering import adaptive_sharded, order
 
 
@@ -45,39 +45,15 @@ def take(t: jax.Array, indices: jax.Array, like: jax.Array,
     per-device form applies (a program for one device: its run time and compile are the
     operator's own) and on each device of a batch- or channel-sharded input."""
     plain = plain or (lambda _, i, v: adaptive_sharded.picked(v, i))
-    out_kept = ((0, 0), (0, 1)) + (None,) * (indices.ndim - 2)
-
-    def forward(residuals, tangent):
-        return auto_partition.call(
-            lambda lk, i, v: (plain(lk, i, v),),
-            lambda mesh, specs: _forward_plan(mesh, specs, t.shape, plain),
-            (*residuals, *tangent), kept=(out_kept,))[0]
-
-    def transpose(residuals, cotangent):
-        def reverse(lk, i, ct):
-            return jax.vjp(lambda v: plain(lk, i, v), jnp.zeros(lk.shape, ct.dtype))[1](ct)
-        return (auto_partition.call(
-            reverse, lambda mesh, specs: _transpose_plan(mesh, specs, t.shape, reverse),
-            (*residuals, cotangent), kept=(tuple((0, a) for a in range(t.ndim)),),
-            tied=(((2, 0), (0, 0)), ((2, 1), (0, 1))))[0],)
-
-    if not linear_calls.available():  # a JAX where the linear call does not work
-        return plain(like, indices, t)
-    residuals = (lax.stop_gradient(like), lax.stop_gradient(indices))
-    return linear_calls.call(forward, transpose, residuals, (t,))
+    return auto_partition.linear(
+        plain, (like, indices), t,
+        forward=lambda mesh, specs: _forward_plan(mesh, specs, t.shape, plain),
+        transpose=lambda mesh, specs, reverse: _transpose_plan(mesh, specs, t.shape, reverse),
+        kept=((0, 0), (0, 1)) + (None,) * (indices.ndim - 2))
 
 
 def _output_spec(spec: tuple, out_ndim: int) -> tuple:
     return tuple(spec[:2]) + (None,) * (out_ndim - 2)
-
-
-def _local(indices: jax.Array, spec: tuple, block_shape: tuple[int, ...],
-           shape: tuple[int, ...]):
-    """`adaptive_sharded.held` for this device's block of an input laid out as `spec` (every
-    mesh axis manual)."""
-    offsets = [lax.axis_index(names) * block_shape[a] if names else 0
-               for a in range(2, len(shape)) for names in [explicit_axes.entry_names(spec[a])]]
-    return adaptive_sharded.held(indices, offsets, block_shape, shape)
 
 
 def _block(shape: tuple[int, ...], spec: tuple, mesh) -> tuple[int, ...]:
@@ -104,7 +80,7 @@ def _forward_plan(mesh, specs, shape: tuple[int, ...], plain):
     block = _block(shape, spec, mesh)
 
     def per_device(_, ind, tb):
-        mine, local = _local(ind, spec, block, shape)
+        mine, local = adaptive_sharded.held(ind, spec, block, shape)
         bits = order.bits(adaptive_sharded.picked(tb, local))
         bits = lax.psum(jnp.where(mine, bits, jnp.zeros((), bits.dtype)), names)
         return (order.from_bits(bits, tb.dtype),)
@@ -124,7 +100,7 @@ def _transpose_plan(mesh, specs, shape: tuple[int, ...], reverse):
     block = _block(shape, spec, mesh)
 
     def per_device(like, ind, ct):
-        mine, local = _local(ind, spec, block, shape)
+        mine, local = adaptive_sharded.held(ind, spec, block, shape)
         # another device's elements: their cotangent dropped here (added as +0.0 at the
         # block's first element, which no sum of cotangents from +0.0 can tell)
         return (adaptive_sharded.scattered(like, local,

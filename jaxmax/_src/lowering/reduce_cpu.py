@@ -141,17 +141,15 @@ def _float_max_jvp(axes, nan, primals, tangents):
     return out, shared_tangent(x, axes, out, t)
 
 
-def shared_tangent(x: jax.Array, axes: tuple[int, ...], out: jax.Array, t: jax.Array,
-                   summed: Callable[[jax.Array], jax.Array] | None = None) -> jax.Array:
+def shared_tangent(x: jax.Array, axes: tuple[int, ...], out: jax.Array,
+                   t: jax.Array) -> jax.Array:
     """``lax.reduce_max``'s tangent at the NaN-masked `x` (tied maxima share it evenly), from
     `out`, its value there (no second reduction); a NaN output, or one no element equals (raised
-    to lowest(T), or empty), passes none. `x` may be one device's block of the reduced axes:
-    `summed` then combines the tie counts and the tied tangents' sums over the devices (the
-    one derivative of every form of the reduction, on one device and sharded)."""
-    summed = summed or (lambda v: v)
+    to lowest(T), or empty), passes none. The one derivative of every form of the reduction,
+    on one device and sharded."""
     tied = mask_nan(x) == lax.expand_dims(out, axes)
-    count = summed(jnp.sum(tied, axes, dtype=t.dtype))
-    share = summed(jnp.sum(jnp.where(tied, t, 0), axes)) / count
+    count = jnp.sum(tied, axes, dtype=t.dtype)
+    share = jnp.sum(jnp.where(tied, t, 0), axes) / count
     return jnp.where(jnp.isnan(out) | (count == 0), jnp.zeros((), t.dtype), share)
 
 

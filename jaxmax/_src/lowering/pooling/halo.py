@@ -57,7 +57,7 @@ from jaxmax._src.lowering.pooling.geometry import Geometry
 from jaxmax._src.lowering.pooling.winners import IndexLayout
 
 __all__ = ["applies", "derivative", "exact_sum", "explicit_form", "max_pool", "may_apply",
-           "per_device", "splits"]
+           "per_device", "splits", "with_tangent"]
 
 #: ``local(block, padding, with_indices)``: the one-device pool of a block with its own static
 #: padding (one ``(lo, hi)`` per axis): the values, or ``(values, indices)`` in the default
@@ -236,21 +236,25 @@ def max_pool(x: jax.Array, g: Geometry, index_dtype: np.dtype | None, layout: In
     outputs = 1 if index_dtype is None else 2
     out_specs = PartitionSpec(*out_spec)
 
-    @jax.custom_jvp
-    def pool(x):
-        return jax.shard_map(form.primal, mesh=mesh, in_specs=(PartitionSpec(*spec),),
-                             out_specs=out_specs if outputs == 1 else (out_specs,) * 2)(x)
+    pool = jax.shard_map(form.primal, mesh=mesh, in_specs=(PartitionSpec(*spec),),
+                         out_specs=out_specs if outputs == 1 else (out_specs,) * 2)
+    return with_tangent(pool, x, lambda v, t: derivative(form, mesh, v, t), outputs)
 
-    @pool.defjvp
-    def pool_jvp(primals, tangents):
-        (x,), (t,) = primals, tangents
-        out = pool(x)
-        tangent = derivative(form, mesh, x, t)
-        if outputs == 1:
-            return out, tangent
-        return out, (tangent, np.zeros(out[1].shape, jax.dtypes.float0))
 
-    return pool(x)
+def with_tangent(values, x: jax.Array, tangent, outputs: int):
+    """``values(x)`` (the pooled values, or values and indices: `outputs` arrays) whose
+    tangent is ``tangent(x, t)``."""
+    f = jax.custom_jvp(values)
+
+    @f.defjvp
+    def _(primals, tangents):
+        (v,), (t,) = primals, tangents
+        out = f(v)
+        tan = tangent(v, t)
+        return out, (tan if outputs == 1
+                     else (tan, np.zeros(out[1].shape, jax.dtypes.float0)))
+
+    return f(x)
 
 
 def explicit_form(x: jax.Array, g: Geometry, local: Local) -> _Form | None:

@@ -31,7 +31,8 @@ send there (``pool_halo.may_apply``) choose that form once XLA knows the shardin
 (:mod:`jaxmax._src.auto_partition`); every other pool's values are left to XLA's partitioner.
 Wherever a pooled axis is sharded, on either kind of axes, the derivative is the halo form's
 (each device's outputs' tangents, and each device's cotangent from every window that reads its
-block: the one-device bits, `_with_tangent`, `_AutoForm.tangent`, `pool_halo.derivative`).
+block: the one-device bits, `pool_halo.with_tangent`, `_AutoForm.tangent`,
+`pool_halo.derivative`).
 
 See docs/semantics.md §5 for the rules and §9 for the jit contract.
 """
@@ -41,7 +42,6 @@ from __future__ import annotations
 import math
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
@@ -136,31 +136,16 @@ def _max_pool_jit(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...
         if (dtypes.is_floating(x.dtype)
                 and pool_halo.may_apply(x, g, jax.device_count(), divided=True)):
             # the values left to the partitioner (halo rows only), the derivative per device
-            auto_form = _AutoForm(x, g, None, layout, local, outputs)
-            return _with_tangent(compute, x, lambda v, t: auto_form.tangent(v, t, compute),
-                                 outputs)
+            auto_form = _AutoForm(x, g, None, layout, local)
+            return pool_halo.with_tangent(compute, x,
+                                          lambda v, t: auto_form.tangent(v, t, compute),
+                                          outputs)
     if form_of_x is not None:  # the partitioner's values, the derivative per device
         mesh = jax.typeof(x).sharding.mesh
-        return _with_tangent(
+        return pool_halo.with_tangent(
             lambda v: explicit_axes.run(compute, (v,), out_spec, outputs=outputs), x,
             lambda v, t: pool_halo.derivative(form_of_x, mesh, v, t), outputs)
     return explicit_axes.run(compute, (x,), out_spec, outputs=outputs)
-
-
-def _with_tangent(values, x: jax.Array, tangent, outputs: int):
-    """``values(x)`` (the pooled values, or values and indices) whose tangent is
-    ``tangent(x, t)``."""
-    f = jax.custom_jvp(values)
-
-    @f.defjvp
-    def _(primals, tangents):
-        (v,), (t,) = primals, tangents
-        out = f(v)
-        tan = tangent(v, t)
-        return out, (tan if outputs == 1
-                     else (tan, np.zeros(out[1].shape, jax.dtypes.float0)))
-
-    return f(x)
 
 
 class _AutoForm:
@@ -170,12 +155,11 @@ class _AutoForm:
     axis has a length of its own; `kept`); along the other axes only, each device pools its
     own block (the same part without an exchange)."""
 
-    def __init__(self, x, g, index_dtype, layout, local, outputs):
-        self.shape, self.dtype, self.g = tuple(x.shape), x.dtype, g
+    def __init__(self, x, g, index_dtype, layout, local):
+        self.shape, self.g = tuple(x.shape), g
         self.index_dtype, self.layout, self.local = index_dtype, layout, local
         self.identity = [(a.k, a.s, a.lo, a.hi, a.d) == (1, 1, 0, 0, 1) for a in g.axes]
         self.kept = tuple((0, i) if same else None for i, same in enumerate(self.identity))
-        self.outputs = outputs
 
     def part(self, mesh, spec, with_indices: bool):
         """The per-device part for an input laid out as `spec`, and the output's spec; None
@@ -213,7 +197,7 @@ class _AutoForm:
         def one_device(v, w):
             return jax.core.eval_jaxpr(closed.jaxpr, closed.consts, v, w)[0]
 
-        def forward_plan(mesh, specs):
+        def forward(mesh, specs):
             spec, t_spec = specs
             got = self.part(mesh, t_spec, False) if spec == t_spec else None
             if got is None:
@@ -222,7 +206,8 @@ class _AutoForm:
             return auto_partition.Plan(
                 lambda v, w: (part.tangent(v, w, pool_halo.exact_sum),), specs, (out_spec,))
 
-        def transpose_plan(mesh, specs):
+        def transpose(mesh, specs, reverse):
+            del reverse  # (the per-device part transposes every layout it takes)
             got = self.part(mesh, specs[0], False)
             if got is None:
                 return None
@@ -230,18 +215,8 @@ class _AutoForm:
             return auto_partition.Plan(lambda v, ct: (part.cotangent(v, ct),),
                                        (specs[0], out_spec), (specs[0],))
 
-        def forward(residuals, tangent):
-            return auto_partition.call(lambda v, w: (one_device(v, w),), forward_plan,
-                                       (*residuals, *tangent), kept=(self.kept,))[0]
-
-        def transpose(residuals, cotangent):
-            def reverse(v, ct):
-                return jax.vjp(lambda w: one_device(v, w), jnp.zeros_like(v))[1](ct)
-            return (auto_partition.call(reverse, transpose_plan, (*residuals, cotangent),
-                                        kept=(tuple((0, a) for a in range(x.ndim)),),
-                                        tied=(((1, 0), (0, 0)), ((1, 1), (0, 1))))[0],)
-
-        return linear_calls.call(forward, transpose, (lax.stop_gradient(x),), (t,))
+        return auto_partition.linear(one_device, (x,), t, forward=forward,
+                                     transpose=transpose, kept=self.kept)
 
 
 def _on_auto_axes(x: jax.Array, g: Geometry, compute, index_dtype: np.dtype | None,
@@ -252,7 +227,7 @@ def _on_auto_axes(x: jax.Array, g: Geometry, compute, index_dtype: np.dtype | No
     otherwise. The derivative is the one-device form's, laid out the same way
     (`_AutoForm.tangent`)."""
     outputs = 1 if index_dtype is None else 2
-    form = _AutoForm(x, g, index_dtype, layout, local, outputs)
+    form = _AutoForm(x, g, index_dtype, layout, local)
 
     def plain(v):
         out = compute(v)
