@@ -85,14 +85,7 @@ AUTO_REASONS = {
                   "propagation lays the output out replicated and all-gathers it on top",
     "openvino.top_k": "as onnx.top_k",
     "onnx.arg_max": "as on Explicit axes: " + ARG_MAX,
-    "onnx.scatter_elements": "the data replicated, indices and updates sharded along the other "
-                             "axis: no input gathered, but the output keeps the data's sharding "
-                             "(replicated), and XLA all-gathers the per-device blocks (512 B, "
-                             "the output once more)",
-    "openvino.scatter_elements_update": "as on Explicit axes (SEU_12 above: 640 B for a 512 B "
-                                        "output) along the scatter axis; with indices and "
-                                        "updates only sharded along the other axis, as "
-                                        "onnx.scatter_elements",
+    "openvino.scatter_elements_update": "as on Explicit axes: " + SEU_12,
     "onnx.max_unpool": "X and I sharded along H: no input gathered (a one-byte key all-reduce, "
                        "then the winners' bits), but the output's H axis cannot keep its "
                        "sharding (its length is not X's: the wrapped call's sharding rule keeps "
@@ -107,13 +100,10 @@ AUTO_OVER_ROWS = [
     ('openvino.top_k TopK-11 k 3 axis 1 max value', 'channels (reduced)'),
     ('openvino.top_k TopK-11 k 4 axis 1 min index stable i64', 'channels (reduced)'),
     ('openvino.top_k TopK-3 k 2 axis 3 max none', 'W (top-k axis)'),
-    ('onnx.scatter_elements ScatterElements-18 max axis 1', 'indices and updates only'),
     ('openvino.scatter_elements_update SEU-12 max axis 0', 'scatter axis, all three'),
     ('openvino.scatter_elements_update SEU-12 max axis 0', 'indices and updates only'),
     ('openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False',
      'other axis, all three'),
-    ('openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False',
-     'indices and updates only'),
     ('onnx.max_unpool MaxUnpool-22 k2 s2', 'H'),
 ]
 AUTO_OVER = {row: "on Auto axes: " + next(r for p, r in AUTO_REASONS.items()
@@ -134,8 +124,9 @@ GRADIENT_OVER: dict[tuple[str, str], str] = {}
 # On ``Auto`` axes a planned call's derivative is a computation of its own: the ROI poolings'
 # reverse mode is planned too (each device's images or channels, lowering/roi_sharded.py), and
 # so are the tangents and their transposes of AdaptiveMaxPool, MaxUnpool and the window pools
-# (lowering/plane_take.py, lowering/unpool.py, lowering/pooling/max_pool.py); the other families'
-# derivatives run outside the planned call (custom_partitioning has no differentiation rule)
+# (lowering/plane_take.py, lowering/unpool.py, lowering/pooling/max_pool.py), and the along-axis
+# scatters' reverse mode (lowering/scatter/auto_derivative.py); the other families' derivatives
+# run outside the planned call (custom_partitioning has no differentiation rule)
 # and XLA's partitioner lays them out. The rows over the bound there, strictly expected to
 # fail with their family's reason:
 AUTO_GRADIENT_REASONS = {
@@ -143,9 +134,6 @@ AUTO_GRADIENT_REASONS = {
                             "recomputed codes: 768 B for a bound of 384 B (planned per device "
                             "it moved 256 B, for 30-50% more compile on every gradient)",
     "onnx.reduce_max": "as onnx.global_max_pool",
-    "onnx.scatter_elements": "the derivative laid out by the partitioner: indices and "
-                             "cotangents all-gathered (1.5-3.5 KiB for a bound of 1.5 KiB)",
-    "openvino.scatter_elements_update": "as onnx.scatter_elements",
     "onnx.roi_align": "the reverse mode laid out by the partitioner: four partial sums of the "
                       "output's size all-reduced",
     "openvino.roi_align": "as onnx.roi_align",
@@ -153,20 +141,6 @@ AUTO_GRADIENT_REASONS = {
 AUTO_GRADIENT_OVER_ROWS = [
     ('onnx.global_max_pool GlobalMaxPool-22', 'H and W'),
     ('onnx.reduce_max ReduceMax-13 all axes', 'H and W (reduced)'),
-    ('onnx.scatter_elements ScatterElements-18 max axis 0', 'scatter axis, all three'),
-    ('onnx.scatter_elements ScatterElements-18 max axis 0', 'other axis, all three'),
-    ('onnx.scatter_elements ScatterElements-18 max axis 1', 'scatter axis, all three'),
-    ('onnx.scatter_elements ScatterElements-18 max axis 1', 'other axis, all three'),
-    ('onnx.scatter_elements ScatterElements-18 max axis 1', 'indices and updates only'),
-    ('openvino.scatter_elements_update SEU-12 max axis 0', 'scatter axis, all three'),
-    ('openvino.scatter_elements_update SEU-12 max axis 0', 'other axis, all three'),
-    ('openvino.scatter_elements_update SEU-12 max axis 0', 'indices and updates only'),
-    ('openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False',
-     'scatter axis, all three'),
-    ('openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False',
-     'other axis, all three'),
-    ('openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False',
-     'indices and updates only'),
     ('onnx.roi_align RoiAlign-22 max 3x3 sr 2', 'batch'),
     ('openvino.roi_align ROIAlign-9 avg 2x2 sr 2 half_pixel', 'batch'),
 ]
@@ -418,14 +392,15 @@ ORDER_AXIS_SCATTERS = [
 ]
 
 
+@pytest.mark.parametrize("axis_type", ["Explicit", "Auto"])
 @pytest.mark.parametrize("name", ORDER_AXIS_SCATTERS)
-def test_scatter_gradients_in_blocks_are_the_unsharded_bits(name):
+def test_scatter_gradients_in_blocks_are_the_unsharded_bits(name, axis_type):
     """The scatters whose updates are sharded along their order axis take both cotangents
-    (data and updates) in blocks (lowering/scatter/across.py `_maximum_gradients`,
-    `_acc_gt_gradients`): the one-device ones bit for bit, on data and updates drawn from a
-    few values (ties everywhere, NaN that restarts ScatterElementsUpdate-12's fold on any
-    device, -inf, both zeros), negative indices, and a cotangent a fifth -0.0, on every layout
-    that shards the updates."""
+    (data and updates) in blocks (lowering/scatter/across.py `maximum_block`, `acc_gt_block`;
+    on ``Auto`` axes planned per device, lowering/scatter/auto_derivative.py): the one-device
+    ones bit for bit, on data and updates drawn from a few values (ties everywhere, NaN that
+    restarts ScatterElementsUpdate-12's fold on any device, -inf, both zeros), negative
+    indices, and a cotangent a fifth -0.0, on every layout that shards the updates."""
     case = by_name(name)
     axis = int(name.split("axis ")[1][0])
     values = np.array([-0.0, 0.0, 1.0, np.nan, 2.0, -np.inf, -1.0], np.float32)
@@ -447,7 +422,7 @@ def test_scatter_gradients_in_blocks_are_the_unsharded_bits(name):
         for layout, specs in case.layouts.items():
             if specs[1] is None:
                 continue
-            args = collectives.placed(case, layout, jax.devices()[:4], None)
+            args = collectives.placed(case, layout, jax.devices()[:4], None, axis_type)
             args = [jax.device_put(a, b.sharding) for a, b in zip((d, u, i), args, strict=True)]
             got = [np.asarray(a).view(np.uint32) for a in grads(*args, w)]
             for part, g, x in zip(("data", "updates"), got, want, strict=True):

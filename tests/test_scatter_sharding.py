@@ -452,27 +452,33 @@ def _face_grads(d, i, u):
 
 
 @functools.cache
-def _zero_sign_gradients():
-    """The three faces' gradients on every layout of `ZERO_SIGN_LAYOUTS` (Explicit axes) in one
-    jitted program, and the unsharded ones (the indices concrete, closed over, as an eager call
-    has them) in another: ({layout id: gradients}, unsharded gradients)."""
-    mesh = _mesh(AxisType.Explicit)
-    data, idx, upd = _gradient_inputs(False)
+def _zero_sign_gradients(axis_type):
+    """The three faces' gradients on every layout of `ZERO_SIGN_LAYOUTS` (mesh axes of
+    `axis_type`) in one jitted program, and the unsharded ones (the indices concrete, closed
+    over, as an eager call has them) in another: ({layout id: gradients}, unsharded
+    gradients). The data and updates hold NaN, zeros of both signs, ties and -inf."""
+    mesh = _mesh(axis_type)
+    data, idx, upd = _inputs(8, False)
     put = {str(specs): [jax.device_put(a, NamedSharding(mesh, s))
                         for a, s in zip((data, idx, upd), specs, strict=True)]
            for specs in ZERO_SIGN_LAYOUTS}
-    sharded = jax.jit(lambda put: {k: _face_grads(*a) for k, a in put.items()})(put)
+    with jax.set_mesh(mesh):
+        sharded = jax.jit(lambda put: {k: _face_grads(*a) for k, a in put.items()})(put)
     plain = jax.jit(lambda d, u: _face_grads(d, idx, u))(data, upd)
     return sharded, plain
 
 
+@pytest.mark.parametrize("axis_type", [AxisType.Explicit, AxisType.Auto],
+                         ids=["explicit", "auto"])
 @pytest.mark.parametrize("specs", ZERO_SIGN_LAYOUTS, ids=str)
-def test_sharded_gradients_keep_zero_signs(specs):
+def test_sharded_gradients_keep_zero_signs(specs, axis_type):
     """Gradients along the scatter axis (and on the partitioner's layout P("a", "b")) with a
-    cotangent that holds -0: the unsharded gradient bit for bit (a float gather the partitioner
-    split over devices added the parts, and -0 + 0 gave +0). Every layout's three faces in one
-    program (`_zero_sign_gradients`)."""
-    sharded, plain = _zero_sign_gradients()
+    cotangent that holds -0, on data and updates that hold NaN: the unsharded gradient bit for
+    bit, on both kinds of mesh axes (a float gather the partitioner split over devices added
+    the parts, and -0 + 0 gave +0; on ``Auto`` axes the backward is planned per device,
+    lowering/scatter/auto_derivative.py). Every layout's three faces in one program
+    (`_zero_sign_gradients`)."""
+    sharded, plain = _zero_sign_gradients(axis_type)
     for (face, kw), got, want in zip(ELEMENT_FACES, sharded[str(specs)], plain, strict=True):
         for a, b in zip(got, want, strict=True):
             assert_bits(a, b, f"{face} {kw} {specs}")

@@ -411,10 +411,22 @@ def _with_block_gradients(forward, with_keys, backward):
 
 
 def _maximum_gradients(elements, data, data_spec, axis, names, mesh, in_specs, use_init):
-    """The IEEE ``maximum`` rule's cotangents (``rules.gradients``) in blocks, for data and
-    updates sharded alike along the scatter `axis` over `names`: the partitioner's form
-    all-gathered data-sized positions, keys and the data cotangent whole (2.0-2.5 KiB for a
-    0.5 KiB output).
+    """The IEEE ``maximum`` rule's cotangents (``rules.gradients``) in blocks on ``Explicit``
+    axes (`maximum_block` in ``jax.shard_map``)."""
+    del use_init
+    data_spec_p = PartitionSpec(*data_spec)
+    return jax.shard_map(
+        maximum_block(elements, tuple(data.shape), data.dtype, data_spec, axis, names, mesh),
+        mesh=mesh, in_specs=(*in_specs, data_spec_p, PartitionSpec(), data_spec_p),
+        out_specs=(data_spec_p, in_specs[2]), check_vma=False)
+
+
+def maximum_block(elements, shape, dtype, data_spec, axis, names, mesh):
+    """One device's part of the IEEE ``maximum`` rule's cotangents (``rules.gradients``), for
+    updates sharded along the scatter `axis` over `names` and the data sharded alike or
+    replicated: ``block(data, indices, updates, out, keys, g)``, `keys` what the forward's
+    all-reduce left on every device. The partitioner's form all-gathered data-sized positions,
+    keys and the data cotangent whole (2.0-2.5 KiB for a 0.5 KiB output).
 
     An update shares its target's cotangent when it equals the output there; each target's
     share is its cotangent over the count of its data element and updates equal to it. The
@@ -423,15 +435,15 @@ def _maximum_gradients(elements, data, data_spec, axis, names, mesh, in_specs, u
     does too (the rule's equality classes, ``-0 == +0`` and NaN, are runs of the key order,
     and no update's key is above the combined one). So each device counts its own updates
     equal to the combined values per target (integers), one reduce-scatter gives every
-    device its block's counts, the owner keeps them where its output equals the combined
-    value and computes its block's shares as the one-device rule does (the same division of
-    the same numbers), and one all-gather of the shares' bits (zero where no update can
-    equal the output) gives each update its target's: the output cotangent's bytes, once."""
-    shape = tuple(data.shape)
-    dtype = np.dtype(data.dtype)
+    device its block's counts (an all-reduce, with replicated data), the owner keeps them
+    where its output equals the combined value and computes its block's shares as the
+    one-device rule does (the same division of the same numbers), and one all-gather of the
+    shares' bits (zero where no update can equal the output; none with replicated data)
+    gives each update its target's: the output cotangent's bytes, once."""
+    shape = tuple(shape)
+    dtype = np.dtype(dtype)
     count_dtype = np.float64 if dtype.itemsize == 8 else np.float32
-    data_spec_p = PartitionSpec(*data_spec)
-    update_spec_p = in_specs[2]
+    sharded = _sharded(data_spec)
 
     def block(data, indices, updates, out, keys, g):
         geom, flat = elements(shape, indices, updates.shape)
@@ -440,7 +452,8 @@ def _maximum_gradients(elements, data, data_spec, axis, names, mesh, in_specs, u
         valid = geom.gather(jnp.ones(shape, bool), flat, fill=False)
         mine = order.equal_values(updates, geom.gather(combined, flat, fill=0)) & valid
         partial = geom.scatter("add", jnp.zeros(shape, np.int32), flat, mine.astype(np.int32))
-        counts = lax.psum_scatter(partial, names, scatter_dimension=axis, tiled=True)
+        counts = (lax.psum_scatter(partial, names, scatter_dimension=axis, tiled=True)
+                  if sharded else lax.psum(partial, names))
         reachable = order.equal_values(out, _own(combined, data_spec, mesh))
         eq_init = order.equal_values(data, out)
         count = (eq_init.astype(count_dtype)
@@ -448,25 +461,33 @@ def _maximum_gradients(elements, data, data_spec, axis, names, mesh, in_specs, u
         share = (g.astype(count_dtype) / jnp.maximum(count, 1)).astype(dtype)
         g_data = jnp.where(eq_init, share, zero)
         reached = order.bits(jnp.where(reachable, share, zero))
-        shares = order.from_bits(lax.all_gather(reached, names, axis=axis, tiled=True), dtype)
+        if sharded:
+            reached = lax.all_gather(reached, names, axis=axis, tiled=True)
+        shares = order.from_bits(reached, dtype)
         g_upd = jnp.where(mine, geom.gather(shares, flat, fill=0), zero)
         return g_data, g_upd
 
-    mapped = jax.shard_map(
-        block, mesh=mesh,
-        in_specs=(*in_specs, data_spec_p, PartitionSpec(), data_spec_p),
-        out_specs=(data_spec_p, update_spec_p), check_vma=False)
-
-    def backward(data, indices, updates, out, keys, g):
-        return mapped(data, indices, updates, out, keys, g)
-
-    return backward
+    return block
 
 
 def _acc_gt_gradients(elements, data, data_spec, axis, names, mesh, in_specs, use_init):
-    """``acc > u ? acc : u``'s cotangents (``rules.gradients``) in blocks, for updates sharded
-    along the scatter `axis` over `names` and the data sharded alike or replicated: the
-    partitioner's form all-reduced and all-gathered data-sized positions and the output's
+    """``acc > u ? acc : u``'s cotangents (``rules.gradients``) in blocks on ``Explicit`` axes
+    (`acc_gt_block` in ``jax.shard_map``)."""
+    data_spec_p = PartitionSpec(*data_spec)
+    return jax.shard_map(
+        acc_gt_block(elements, tuple(data.shape), data.dtype, data_spec, axis, names, mesh,
+                     use_init),
+        mesh=mesh,
+        in_specs=(*in_specs, data_spec_p, PartitionSpec(), PartitionSpec(), data_spec_p),
+        out_specs=(data_spec_p, in_specs[2]), check_vma=False)
+
+
+def acc_gt_block(elements, shape, dtype, data_spec, axis, names, mesh, use_init):
+    """``acc > u ? acc : u``'s cotangents (``rules.gradients``), one device's part, for
+    updates sharded along the scatter `axis` over `names` and the data sharded alike or
+    replicated: ``block(data, indices, updates, out, codes, restart, g)``, `codes` and
+    `restart` what the forward's all-reduces left on every device. The partitioner's form
+    all-reduced and all-gathered data-sized positions and the output's
     bits (1.6-3.6 KiB for a 0.5 KiB output).
 
     The cotangent of a target goes to the last update (in the fold's order: device, then
@@ -481,14 +502,12 @@ def _acc_gt_gradients(elements, data, data_spec, axis, names, mesh, in_specs, us
     last device holding one, the owner of each target decides its data element's share, and
     one all-gather of the output cotangent's bits (zero where no update equals the output)
     gives the chosen updates theirs."""
-    shape = tuple(data.shape)
-    dtype = np.dtype(data.dtype)
+    shape = tuple(shape)
+    dtype = np.dtype(dtype)
     n = explicit_axes.devices_along(mesh, names)
     small = np.int8 if n < 127 else np.int32
     low = np.iinfo(order.signed_bits_dtype(dtype)).min
     sharded = _sharded(data_spec)
-    data_spec_p = PartitionSpec(*data_spec)
-    update_spec_p = in_specs[2]
 
     def block(data, indices, updates, out, codes, restart, g):
         geom, flat = elements(shape, indices, updates.shape)
@@ -522,8 +541,4 @@ def _acc_gt_gradients(elements, data, data_spec, axis, names, mesh, in_specs, us
         at = geom.gather(order.from_bits(reached, dtype), flat, fill=0)
         return g_data, jnp.where(chosen, at, zero)
 
-    mapped = jax.shard_map(
-        block, mesh=mesh,
-        in_specs=(*in_specs, data_spec_p, PartitionSpec(), PartitionSpec(), data_spec_p),
-        out_specs=(data_spec_p, update_spec_p), check_vma=False)
-    return mapped
+    return block

@@ -34,6 +34,7 @@ from jax import lax
 from jaxmax._src import auto_partition, dtypes, explicit_axes
 from jaxmax._src.lowering import compile_options, rules
 from jaxmax._src.lowering.scatter import across as scatter_across
+from jaxmax._src.lowering.scatter import auto_derivative
 from jaxmax._src.lowering.scatter import blocks as scatter_blocks
 from jaxmax._src.lowering.scatter import rules as scatter_rules
 from jaxmax._src.lowering.scatter.geometry import (
@@ -131,32 +132,32 @@ def _on_auto_axes(compute, gradients, data, indices, updates, *, axis, rule, use
     sharded data beside replicated updates instead).
 
     The derivative is the one-device rule's cotangents from the output (`gradients`:
-    `_layout_gradients`, the one-device program itself), bit for bit; XLA's partitioner lays
-    it out (the ``Explicit`` forms' gradients in blocks are not reused here)."""
+    `_layout_gradients`, the one-device program itself), bit for bit, planned per device in
+    the same forms (:mod:`~jaxmax._src.lowering.scatter.auto_derivative`)."""
     def blocks(mesh, shapes, specs):
         spec = scatter_blocks.plan(mesh, shapes, specs, axis)
         return None if spec is None else (spec,) * 3
 
-    return _partitioned(compute, gradients, data, indices, updates, blocks, order_axis=axis,
-                        rule=rule, use_init=use_init, local=local, shift=_into_block)
+    choose = _chooser(compute, data, indices, updates, blocks, order_axis=axis, rule=rule,
+                      use_init=use_init, local=local, shift=_into_block)
+    return auto_derivative.differentiable(
+        compute, choose, gradients, data, indices, updates, axis=axis, rule=rule,
+        use_init=use_init, elements=partial(_elements_index, axis=axis, keys=True),
+        shift=_into_block)
 
 
-def _partitioned(compute, gradients, data, indices, updates, blocks, *, order_axis, rule,
-                 use_init, local, shift):
-    """Both faces' `auto_partition.call`: the in-specs of the blocks form, ``blocks(mesh,
-    shapes, specs)`` (every update on its target's device: no collective), or None; then the
-    form across `order_axis` (`scatter_across.plan`; none when `order_axis` is None); the
-    operands gathered otherwise. The output keeps the data's sharding; the derivative is
-    `gradients`' from the output (`_from_output`)."""
+def _chooser(compute, data, indices, updates, blocks, *, order_axis, rule, use_init, local,
+             shift) -> auto_derivative.Choose:
+    """Both faces' choice of a form from the operands' specs: the blocks form, ``blocks(mesh,
+    shapes, specs)`` (every update on its target's device: no collective) when it gives the
+    in-specs; then the form across `order_axis` (`scatter_across.plan`; none when
+    `order_axis` is None); None (the operands gathered) otherwise."""
     shapes = tuple(tuple(a.shape) for a in (data, indices, updates))
 
-    def plain(d, i, u):
-        return (compute(d, i, u),)
-
-    def planner(mesh, specs):
+    def choose(mesh, specs):
         in_specs = blocks(mesh, shapes, specs)
         if in_specs is not None:
-            return auto_partition.Plan(plain, in_specs, (in_specs[0],))
+            return auto_derivative.Choice("blocks", in_specs, in_specs[0], compute)
         if order_axis is None or not auto_partition.all_even(mesh, specs, shapes):
             return None
 
@@ -168,11 +169,29 @@ def _partitioned(compute, gradients, data, indices, updates, blocks, *, order_ax
                                    local=local, shift=shift)
         if form is None:
             return None
-        return auto_partition.Plan(lambda d, i, u: (form.forward(d, i, u),), form.in_specs,
-                                   (form.out_spec,))
+        kind = "across" if any(e is not None for e in form.in_specs[2]) else "own"
+        return auto_derivative.Choice(kind, form.in_specs, form.out_spec, form.forward,
+                                      form.names)
+
+    return choose
+
+
+def _partitioned(compute, gradients, data, indices, updates, blocks, *, order_axis, rule,
+                 use_init, local, shift):
+    """ScatterND's `auto_partition.call`: the form `_chooser` picks, the operands gathered
+    when none applies. The output keeps the data's sharding; the derivative is `gradients`'
+    from the output (`_from_output`), laid out by XLA's partitioner."""
+    choose = _chooser(compute, data, indices, updates, blocks, order_axis=order_axis,
+                      rule=rule, use_init=use_init, local=local, shift=shift)
+
+    def planner(mesh, specs):
+        got = choose(mesh, specs)
+        return None if got is None else auto_partition.Plan(
+            lambda d, i, u: (got.forward(d, i, u),), got.in_specs, (got.out_spec,))
 
     kept = (tuple((0, b) for b in range(data.ndim)),)
-    return auto_partition.call(plain, planner, (data, indices, updates), kept=kept,
+    return auto_partition.call(lambda d, i, u: (compute(d, i, u),), planner,
+                               (data, indices, updates), kept=kept,
                                jvp=_from_output(gradients))[0]
 
 
