@@ -86,10 +86,6 @@ AUTO_REASONS = {
     "openvino.top_k": "as onnx.top_k",
     "onnx.arg_max": "as on Explicit axes: " + ARG_MAX,
     "openvino.scatter_elements_update": "as on Explicit axes: " + SEU_12,
-    "onnx.max_unpool": "X and I sharded along H: no input gathered (a one-byte key all-reduce, "
-                       "then the winners' bits), but the output's H axis cannot keep its "
-                       "sharding (its length is not X's: the wrapped call's sharding rule keeps "
-                       "no such axis), so the whole output is all-reduced, 1.18x the bound",
 }
 AUTO_OVER_ROWS = [
     ('onnx.arg_max ArgMax-13 axis 1', 'channels (reduced)'),
@@ -104,7 +100,6 @@ AUTO_OVER_ROWS = [
     ('openvino.scatter_elements_update SEU-12 max axis 0', 'indices and updates only'),
     ('openvino.scatter_elements_update SEU-12 max axis 1 use_init_val False',
      'other axis, all three'),
-    ('onnx.max_unpool MaxUnpool-22 k2 s2', 'H'),
 ]
 AUTO_OVER = {row: "on Auto axes: " + next(r for p, r in AUTO_REASONS.items()
                                           if row[0].startswith(p + " "))

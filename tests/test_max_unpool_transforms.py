@@ -109,11 +109,13 @@ def test_sharded_exact(mesh, spec):
         ids = jax.device_put(idx, NamedSharding(mesh, spec))
         for fn in (unpool, jax.jit(unpool)):
             assert_exact(fn(xs, ids), want, str(spec))
-        cot = jax.device_put(rng.standard_normal((4, 8, 8, 8)).astype(np.float32),
-                             NamedSharding(mesh, P()))
-        with jax.set_mesh(mesh):  # the loss is a scalar on the mesh
-            g = jax.grad(lambda v, ids=ids, cot=cot: (unpool(v, ids) * cot).sum())(xs)
-        assert_exact(g, max_unpool_grad(idx, np.asarray(cot)))
+        c = rng.standard_normal((4, 8, 8, 8)).astype(np.float32)
+        # the cotangent replicated (read where it lies) and sharded as the output
+        for cot_spec in (P(), spec):
+            cot = jax.device_put(c, NamedSharding(mesh, cot_spec))
+            with jax.set_mesh(mesh):  # the loss is a scalar on the mesh
+                g = jax.grad(lambda v, ids=ids, cot=cot: (unpool(v, ids) * cot).sum())(xs)
+            assert_exact(g, max_unpool_grad(idx, c), f"{spec} cotangent {cot_spec}")
 
 
 @pytest.mark.parametrize("i_spec", [P(None, ("a", "b")), None], ids=["I sharded", "I replicated"])

@@ -67,7 +67,7 @@ def all_even(mesh, specs: Sequence[Spec], shapes: Sequence[Sequence[int]]) -> bo
     return all(even(mesh, s, shape) for s, shape in zip(specs, shapes, strict=True))
 
 
-Kept = Sequence[Sequence["tuple[int, int] | None"]]
+Kept = Sequence[Sequence["tuple[int, int] | tuple[int, int, int] | None"]]
 Tied = Sequence[tuple[tuple[int, int], tuple[int, int]]]
 
 
@@ -77,7 +77,9 @@ def call(plain: Callable[..., tuple], planner: Planner, args: Sequence[jax.Array
     """``plain(*args)`` (a tuple of arrays), partitioned by `planner` where the partitioner
     runs: ``planner(mesh, specs)`` with the operands' specs on `mesh` (one entry per axis).
     `kept[r][i]`: the ``(operand, axis)`` whose sharding axis `i` of result `r` takes when the
-    plan keeps it (XLA's propagation then lays the result out as the plan gives it), or None.
+    plan keeps it (XLA's propagation then lays the result out as the plan gives it), or
+    ``(operand, axis, m)`` for a result axis `m` times that axis's length (each of its blocks
+    `m` times as long), or None.
     `jvp(primals, tangents, outputs)` gives the output tangents (a ``custom_jvp``); or `vjp`:
     reverse mode only, by `plain`'s own ``jax.vjp`` from the inputs (a ``custom_vjp``, for
     computations whose derivative is a ``custom_vjp`` already: their forward, recomputed,
@@ -95,7 +97,7 @@ def call(plain: Callable[..., tuple], planner: Planner, args: Sequence[jax.Array
     outs = closed.out_avals
     n = len(args)
     shapes = [tuple(a.shape) for a in (*args, *consts)]
-    rule = _rule(shapes, kept, tied)
+    rule, sizes = _rule(shapes, kept, tied)
 
     @custom_partitioning
     def partitioned(*a):
@@ -126,7 +128,7 @@ def call(plain: Callable[..., tuple], planner: Planner, args: Sequence[jax.Array
                      for s in planned(mesh, arg_shapes).out_specs)
 
     partitioned.def_partition(partition=partition, infer_sharding_from_operands=infer,
-                              sharding_rule=rule)
+                              sharding_rule=rule, **sizes)
 
     @custom_vmap
     def batchable(*a):
@@ -191,18 +193,31 @@ def _spec(sharding, ndim: int) -> Spec:
     return spec + (None,) * (ndim - len(spec))
 
 
-def _rule(shapes: Sequence[tuple[int, ...]], kept: Kept, tied: Tied = ()) -> str:
-    """Shardy's rule: a factor for every axis of every operand (an axis `tied` to another
-    takes that one's), shared by the result axes that keep it (`kept`), and one of its own for
-    each other result axis: propagation takes each operand's sharding as it comes and gives
-    the results what the plan keeps."""
+def _rule(shapes: Sequence[tuple[int, ...]], kept: Kept,
+          tied: Tied = ()) -> tuple[str, dict[str, int]]:
+    """Shardy's rule and the sizes of its factors that no operand axis gives: a factor for every
+    axis of every operand (an axis `tied` to another takes that one's), shared by the result
+    axes that keep it (`kept`; a multiple, as the major factor of a compound one whose minor
+    factor has that size), and one of its own for each other result axis: propagation takes
+    each operand's sharding as it comes and gives the results what the plan keeps."""
     operands = [[f"a{o}x{i}" for i in range(len(s))] for o, s in enumerate(shapes)]
     for (o, i), (other, axis) in tied:
         operands[o][i] = operands[other][axis]
-    results = [[operands[k[0]][k[1]] if k is not None else f"r{r}x{i}"
-                for i, k in enumerate(axes)] for r, axes in enumerate(kept)]
+    sizes: dict[str, int] = {}
+    results = []
+    for r, axes in enumerate(kept):
+        factors = []
+        for i, k in enumerate(axes):
+            if k is None:
+                factors.append(f"r{r}x{i}")
+            elif len(k) == 3 and k[2] > 1:
+                sizes[f"m{r}x{i}"] = k[2]
+                factors.append(f"({operands[k[0]][k[1]]} m{r}x{i})")
+            else:
+                factors.append(operands[k[0]][k[1]])
+        results.append(factors)
     return (", ".join(" ".join(f) for f in operands) + " -> "
-            + ", ".join(" ".join(f) for f in results))
+            + ", ".join(" ".join(f) for f in results)), sizes
 
 
 # ---- collectives for a per-device function that is differentiated where it runs --------------

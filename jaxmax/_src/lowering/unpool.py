@@ -78,20 +78,28 @@ def _unpool_jit(x, indices, out_shape, kernel, strides, pads_begin, auto=False):
 def _on_auto_axes(x, indices, out_shape, compute):
     """``compute(x, indices)`` where XLA chooses the sharding
     (:mod:`jaxmax._src.auto_partition`): `X` sharded along one axis (evenly), `I` sharded alike
-    or replicated, by `unpool_sharded.plan`, the output's spatial axes replicated as the
-    sharding rule keeps them (a spatial output axis has a length of its own); the inputs are
-    gathered otherwise. The derivative is the one-device form's, laid out the same way: the
-    unpooling is linear in `X`, so its tangent is the planned call on `X`'s tangent, and its
-    transpose (the output cotangent at each element's index when it is that index's last
-    writer) is taken by each device for its own elements (`linear_calls`)."""
-    def out_spec(sx):
-        return tuple(sx[:2]) + (None,) * (len(out_shape) - 2)
+    or replicated, by `unpool_sharded.plan`, the output sharded as `X`: a spatial output axis
+    whose length is a multiple of `X`'s keeps its sharding (a compound factor of the sharding
+    rule: the block of `X`'s rows a device holds names a block as many times as long of the
+    output's), any other is replicated; the inputs are gathered otherwise. The derivative is
+    the one-device form's, laid out the same way: the unpooling is linear in `X`, so its
+    tangent is the planned call on `X`'s tangent, and its transpose (the output cotangent at
+    each element's index when it is that index's last writer) is taken by each device for its
+    own elements (`linear_calls`), from a replicated cotangent where it lies."""
+    multiples = [out_shape[a] // x.shape[a] if out_shape[a] % x.shape[a] == 0 else None
+                 for a in range(2, len(out_shape))]
+    kept = ((0, 0), (0, 1)) + tuple(None if m is None else (0, a + 2, m)
+                                    for a, m in enumerate(multiples))
 
-    def planned(mesh, sx, si, linear=False):
+    def out_spec(sx):
+        return tuple(sx[:2]) + tuple(None if m is None else e
+                                     for e, m in zip(sx[2:], multiples, strict=True))
+
+    def planned(mesh, sx, si, linear=False, out=None):
         if not auto_partition.even(mesh, sx, x.shape):
             return None
-        return unpool_sharded.plan(tuple(x.shape), sx, si, mesh, out_shape, out_spec(sx),
-                                   linear=linear)
+        return unpool_sharded.plan(tuple(x.shape), sx, si, mesh, out_shape,
+                                   out_spec(sx) if out is None else out, linear=linear)
 
     def planner(mesh, specs):
         sx, si = specs
@@ -102,22 +110,23 @@ def _on_auto_axes(x, indices, out_shape, compute):
                                    (out_spec(sx),))
 
     def transpose_planner(mesh, specs):  # (X, I, the output cotangent) -> X's cotangent
-        sx, si, _ = specs
-        linear = planned(mesh, sx, si, linear=True)
+        sx, si, sct = specs
+        # a replicated cotangent (a loss's weights) is read where it lies: the transpose of
+        # the placement onto a replicated output, where that onto X's layout would gather it
+        ct_spec = out_spec(sx) if any(e is not None for e in sct) else (None,) * len(sct)
+        linear = planned(mesh, sx, si, linear=True, out=ct_spec)
         if linear is None:
             return None
 
         def per_device(xb, ib, ct):
             return jax.vjp(lambda v: linear(v, ib), jnp.zeros_like(xb))[1](ct)
-        return auto_partition.Plan(per_device, (sx, si, out_spec(sx)), (sx,))
+        return auto_partition.Plan(per_device, (sx, si, ct_spec), (sx,))
 
     def plain(v, i):
         return (compute(v, i),)
 
     def plain_transpose(like, i, ct):
         return jax.vjp(lambda v: compute(v, i), jnp.zeros_like(like))[1](ct)
-
-    kept = ((0, 0), (0, 1)) + (None,) * (len(out_shape) - 2)
 
     def jvp(primals, tangents, out):
         # linear in X: the tangent is the unpooling of X's tangent (the planned call itself),
@@ -131,10 +140,11 @@ def _on_auto_axes(x, indices, out_shape, compute):
             return auto_partition.call(plain, planner, (tangent[0], residuals[1]), kept=(kept,))
 
         def transpose(residuals, cotangent):
+            # the cotangent's axes untied from X's: a replicated one stays replicated
+            # (`transpose_planner` reads it where it lies)
             return auto_partition.call(plain_transpose, transpose_planner,
                                        (*residuals, *cotangent),
-                                       kept=(tuple((0, a) for a in range(v.ndim)),),
-                                       tied=(((2, 0), (0, 0)), ((2, 1), (0, 1))))
+                                       kept=(tuple((0, a) for a in range(v.ndim)),))
         return linear_calls.call(forward, transpose, (lax.stop_gradient(v), i), (t,))
 
     return auto_partition.call(plain, planner, (x, indices), kept=(kept,), jvp=jvp)[0]
