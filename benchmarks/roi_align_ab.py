@@ -15,15 +15,20 @@ resident memory added per shape, medians of 12 shapes).
 2, or `--sr`), the weighted corners (onnxruntime's rule) and the interpolated max, this tree's
 lowering against the base revision's (``roi/{align,samples,adaptive}.py`` from ``git show``,
 loaded as a package of their own) and an onnxruntime RoiAlign-16 node, interleaved (medians of
-N rounds, process CPU and wall ms); outputs and the gradients for the data and the ROIs checked
-bit-equal to the base's; each program's compile (best of 3) and kernel count.
+N rounds, process CPU and wall ms); outputs checked bit-equal to the base's, and the gradients
+for the data and the ROIs compared (bit-equal, or their largest difference); each program's
+compile (best of 3) and kernel count.
 
 ``--data [--base REV] [--rounds N]``: instead, ``sampling_ratio=0`` max and avg on the data
 shapes (clean, 1 in 100 NaN, ROIs partly outside the image, mixed sizes 8-800 px), this tree's
 lowering against the base revision's, interleaved as ``--corners``, outputs checked bit-equal.
 
+``--grad [--base REV] [--rounds N]``: instead, the gradient for the data and the ROIs at the
+anchor (avg and max, ``sampling_ratio`` 2 and 0), this tree's lowering against the base's:
+compile (best of 3), kernels, and run times interleaved (medians of N rounds).
+
     PYTHONPATH=. python benchmarks/roi_align_ab.py [--compile | --corners --base main [--sr 0] |
-                                                    --data --base REV]
+                                                    --data --base REV | --grad --base REV]
 """
 
 from __future__ import annotations
@@ -203,7 +208,13 @@ def corners_main(rev: str, rounds: int, sr: int = 2):
         pairs += zip(fns["base grad"](*args), fns["this grad"](*args), strict=True)
         same = [np.asarray(g).tobytes() == np.asarray(h).tobytes() for g, h in pairs]
         print(f"{label}: output, data gradient, ROI gradient bit-equal to the base: {same}")
-        assert all(same)
+        assert same[0], "outputs differ from the base"
+        if not all(same):  # a change of the cotangents' summation order: within rounding
+            for part, (g, h) in zip(("data", "ROI"), pairs[1:], strict=True):
+                g, h = np.asarray(g, np.float64), np.asarray(h, np.float64)
+                scale = np.maximum(np.abs(g), np.abs(h)).max()
+                print(f"  {part} gradient: largest difference {np.abs(g - h).max() / scale:.2e}"
+                      f" of its largest element")
         for name in ("base", "this"):
             runs.append(lambda f=fns[name]: f(*args).block_until_ready())
             names.append(f"{label} {name}")
@@ -216,6 +227,38 @@ def corners_main(rev: str, rounds: int, sr: int = 2):
     for k in (0, 2):
         print(f"{names[k + 1]} / base: CPU {cpu[k + 1] / cpu[k]:.2f}, wall "
               f"{wall[k + 1] / wall[k]:.2f}")
+    print(f"load {os.getloadavg()[0]:.1f}")
+
+
+def grad_main(rev: str, rounds: int):
+    """The gradient for the data and the ROIs of ``sum(out * ct)`` at the anchor (avg and max,
+    ``sampling_ratio`` 2 and 0), this tree's lowering against the base revision's: compile
+    (best of 3) and kernels, then run times interleaved."""
+    from jaxmax._src.lowering.roi import align as this  # noqa: PLC0415
+
+    base = load_base(rev)
+    args = [jax.device_put(a) for a in (X, boxes(300), BATCH.astype(np.int32))]
+    ct = np.random.default_rng(1).standard_normal((300, 256, 7, 7)).astype(np.float32)
+    print(f"load {os.getloadavg()[0]:.1f}; base {rev}")
+    runs, names = [], []
+    for mode, sr in (("avg", 2), ("max", 2), ("avg", 0), ("max", 0)):
+        static = dict(face="onnx", mode=mode, corners=False, pooled=(7, 7), sampling_ratio=sr,
+                      scale=float(np.float32(1 / 16)), geometry=(0.5, False))
+        for name, module in (("base", base), ("this", this)):
+            def grad(x, r, b, module=module, static=static):
+                return jax.grad(lambda x, r: (module.align(x, r, b, **static) * ct).sum(),
+                                argnums=(0, 1))(x, r)
+            wall, cpu, kernels, _ = compile_seconds(grad, args)
+            print(f"{mode} sr={sr} {name}: gradient compile {wall:.3f} s wall, {cpu:.3f} s "
+                  f"CPU, {kernels} kernels", flush=True)
+            f = jax.jit(grad)
+            runs.append(lambda f=f: jax.block_until_ready(f(*args)))
+            names.append(f"{mode} sr={sr} {name}")
+    cpu, wall = interleaved(runs, rounds)
+    for k in range(0, len(runs), 2):
+        print(f"{names[k + 1]}: {cpu[k + 1]:.1f} ms CPU, {wall[k + 1]:.1f} ms wall; / base CPU "
+              f"{cpu[k + 1] / cpu[k]:.2f}, wall {wall[k + 1] / wall[k]:.2f} (base {cpu[k]:.1f}, "
+              f"{wall[k]:.1f})")
     print(f"load {os.getloadavg()[0]:.1f}")
 
 
@@ -274,6 +317,11 @@ def main():
         def opt(name, default):
             return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
         corners_main(opt("--base", "main"), int(opt("--rounds", "21")), int(opt("--sr", "2")))
+        return
+    if "--grad" in sys.argv:
+        def opt(name, default):
+            return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+        grad_main(opt("--base", "main"), int(opt("--rounds", "9")))
         return
     if "--data" in sys.argv:
         def opt(name, default):

@@ -116,8 +116,9 @@ GRADIENTS = [(c, layout) for c in CASES if c.grad for layout in c.layouts]
 # with its instruction
 GRADIENT_OVER: dict[tuple[str, str], str] = {}
 
-# On ``Auto`` axes a planned call's derivative is a computation of its own: the ROI poolings'
-# reverse mode is planned too (each device's images or channels, lowering/roi_sharded.py), and
+# On ``Auto`` axes a planned call's derivative is a computation of its own: the ROI poolings' and
+# RoiAlign's reverse mode is planned too (each device's images or channels,
+# lowering/roi_sharded.py), and
 # so are the tangents and their transposes of AdaptiveMaxPool, MaxUnpool and the window pools
 # (lowering/plane_take.py, lowering/unpool.py, lowering/pooling/max_pool.py), and the along-axis
 # scatters' reverse mode (lowering/scatter/auto_derivative.py); the other families' derivatives
@@ -129,15 +130,10 @@ AUTO_GRADIENT_REASONS = {
                             "recomputed codes: 768 B for a bound of 384 B (planned per device "
                             "it moved 256 B, for 30-50% more compile on every gradient)",
     "onnx.reduce_max": "as onnx.global_max_pool",
-    "onnx.roi_align": "the reverse mode laid out by the partitioner: four partial sums of the "
-                      "output's size all-reduced",
-    "openvino.roi_align": "as onnx.roi_align",
 }
 AUTO_GRADIENT_OVER_ROWS = [
     ('onnx.global_max_pool GlobalMaxPool-22', 'H and W'),
     ('onnx.reduce_max ReduceMax-13 all axes', 'H and W (reduced)'),
-    ('onnx.roi_align RoiAlign-22 max 3x3 sr 2', 'batch'),
-    ('openvino.roi_align ROIAlign-9 avg 2x2 sr 2 half_pixel', 'batch'),
 ]
 AUTO_GRADIENT_OVER = {
     row: "on Auto axes: " + next(r for p, r in AUTO_GRADIENT_REASONS.items()

@@ -86,8 +86,9 @@ def call(plain: Callable[..., tuple], planner: Planner, args: Sequence[jax.Array
     is dead code where the backward reads only the inputs); neither: not differentiable.
     With `vjp`, `backward` plans that reverse mode in turn: ``backward(mesh, specs)`` with the
     specs of the inputs and then of the output cotangents, a `Plan` whose per-device function
-    takes their blocks and gives the blocks of every input's cotangent (an input's cotangent
-    keeps that input's sharding); without it the partitioner lays the backward out.
+    takes their blocks and gives the blocks of every floating input's cotangent (an input's
+    cotangent keeps that input's sharding; an integer input has none); without it the
+    partitioner lays the backward out.
     `tied`: pairs ``((operand, axis), (other, its_axis))`` of operand axes that XLA's
     propagation is to shard alike (a cotangent laid out as the primal it pairs with)."""
     # the computation traced once: its constants (arrays it makes from NumPy values) become
@@ -155,8 +156,20 @@ def call(plain: Callable[..., tuple], planner: Planner, args: Sequence[jax.Array
         def backward_rule(primals, cotangents):
             if backward is None:
                 return reverse(*primals, *cotangents)
-            return call(reverse, backward, (*primals, *cotangents),
-                        kept=[[(i, a) for a in range(len(shapes[i]))] for i in range(n)])
+            # the planned call gives the floating inputs' cotangents; an integer input's is
+            # float0, outside it
+            floats = [i for i in range(n) if jnp.issubdtype(primals[i].dtype, jnp.inexact)]
+
+            def reverse_floats(*a):
+                got = reverse(*a)
+                return tuple(got[i] for i in floats)
+
+            got = call(reverse_floats, backward, (*primals, *cotangents),
+                       kept=[[(i, a) for a in range(len(shapes[i]))] for i in floats])
+            out = [np.zeros(primals[i].shape, jax.dtypes.float0) for i in range(n)]
+            for i, g in zip(floats, got, strict=True):
+                out[i] = g
+            return tuple(out)
 
         reversible.defvjp(forward, backward_rule)
         return reversible(*args)

@@ -234,3 +234,58 @@ def max_pool_backward_plan(shapes, specs, mesh, run: Callable[..., jax.Array]):
         g_spec = (None, x_spec[1], None, None)
         return auto_partition.Plan(by_channels, (x_spec, rois_spec, g_spec), (x_spec, rois_spec))
     return None
+
+
+def align_backward_plan(shapes, specs, mesh, run: Callable[..., jax.Array]):
+    """RoiAlign's reverse mode on ``Auto`` axes (:mod:`jaxmax._src.auto_partition`,
+    `backward`) in the forward's forms: the operands ``(x, boxes, batch, g)`` of `shapes` laid
+    out as `specs`, `g` the output cotangent, `run(x, boxes, batch)` the lowering; the
+    cotangents of `x` and `boxes`. None for the layouts no form takes.
+
+    * the images sharded (`images_plan`): each device the cotangent of its own images from the
+      ROIs it owns (the others' cotangent zeroed, as the forward dropped their values), and
+      the boxes' cotangent summed as integer bits (one device owns each ROI: exact); the one-
+      device bits, since the four corners' cotangents are one scatter in a fixed order
+      (`align._corner_products`);
+    * the channels sharded (`channels_plan`): each device its channels, the boxes' cotangent
+      the sum of the devices' channels (another order of the one-device sum: up to rounding);
+    * the ROIs sharded (`rois_plan`): each device its ROIs' cotangents, the images' cotangent
+      the sum of the devices' parts (up to rounding, as XLA's partitioner summed them)."""
+    x_spec, boxes_spec = specs[0], specs[1]
+
+    def reverse(x, boxes, batch, g):
+        return jax.vjp(lambda x, b: run(x, b, batch), x, boxes)[1](g)
+
+    if images_plan(shapes[:3], specs[:3], mesh, run, 2) is not None:
+        names = explicit_axes.entry_names(x_spec[0])
+        block = shapes[0][0] // explicit_axes.devices_along(mesh, names)
+
+        def by_images(xb, boxes, batch, g):
+            local, owned = _local_images(batch, names, block, 0)
+            mask = owned.reshape(owned.shape + (1,) * (g.ndim - 1))
+            g = jnp.where(mask, g, jnp.zeros((), g.dtype))
+            gx, gb = reverse(xb, boxes, local, g)
+            bits = jnp.where(owned[:, None], order.bits(gb), jnp.zeros((), order.bits(gb).dtype))
+            return gx, order.from_bits(lax.psum(bits, names), gb.dtype)
+        return auto_partition.Plan(by_images, (x_spec, (None,) * 2, (None,), (None,) * 4),
+                                   (x_spec, (None,) * 2))
+    if channels_plan(shapes[:3], specs[:3], mesh, run) is not None:
+        names = explicit_axes.entry_names(x_spec[1])
+
+        def by_channels(xb, boxes, batch, g):
+            gx, gb = reverse(xb, boxes, batch, g)
+            return gx, lax.psum(gb, names)
+        return auto_partition.Plan(by_channels, (x_spec, (None,) * 2, (None,),
+                                                 (None, x_spec[1], None, None)),
+                                   (x_spec, (None,) * 2))
+    if rois_plan(shapes[:3], specs[:3], mesh, run) is not None:
+        first = boxes_spec[0]
+        names = explicit_axes.entry_names(first)
+
+        def by_rois(xb, boxes, batch, g):
+            gx, gb = reverse(xb, boxes, batch, g)
+            return lax.psum(gx, names), gb
+        return auto_partition.Plan(by_rois, (x_spec, tuple(boxes_spec), tuple(specs[2]),
+                                             (first, x_spec[1], None, None)),
+                                   (x_spec, tuple(boxes_spec)))
+    return None
