@@ -246,7 +246,7 @@ def align_backward_plan(shapes, specs, mesh, run: Callable[..., jax.Array]):
       ROIs it owns (the others' cotangent zeroed, as the forward dropped their values), and
       the boxes' cotangent summed as integer bits (one device owns each ROI: exact); the one-
       device bits, since the four corners' cotangents are one scatter in a fixed order
-      (`align._corner_products`);
+      (`align._four_corners`);
     * the channels sharded (`channels_plan`): each device its channels, the boxes' cotangent
       the sum of the devices' channels (another order of the one-device sum: up to rounding);
     * the ROIs sharded (`rois_plan`): each device its ROIs' cotangents, the images' cotangent
@@ -265,7 +265,8 @@ def align_backward_plan(shapes, specs, mesh, run: Callable[..., jax.Array]):
             mask = owned.reshape(owned.shape + (1,) * (g.ndim - 1))
             g = jnp.where(mask, g, jnp.zeros((), g.dtype))
             gx, gb = reverse(xb, boxes, local, g)
-            bits = jnp.where(owned[:, None], order.bits(gb), jnp.zeros((), order.bits(gb).dtype))
+            bits = order.bits(gb)
+            bits = jnp.where(owned[:, None], bits, jnp.zeros((), bits.dtype))
             return gx, order.from_bits(lax.psum(bits, names), gb.dtype)
         return auto_partition.Plan(by_images, (x_spec, (None,) * 2, (None,), (None,) * 4),
                                    (x_spec, (None,) * 2))

@@ -23,5 +23,6 @@ stays on its target's device (sharded off the scatter axis), and
 orders them (each device's partial result, combined in one or two all-reduces of integer keys).
 On ``Auto`` mesh axes the same per-device forms (their `plan` functions; and ScatterND's blocks
 of the slice axes, and each device's own rows of the data) are chosen once XLA knows the
-sharding (:mod:`jaxmax._src.auto_partition`).
+sharding (:mod:`jaxmax._src.auto_partition`), and the along-axis faces' reverse mode is planned
+in the same forms (:mod:`~jaxmax._src.lowering.scatter.auto_derivative`).
 """

@@ -45,9 +45,9 @@ whole. Otherwise they are computed from the output as on one device, with the me
 
 `plan` chooses the form from the operands' specs alone, so that ``Auto`` mesh axes take the same
 per-device forward once XLA knows the shardings (:mod:`jaxmax._src.auto_partition`, from
-:mod:`~jaxmax._src.lowering.scatter.max_scatter`); their derivative there is the one-device
-rule's from the output, laid out by XLA's partitioner (the block gradients above need the
-forward's keys, which a partitioned call does not return).
+:mod:`~jaxmax._src.lowering.scatter.max_scatter`), and the same block gradients
+(`maximum_block`, `acc_gt_block`), from the keys a second planned forward returns under ``grad``
+(:mod:`~jaxmax._src.lowering.scatter.auto_derivative`).
 """
 
 from __future__ import annotations
@@ -487,8 +487,8 @@ def acc_gt_block(elements, shape, dtype, data_spec, axis, names, mesh, use_init)
     updates sharded along the scatter `axis` over `names` and the data sharded alike or
     replicated: ``block(data, indices, updates, out, codes, restart, g)``, `codes` and
     `restart` what the forward's all-reduces left on every device. The partitioner's form
-    all-reduced and all-gathered data-sized positions and the output's
-    bits (1.6-3.6 KiB for a 0.5 KiB output).
+    all-reduced and all-gathered data-sized positions and the output's bits (1.6-3.6 KiB for a
+    0.5 KiB output).
 
     The cotangent of a target goes to the last update (in the fold's order: device, then
     position) at or after the target's last NaN update that equals the output, else to the

@@ -351,7 +351,9 @@ def _coordinates_on_auto_axes(compute, gradients, data, indices, updates, *, rul
     axis, each device scattering every update whose first coordinate falls in its block
     (`scatter_across.plan`); the operands gathered otherwise. The output keeps the data's
     sharding. The derivative is the one-device rule's cotangents from the output (`gradients`,
-    in the one-device program's geometry), as for the along-axis faces (`_from_output`)."""
+    in the one-device program's geometry, `_from_output`), laid out by XLA's partitioner
+    (within the collectives bound on every layout measured; the along-axis faces plan theirs,
+    :mod:`~jaxmax._src.lowering.scatter.auto_derivative`)."""
     ordered = indices.ndim >= 2 and indices.shape[-1] > 0
     fits = np.iinfo(indices.dtype).max >= data.shape[0]
     return _partitioned(compute, gradients, data, indices, updates, scatter_blocks.slices_plan,
