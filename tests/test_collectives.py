@@ -126,8 +126,9 @@ GRADIENT_OVER: dict[tuple[str, str], str] = {}
 # and XLA's partitioner lays them out. The rows over the bound there, strictly expected to
 # fail with their family's reason:
 AUTO_GRADIENT_REASONS = {
-    "onnx.global_max_pool": "the tie counts and shares all-reduced beside the forward's "
-                            "recomputed codes: 768 B for a bound of 384 B (planned per device "
+    "onnx.global_max_pool": "the derivative's max, tie count and shared sum (each "
+                            "output-sized) all-reduced by the partitioner once per mesh axis "
+                            "(H and W on two): 768 B for a bound of 384 B (planned per device "
                             "it moved 256 B, for 30-50% more compile on every gradient)",
     "onnx.reduce_max": "as onnx.global_max_pool",
 }
