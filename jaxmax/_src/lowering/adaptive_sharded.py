@@ -44,7 +44,7 @@ from jax import lax
 from jax.sharding import PartitionSpec
 
 from jaxmax._src import dtypes, explicit_axes, linear_calls
-from jaxmax._src.lowering import order
+from jaxmax._src.lowering import bit_sum, order
 
 __all__ = ["adaptive_max_pool", "applies", "block_offsets", "body", "fits", "held", "picked",
            "scattered"]
@@ -216,9 +216,7 @@ class _Body:
         kept). Not differentiable: a forward of `jaxmax._src.linear_calls`, whose transpose is
         `cotangent`."""
         mine, local = held(indices, self.spec, tuple(t.shape), self.shape)
-        bits = order.bits(picked(t, local))
-        bits = lax.psum(jnp.where(mine, bits, jnp.zeros((), bits.dtype)), self._names(t))
-        return self._own_part(order.from_bits(bits, t.dtype))
+        return self._own_part(bit_sum.owner_sum(picked(t, local), self._names(t), mine))
 
     def cotangent(self, like: jax.Array, indices: jax.Array, ct: jax.Array) -> jax.Array:
         """The transpose of `tangent`: this block's cotangent, every output's cotangent added

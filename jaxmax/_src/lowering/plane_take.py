@@ -29,10 +29,9 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from jaxmax._src import auto_partition, explicit_axes
-from jaxmax._src.lowering import adaptive_sharded, order
+from jaxmax._src.lowering import adaptive_sharded, bit_sum
 
 
 def take(t: jax.Array, indices: jax.Array, like: jax.Array,
@@ -81,9 +80,7 @@ def _forward_plan(mesh, specs, shape: tuple[int, ...], plain):
 
     def per_device(_, ind, tb):
         mine, local = adaptive_sharded.held(ind, spec, block, shape)
-        bits = order.bits(adaptive_sharded.picked(tb, local))
-        bits = lax.psum(jnp.where(mine, bits, jnp.zeros((), bits.dtype)), names)
-        return (order.from_bits(bits, tb.dtype),)
+        return (bit_sum.owner_sum(adaptive_sharded.picked(tb, local), names, mine),)
     return auto_partition.Plan(per_device, (like_spec, out_spec, spec), (out_spec,))
 
 

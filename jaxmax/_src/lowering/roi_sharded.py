@@ -30,7 +30,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import auto_partition, explicit_axes
-from jaxmax._src.lowering import order
+from jaxmax._src.lowering import bit_sum
 from jaxmax._src.lowering.roi import rois as rois_lowering
 
 
@@ -104,19 +104,20 @@ def _local_images(batch, names, block: int, absent: int):
 def _owned_sum(out, owned, names):
     """`out` from the device that owns each ROI (`owned`), summed as integer bits across the
     devices of `names` (every other device adds 0): exact."""
-    mask = owned.reshape(owned.shape + (1,) * (out.ndim - 1))
-    bits = order.bits(out)
-    return order.from_bits(lax.psum(jnp.where(mask, bits, jnp.zeros((), bits.dtype)), names),
-                           out.dtype)
+    return bit_sum.owner_sum(out, names, _per_roi(owned, out.ndim))
 
 
 @_owned_sum.defjvp
 def _owned_sum_jvp(names, primals, tangents):
     out, owned = primals
     t = tangents[0]
-    mask = owned.reshape(owned.shape + (1,) * (out.ndim - 1))
     return (_owned_sum(out, owned, names),
-            lax.psum(jnp.where(mask, t, jnp.zeros((), t.dtype)), names))
+            lax.psum(jnp.where(_per_roi(owned, t.ndim), t, jnp.zeros((), t.dtype)), names))
+
+
+def _per_roi(owned: jax.Array, ndim: int) -> jax.Array:
+    """`owned` (one flag per ROI) broadcastable against an ``(R, ...)`` array of `ndim` axes."""
+    return owned.reshape(owned.shape + (1,) * (ndim - 1))
 
 
 def by_rois(x: jax.Array, rois: tuple[jax.Array, ...], run: Callable[..., jax.Array]):
@@ -223,8 +224,8 @@ def max_pool_backward_plan(shapes, specs, mesh, run: Callable[..., jax.Array]):
 
         def by_images(xb, rois, g):
             local, owned = _local_images(rois, names, block, -1)
-            mask = owned.reshape(owned.shape + (1,) * (g.ndim - 1))
-            g = jnp.where(mask, g, jnp.zeros((), g.dtype))  # as the Explicit form's derivative
+            # as the Explicit form's derivative
+            g = jnp.where(_per_roi(owned, g.ndim), g, jnp.zeros((), g.dtype))
             return reverse(xb, rois.at[:, 0].set(local), g)[0], jnp.zeros_like(rois)
         return auto_partition.Plan(by_images, (x_spec, rois_spec, (None,) * 4),
                                    (x_spec, rois_spec))
@@ -262,12 +263,9 @@ def align_backward_plan(shapes, specs, mesh, run: Callable[..., jax.Array]):
 
         def by_images(xb, boxes, batch, g):
             local, owned = _local_images(batch, names, block, 0)
-            mask = owned.reshape(owned.shape + (1,) * (g.ndim - 1))
-            g = jnp.where(mask, g, jnp.zeros((), g.dtype))
+            g = jnp.where(_per_roi(owned, g.ndim), g, jnp.zeros((), g.dtype))
             gx, gb = reverse(xb, boxes, local, g)
-            bits = order.bits(gb)
-            bits = jnp.where(owned[:, None], bits, jnp.zeros((), bits.dtype))
-            return gx, order.from_bits(lax.psum(bits, names), gb.dtype)
+            return gx, bit_sum.owner_sum(gb, names, _per_roi(owned, gb.ndim))
         return auto_partition.Plan(by_images, (x_spec, (None,) * 2, (None,), (None,) * 4),
                                    (x_spec, (None,) * 2))
     if channels_plan(shapes[:3], specs[:3], mesh, run) is not None:

@@ -20,7 +20,7 @@ tangent (`derivative`, :mod:`jaxmax._src.linear_calls`) laid out the same way, a
 one-device derivative bit for bit:
 
 * forward (`_Form.tangent`): the tangent's halo exchanged, each device's outputs' tangents from
-  the one-device lowering's, and their bits added by one integer all-reduce (`exact_sum`; a
+  the one-device lowering's, and their bits added by one integer all-reduce (`bit_sum.owner_sum`; a
   floating sum turned a ``-0.0`` tangent into ``-0.0 + 0.0 = +0.0``);
 * transpose (`_Form.cotangent`): each device takes every output whose window reads its block
   (its own, and those of its neighbours that reach into it: `_Touch`), their cotangents (the
@@ -52,11 +52,11 @@ from jax import lax
 from jax.sharding import PartitionSpec
 
 from jaxmax._src import dtypes, explicit_axes, linear_calls
-from jaxmax._src.lowering import order
+from jaxmax._src.lowering import bit_sum, order
 from jaxmax._src.lowering.pooling.geometry import Geometry
 from jaxmax._src.lowering.pooling.winners import IndexLayout
 
-__all__ = ["applies", "derivative", "exact_sum", "explicit_form", "max_pool", "may_apply",
+__all__ = ["applies", "derivative", "explicit_form", "max_pool", "may_apply",
            "per_device", "splits", "with_tangent"]
 
 #: ``local(block, padding, with_indices)``: the one-device pool of a block with its own static
@@ -67,13 +67,6 @@ Local = Callable[[jax.Array, tuple[tuple[int, int], ...], bool], Any]
 #: ``combine(parts, mesh_axes)``: the devices' parts of the tangent (each its own outputs',
 #: zeros elsewhere) added over `mesh_axes`.
 Combine = Callable[[jax.Array, tuple[str, ...]], jax.Array]
-
-
-def exact_sum(parts: jax.Array, names: tuple[str, ...]) -> jax.Array:
-    """The devices' `parts` (one device's tangent at each element, zeros elsewhere) added as
-    integer bits: exact, a ``-0.0`` tangent kept (``-0.0 + 0.0`` is ``+0.0``). Not
-    differentiable: a forward of `jaxmax._src.linear_calls`, whose transpose is `cotangent`."""
-    return order.from_bits(lax.psum(order.bits(parts), names), parts.dtype)
 
 
 class _Kind(NamedTuple):
@@ -277,7 +270,7 @@ def explicit_form(x: jax.Array, g: Geometry, local: Local) -> _Form | None:
 
 def derivative(form: _Form, mesh, x: jax.Array, t: jax.Array) -> jax.Array:
     """The tangent of the values at `x` along `t` by `form` on ``Explicit`` axes: a linear
-    function of `t` (:mod:`jaxmax._src.linear_calls`) whose forward (`exact_sum`) and
+    function of `t` (:mod:`jaxmax._src.linear_calls`) whose forward (`bit_sum.owner_sum`) and
     transpose (`_Form.cotangent`) are each the one-device bits; where the linear call does not
     work, `_Form.tangent` as it is (its transpose sums the halo rows' cotangents in another
     order, and its forward turns a ``-0.0`` tangent into ``+0.0``)."""
@@ -293,7 +286,7 @@ def derivative(form: _Form, mesh, x: jax.Array, t: jax.Array) -> jax.Array:
         return mapped(form.tangent, (in_spec,) * 2, out_spec)(x, t)
 
     def forward(residuals, tangent):
-        return mapped(lambda v, w: form.tangent(v, w, exact_sum), (in_spec,) * 2, out_spec)(
+        return mapped(lambda v, w: form.tangent(v, w, bit_sum.owner_sum), (in_spec,) * 2, out_spec)(
             *residuals, *tangent)
 
     def transpose(residuals, cotangent):

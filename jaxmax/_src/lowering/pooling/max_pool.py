@@ -46,7 +46,7 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import auto_partition, dtypes, explicit_axes, linear_calls
-from jaxmax._src.lowering import compile_options, rules
+from jaxmax._src.lowering import bit_sum, compile_options, rules
 from jaxmax._src.lowering.pooling import compact as pool_compact
 from jaxmax._src.lowering.pooling import geometry as pool_geometry
 from jaxmax._src.lowering.pooling import halo as pool_halo
@@ -179,7 +179,7 @@ class _AutoForm:
         """The tangent of the values of ``compute(x)`` along `t`: a linear function of `t`
         (:mod:`jaxmax._src.linear_calls`) whose forward and transpose are each laid out per
         device once XLA knows the sharding. Forward: each device's outputs' tangents from its
-        block and halo, the devices' parts added as integer bits (`pool_halo.exact_sum`:
+        block and halo, the devices' parts added as integer bits (`bit_sum.owner_sum`:
         exact, a ``-0.0`` kept); transpose: each device's cotangent from every output whose
         window reads its block (`pool_halo`'s ``cotangent``: the one-device sums, in the same
         order). XLA's partitioner, given the one-device derivative, all-reduced an input-sized
@@ -204,7 +204,7 @@ class _AutoForm:
                 return None
             part, out_spec = got
             return auto_partition.Plan(
-                lambda v, w: (part.tangent(v, w, pool_halo.exact_sum),), specs, (out_spec,))
+                lambda v, w: (part.tangent(v, w, bit_sum.owner_sum),), specs, (out_spec,))
 
         def transpose(mesh, specs, reverse):
             del reverse  # (the per-device part transposes every layout it takes)

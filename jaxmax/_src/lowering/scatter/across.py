@@ -32,8 +32,8 @@ along the scatter axis (along-axis faces), each device scatters every update int
 block instead: no collective.
 
 Gradients are the rule's (`rules.gradients`), bit for bit. With the updates sharded along the
-scatter axis and the data sharded alike (or, for ``acc_gt``, replicated), the along-axis faces
-take them in blocks too (`_maximum_gradients`, `_acc_gt_gradients`): the forward's all-reduces
+scatter axis and the data sharded alike or replicated (`gradients_in_blocks`), the along-axis
+faces take them in blocks too (`_maximum_gradients`, `_acc_gt_gradients`): the forward's all-reduces
 leave every target's combined key (and ``acc_gt``'s restart device) on every device, which
 tells each update whether it can have produced the output; then one small integer exchange
 (the counts of equal updates, reduce-scattered to their targets' owners; or the last device
@@ -73,12 +73,15 @@ class Form(NamedTuple):
     """One device's part of a scatter: ``forward(data, indices, updates)`` on its blocks laid
     out as `in_specs` (data, indices, updates), giving its block of the output laid out as
     `out_spec`; `names` are the mesh axes along the order axis (of the updates, or with
-    replicated updates of the data)."""
+    replicated updates of the data). `kind`: ``"across"`` (the updates sharded along the
+    order axis), ``"own"`` (replicated updates, each device its own block of the data), or
+    ``"blocks"`` (:mod:`.blocks`' form, every update on its target's device)."""
 
     forward: Callable
     in_specs: tuple[tuple, tuple, tuple]
     out_spec: tuple
     names: tuple[str, ...]
+    kind: str
 
 
 def plan(mesh, shape: tuple[int, ...], dtype, specs, along: Callable, *, order_axis: int,
@@ -104,6 +107,7 @@ def plan(mesh, shape: tuple[int, ...], dtype, specs, along: Callable, *, order_a
         if not floating and not use_init:
             return None
         forward = _exchange(rule, use_init, local, shape, dtype, data_spec, mesh, names, n)
+        kind = "across"
         if not _sharded(index_spec):
             # (no collective: each device keeps its own block of a replicated array)
             index_spec = tuple(update_spec[order_axis] if b == order_axis else None
@@ -113,9 +117,21 @@ def plan(mesh, shape: tuple[int, ...], dtype, specs, along: Callable, *, order_a
         if not names or any(e is not None for b, e in enumerate(data_spec) if b != order_axis):
             return None
         forward = _own_block(rule, use_init, local, shift, shape, mesh, order_axis, names)
+        kind = "own"
     else:
         return None
-    return Form(forward, (data_spec, index_spec, update_spec), data_spec, names)
+    return Form(forward, (data_spec, index_spec, update_spec), data_spec, names, kind)
+
+
+def gradients_in_blocks(form: Form, rule: str, use_init: bool) -> bool:
+    """Whether `form`'s cotangents come in blocks (`maximum_block`, `acc_gt_block`): the
+    updates sharded along the order axis, the data sharded alike or replicated (the IEEE
+    ``maximum`` with the data as the fold's start; ``acc > u ? acc : u``)."""
+    data_spec, _, update_spec = form.in_specs
+    if form.kind != "across" or (_sharded(data_spec)
+                                 and tuple(data_spec) != tuple(update_spec)):
+        return False
+    return (rule == "maximum" and use_init) or rule == "acc_gt"
 
 
 def along_order(data: jax.Array, indices: jax.Array, updates: jax.Array, *, order_axis: int,
@@ -162,11 +178,7 @@ def along_order(data: jax.Array, indices: jax.Array, updates: jax.Array, *, orde
                            out_specs=PartitionSpec(*data_spec), check_vma=False)
     if not dtypes.is_floating(data.dtype):
         return mapped(data, indices, updates)
-    alike = _sharded(update_spec) and tuple(data_spec) == tuple(update_spec)
-    if elements is not None and ((rule == "maximum" and use_init and alike) or (
-            rule == "acc_gt" and _sharded(update_spec) and (alike or not _sharded(data_spec)))):
-        # updates sharded along the scatter axis, the data alike (or replicated): the
-        # backward in blocks too
+    if elements is not None and gradients_in_blocks(form, rule, use_init):
         residuals = 1 if rule == "maximum" else 2
         with_keys = jax.shard_map(
             lambda *a: forward(*a, keys=True), mesh=mesh, in_specs=in_specs,

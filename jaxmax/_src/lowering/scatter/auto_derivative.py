@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -38,26 +37,20 @@ import numpy as np
 from jax import lax
 
 from jaxmax._src import auto_partition, dtypes, explicit_axes
-from jaxmax._src.lowering import order
+from jaxmax._src.lowering import bit_sum, order
 from jaxmax._src.lowering.scatter import across as scatter_across
 
-Spec = tuple
+Choose = Callable[[object, tuple], "scatter_across.Form | None"]
 
 
-class Choice(NamedTuple):
-    """A form of the scatter for operands laid out as the planner's specs: `kind` (``"blocks"``,
-    ``"own"`` or ``"across"``), the specs it takes (data, indices, updates) and gives, its
-    forward on each device's blocks, and for ``"across"`` the mesh axes along the order
-    axis."""
+def forward_planner(choose: Choose) -> auto_partition.Planner:
+    """The planner of the forward `choose(mesh, specs)` picks (None: the operands gathered)."""
+    def planner(mesh, specs):
+        form = choose(mesh, specs)
+        return None if form is None else auto_partition.Plan(
+            lambda d, i, u: (form.forward(d, i, u),), form.in_specs, (form.out_spec,))
 
-    kind: str
-    in_specs: tuple[Spec, Spec, Spec]
-    out_spec: Spec
-    forward: Callable
-    names: tuple[str, ...] = ()
-
-
-Choose = Callable[[object, tuple], "Choice | None"]
+    return planner
 
 
 def differentiable(plain: Callable, choose: Choose, gradients: Callable, data, indices, updates,
@@ -78,13 +71,8 @@ def differentiable(plain: Callable, choose: Choose, gradients: Callable, data, i
                  if b != axis and shapes[o][b] == shape[b])
     residuals = _residuals(rule, dtype)
 
-    def forward_plan(mesh, specs):
-        got = choose(mesh, specs)
-        return None if got is None else auto_partition.Plan(
-            lambda d, i, u: (got.forward(d, i, u),), got.in_specs, (got.out_spec,))
-
     def primal(d, i, u):
-        return auto_partition.call(lambda *a: (plain(*a),), forward_plan, (d, i, u),
+        return auto_partition.call(lambda *a: (plain(*a),), forward_planner(choose), (d, i, u),
                                    kept=(kept,), tied=tied)[0]
 
     if not dtypes.is_floating(dtype):
@@ -97,7 +85,7 @@ def differentiable(plain: Callable, choose: Choose, gradients: Callable, data, i
         got = choose(mesh, specs)
         if got is None:
             return None
-        if got.kind == "across" and _backward_in_blocks(got, rule, use_init):
+        if scatter_across.gradients_in_blocks(got, rule, use_init):
             def run(d, i, u):
                 out, *keys = got.forward(d, i, u, keys=True)
                 return (out, *(k.astype(t) for k, t in zip(keys, residuals, strict=True)),
@@ -129,9 +117,9 @@ def differentiable(plain: Callable, choose: Choose, gradients: Callable, data, i
                 start = lax.axis_index(names) * block
                 g_data, g_upd = gradients(d, shift(i, size, start, block), u, out, rest[-1])
                 # one device holds each update's target: an integer sum of the bits is exact
-                return g_data, order.from_bits(lax.psum(order.bits(g_upd), names), dtype)
+                return g_data, bit_sum.owner_sum(g_upd, names)
             return auto_partition.Plan(per_device, got.in_specs + rest, out_specs)
-        if not _backward_in_blocks(got, rule, use_init):
+        if not scatter_across.gradients_in_blocks(got, rule, use_init):
             return None
         make = (scatter_across.maximum_block if rule == "maximum" else
                 lambda *a: scatter_across.acc_gt_block(*a, use_init))
@@ -181,19 +169,7 @@ def _residuals(rule: str, dtype) -> tuple:
     return ()
 
 
-def _backward_in_blocks(got: Choice, rule: str, use_init: bool) -> bool:
-    """Whether the ``"across"`` form `got` has its backward in blocks: updates sharded along the
-    order axis, the data alike or replicated (``"maximum"`` with the data as the fold's
-    start)."""
-    data_spec, _, update_spec = got.in_specs
-    alike = tuple(data_spec) == tuple(update_spec)
-    replicated = all(e is None for e in data_spec)
-    if rule == "maximum":
-        return use_init and (alike or replicated)
-    return rule == "acc_gt" and (alike or replicated)
-
-
-def _tag(got: Choice | None) -> jax.Array:
+def _tag(got: scatter_across.Form | None) -> jax.Array:
     """A form's name as three int32: zeros for the gathered form, else its kind, its devices
     along the order axis and a checksum of its specs."""
     if got is None:

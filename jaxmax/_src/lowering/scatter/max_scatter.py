@@ -157,21 +157,16 @@ def _chooser(compute, data, indices, updates, blocks, *, order_axis, rule, use_i
     def choose(mesh, specs):
         in_specs = blocks(mesh, shapes, specs)
         if in_specs is not None:
-            return auto_derivative.Choice("blocks", in_specs, in_specs[0], compute)
+            return scatter_across.Form(compute, in_specs, in_specs[0], (), "blocks")
         if order_axis is None or not auto_partition.all_even(mesh, specs, shapes):
             return None
 
         def along(operand, b):
             return explicit_axes.entry_names(specs[operand][b])
 
-        form = scatter_across.plan(mesh, shapes[0], np.dtype(data.dtype), specs, along,
+        return scatter_across.plan(mesh, shapes[0], np.dtype(data.dtype), specs, along,
                                    order_axis=order_axis, rule=rule, use_init=use_init,
                                    local=local, shift=shift)
-        if form is None:
-            return None
-        kind = "across" if any(e is not None for e in form.in_specs[2]) else "own"
-        return auto_derivative.Choice(kind, form.in_specs, form.out_spec, form.forward,
-                                      form.names)
 
     return choose
 
@@ -183,14 +178,9 @@ def _partitioned(compute, gradients, data, indices, updates, blocks, *, order_ax
     from the output (`_from_output`), laid out by XLA's partitioner."""
     choose = _chooser(compute, data, indices, updates, blocks, order_axis=order_axis,
                       rule=rule, use_init=use_init, local=local, shift=shift)
-
-    def planner(mesh, specs):
-        got = choose(mesh, specs)
-        return None if got is None else auto_partition.Plan(
-            lambda d, i, u: (got.forward(d, i, u),), got.in_specs, (got.out_spec,))
-
     kept = (tuple((0, b) for b in range(data.ndim)),)
-    return auto_partition.call(lambda d, i, u: (compute(d, i, u),), planner,
+    return auto_partition.call(lambda d, i, u: (compute(d, i, u),),
+                               auto_derivative.forward_planner(choose),
                                (data, indices, updates), kept=kept,
                                jvp=_from_output(gradients))[0]
 
