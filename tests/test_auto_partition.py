@@ -420,3 +420,66 @@ def test_arg_max_on_auto_axes(last, spec):
     def loss(v):  # the indices pass no gradient
         return (v.sum(axis=1, keepdims=not last) * f(v).astype(v.dtype)).sum()
     _same(jax.jit(jax.grad(loss))(xs), jax.grad(loss)(x))
+
+
+_ROIS = np.array([[0, 0, 4, 4], [1, 1, 8, 6], [2.5, 0.5, 9, 9], [0, 3, 5, 8]], np.float32)
+_IMAGES = np.array([0, 2, 3, 1], np.int32)
+_UNPOOL_I = np.broadcast_to((np.arange(6)[:, None] * 24 + np.arange(6) * 2).reshape(1, 1, 6, 6),
+                            (4, 8, 6, 6)).astype(np.int64)
+_SCATTER_I = np.random.default_rng(5).integers(0, 12, (4, 8, 12, 3)).astype(np.int64)
+
+#: every operator that takes a planned call, with what it differentiates: (function, reverse,
+#: forward)
+REPLICATED = {
+    "TopK": (lambda v: onnx.top_k(v, 3, axis=-1)[0], True, True),
+    "ArgMax": (lambda v: onnx.arg_max(v, axis=1), False, False),
+    "SegmentMax": (lambda v: ov.segment_max(v, np.array([0, 0, 1, 3], np.int32),
+                                            num_segments=4, fill_mode="ZERO"), True, True),
+    "ScatterElements max": (lambda v: onnx.scatter_elements(v, _SCATTER_I, v[..., :3], axis=3,
+                                                            reduction="max"), True, False),
+    "MaxPool 3x3 stride 1": (lambda v: onnx.max_pool(v, kernel_shape=(3, 3)), True, True),
+    "MaxPool ceil": (lambda v: onnx.max_pool(v, kernel_shape=(3, 3), strides=(2, 2),
+                                             ceil_mode=1), True, True),
+    "GlobalMaxPool": (onnx.global_max_pool, True, True),
+    "AdaptiveMaxPool-8": (lambda v: ov.adaptive_max_pool(v, [5, 3])[0], True, True),
+    "MaxUnpool": (lambda v: onnx.max_unpool(v[:, :, :6, :6], _UNPOOL_I, kernel_shape=(2, 2),
+                                            strides=(2, 2)), True, True),
+    "RoiAlign sr 2": (lambda v: onnx.roi_align(v, _ROIS, _IMAGES, mode="max", output_height=2,
+                                               output_width=2, sampling_ratio=2), True, False),
+    "RoiAlign sr 0": (lambda v: onnx.roi_align(v, _ROIS, _IMAGES, output_height=2,
+                                               output_width=2, sampling_ratio=0), True, False),
+    "MaxRoiPool": (lambda v: onnx.max_roi_pool(
+        v, np.concatenate([_IMAGES[:, None].astype(np.float32), _ROIS], 1),
+        pooled_shape=(2, 2)), True, False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REPLICATED))
+def test_replicated_inputs_on_an_explicit_mesh(name):
+    """A replicated input on an ``Explicit`` mesh set with ``jax.set_mesh`` (no mesh axis in its
+    type: the planned call, which plans nothing here). With JAX 0.12 every one of these programs
+    failed to compile ("No registered implementation for untyped custom call to Sharding": the
+    per-device function was traced under the mesh, and its ops carried the mesh's sharding),
+    except SegmentMax's and GlobalMaxPool's derivatives, and MaxPool's aborted the process in
+    XLA's partitioner; JAX 0.10 compiled them. Values, gradients and tangents are the unsharded
+    bits."""
+    f, reverse, forward = REPLICATED[name]
+    x = tricky(7, (4, 8, 12, 12))
+    t = tricky(8, x.shape)
+    w = np.random.default_rng(9).standard_normal(np.shape(f(x))).astype(np.float32)
+
+    def loss(v):
+        return (f(v) * w).sum()
+
+    mesh = jax.make_mesh((4,), ("d",), axis_types=(AxisType.Explicit,), devices=jax.devices()[:4])
+    runs = {"values": jax.jit(f)}
+    if reverse:
+        runs["grad"] = jax.jit(jax.grad(loss))
+    if forward:
+        runs["jvp"] = jax.jit(lambda v, u: jax.jvp(f, (v,), (u,))[1])
+    for kind, run in runs.items():
+        args = (x, t) if kind == "jvp" else (x,)
+        expected = run(*args)
+        with jax.set_mesh(mesh):
+            got = run(*(jax.device_put(a, NamedSharding(mesh, P())) for a in args))
+        _same(got, expected)

@@ -12,7 +12,11 @@ data of a scatter). `call` wraps a one-device computation in
   `Plan` function, which returns the per-device function (the body the ``Explicit`` form runs
   in ``jax.shard_map``, collectives over the mesh axis names included) with the specs it takes
   and gives; or None, and the operands are gathered and every device computes the whole answer
-  (what the partitioner does for ``TopK`` on its own).
+  (what the partitioner does for ``TopK`` on its own). The per-device function is traced with
+  no mesh in context: under a ``jax.set_mesh`` of ``Explicit`` axes (a replicated input takes
+  this call) JAX 0.12 gave its ops that mesh's sharding, ``Sharding`` annotations XLA then
+  found inside the partitioned body (no implementation on the host; some programs aborted in
+  the partitioner).
 
 ``custom_partitioning`` has no batching or differentiation rules of its own: under ``jax.vmap``
 the computation runs as it is (a ``custom_vmap`` rule; the partitioner then decides), and the
@@ -118,7 +122,11 @@ def call(plain: Callable[..., tuple], planner: Planner, args: Sequence[jax.Array
         del result_shape
         mesh, arg_shapes = _named(mesh, arg_shapes)
         plan = planned(mesh, arg_shapes)
-        return (mesh, plan.per_device,
+
+        def per_device(*a):  # a body for each device, not for the mesh (module docstring)
+            with jax.sharding.use_abstract_mesh(_NO_MESH):
+                return plan.per_device(*a)
+        return (mesh, per_device,
                 tuple(NamedSharding(mesh, PartitionSpec(*s)) for s in plan.out_specs),
                 tuple(NamedSharding(mesh, PartitionSpec(*s)) for s in plan.in_specs))
 
@@ -186,6 +194,10 @@ def call(plain: Callable[..., tuple], planner: Planner, args: Sequence[jax.Array
         return out, jvp(primals, tangents, out)
 
     return differentiable(*args)
+
+
+#: The mesh context the per-device functions are traced in: none.
+_NO_MESH = jax.sharding.AbstractMesh((), ())
 
 
 def _named(mesh, arg_shapes):
