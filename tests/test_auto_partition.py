@@ -445,7 +445,7 @@ REPLICATED = {
     "MaxUnpool": (lambda v: onnx.max_unpool(v[:, :, :6, :6], _UNPOOL_I, kernel_shape=(2, 2),
                                             strides=(2, 2)), True, True),
     "RoiAlign sr 2": (lambda v: onnx.roi_align(v, _ROIS, _IMAGES, mode="max", output_height=2,
-                                               output_width=2, sampling_ratio=2), True, False),
+                                               output_width=2, sampling_ratio=2), True, True),
     "RoiAlign sr 0": (lambda v: onnx.roi_align(v, _ROIS, _IMAGES, output_height=2,
                                                output_width=2, sampling_ratio=0), True, False),
     "MaxRoiPool": (lambda v: onnx.max_roi_pool(

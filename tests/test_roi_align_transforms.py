@@ -408,3 +408,103 @@ def test_sharded_gradients_are_the_unsharded_bits(axis_type, case):
     for spec, (gx, _) in sharded.items():
         assert np.array_equal(_bits(gx), _bits(plain[0])), (spec, "X")
     assert np.array_equal(_bits(sharded[P("d")][1]), _bits(plain[1])), "rois"
+
+
+# ------------------------------------------------------------------------- forward mode
+
+_TANGENT_CASES = {
+    "onnx max sr 2": lambda x, r, b: onnx.roi_align(x, r, b, mode="max", output_height=2,
+                                                     output_width=3, sampling_ratio=2),
+    "openvino avg sr 2 half_pixel": lambda x, r, b: ov.roi_align(
+        x, r, b, pooled_h=3, pooled_w=2, sampling_ratio=2, spatial_scale=0.5, mode="avg",
+        aligned_mode="half_pixel"),
+}
+
+
+@functools.cache
+def _sharded_tangents(axis_type):
+    """Per case of `_TANGENT_CASES`: ``jax.jvp`` (tangents for X and the ROIs, normal values;
+    and for X alone) on unsharded arrays (on this host of 8 devices that is the planned call
+    with no plan: the lowering's own jvp), and with X sharded along the batch and along the
+    channels, and with the ROIs sharded, over 4 devices."""
+    mesh = jax.make_mesh((4,), ("d",), axis_types=(axis_type,), devices=jax.devices()[:4])
+    x, rng = _data(31, (4, 8, 16, 16))
+    rois = _rois(rng, 12, 16, 16, 1.0, 18.0)
+    batch = rng.integers(0, 4, 12).astype(np.int32)
+    tx = rng.standard_normal(x.shape).astype(np.float32)
+    tr = rng.standard_normal(rois.shape).astype(np.float32)
+    got = {}
+    for name, f in _TANGENT_CASES.items():
+        both = jax.jit(lambda x, r, tx, tr, f=f: jax.jvp(lambda v, w: f(v, w, batch), (x, r),
+                                                         (tx, tr))[1])
+        alone = jax.jit(lambda x, tx, f=f: jax.jvp(lambda v: f(v, rois, batch), (x,),
+                                                   (tx,))[1])
+        plain = both(x, rois, tx, tr), alone(x, tx)
+        with jax.set_mesh(mesh):
+            def put(a, spec):
+                return jax.device_put(a, NamedSharding(mesh, spec))
+            sharded = {layout: (both(put(x, s), put(rois, q), put(tx, s), put(tr, q)),
+                                alone(put(x, s), put(tx, s)))
+                       for layout, s, q in (("batch", P("d"), P()),
+                                            ("channels", P(None, "d"), P()),
+                                            ("rois", P(), P("d")))}
+        got[name] = plain, sharded
+    return got
+
+
+@pytest.mark.parametrize("axis_type", [AxisType.Explicit, AxisType.Auto])
+@pytest.mark.parametrize("case", list(_TANGENT_CASES))
+def test_forward_mode_works_sharded_and_gives_the_unsharded_bits(axis_type, case):
+    """``jax.jvp`` with sampling_ratio > 0 on a host of several devices: on Auto axes it raised
+    JAX's "can't apply forward-mode autodiff (jvp) to a custom_vjp function" for every jitted
+    call, sharded or not (the planned call had reverse mode only); its tangent is now a linear
+    call planned as the values are. X's tangent is the unsharded bits with X sharded along the
+    batch or the channels and with the ROIs sharded. The ROIs' term of the tangent is the
+    derivative of the sample positions, whose products each device's program may fuse in its own
+    way (JAX 0.12's differs from one device's with the ROIs sharded, JAX 0.10's with the
+    channels): up to rounding (docs/semantics.md §12.6), so only computed here, and finite."""
+    (both, alone), sharded = _sharded_tangents(axis_type)[case]
+    assert np.isfinite(both).all() and np.isfinite(alone).all()
+    for layout, (got_both, got_alone) in sharded.items():
+        assert np.array_equal(_bits(got_alone), _bits(alone)), (layout, "X alone")
+        assert np.isfinite(np.asarray(got_both)).all(), (layout, "X and ROIs")
+
+
+@pytest.mark.parametrize("axis_type", [AxisType.Explicit, AxisType.Auto])
+@pytest.mark.parametrize("face", ["onnx", "openvino"])
+def test_forward_mode_keeps_negative_zero_tangents(axis_type, face):
+    """Max mode, X's tangent all -0.0, ROIs inside their images: each output's tangent is its
+    sample's four corner weights times -0.0, -0.0 (docs/semantics.md §12.6; no term of the
+    ROIs, whose tangent is not asked for). With the images sharded along the batch the devices'
+    tangents were summed as floats from +0.0 (Explicit axes: every one read +0.0); the owner's
+    bits are now summed as integers."""
+    mesh = jax.make_mesh((4,), ("d",), axis_types=(axis_type,), devices=jax.devices()[:4])
+    x, rng = _data(33, (4, 3, 10, 10))
+    rois = np.array([[0, 0, 4, 4], [1, 1, 8, 6], [2.5, 0.5, 9, 9], [0, 3, 5, 8]], np.float32)
+    batch = np.array([0, 2, 3, 1], np.int32)
+
+    def f(v):
+        if face == "onnx":
+            return onnx.roi_align(v, rois, batch, mode="max", output_height=2, output_width=2,
+                                  sampling_ratio=2)
+        return ov.roi_align(v, rois, batch, pooled_h=2, pooled_w=2, sampling_ratio=2,
+                            spatial_scale=1.0, mode="max")
+
+    tangent = jax.jit(lambda v, t: jax.jvp(f, (v,), (t,))[1])
+    t = np.full(x.shape, -0.0, np.float32)
+    expected = np.full((4, 3, 2, 2), -0.0, np.float32)
+    assert_same(np.asarray(tangent(x, t)), expected)
+    with jax.set_mesh(mesh):
+        got = tangent(*(jax.device_put(a, NamedSharding(mesh, P("d"))) for a in (x, t)))
+    assert_same(np.asarray(got), expected)
+
+
+def test_forward_mode_with_sampling_ratio_zero_is_reverse_only():
+    """sampling_ratio = 0 visits its samples in a run-time loop whose derivative is a
+    ``jax.custom_vjp``: reverse mode only, on one device as on several (docs/semantics.md
+    §12.6); ``jax.jvp`` raises JAX's TypeError, never a wrong tangent."""
+    x, rng = _data(35, (2, 2, 8, 8))
+    rois = _rois(rng, 3, 8, 8)
+    batch = np.array([0, 1, 1], np.int32)
+    with pytest.raises(TypeError, match="custom_vjp"):
+        jax.jit(lambda v: jax.jvp(lambda w: _f(w, rois, batch), (v,), (v,))[1])(x)

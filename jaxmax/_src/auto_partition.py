@@ -77,14 +77,18 @@ Tied = Sequence[tuple[tuple[int, int], tuple[int, int]]]
 
 def call(plain: Callable[..., tuple], planner: Planner, args: Sequence[jax.Array], *,
          kept: Kept, jvp: Callable | None = None, vjp: bool = False,
-         backward: Planner | None = None, tied: Tied = ()) -> tuple:
+         backward: Planner | None = None, tied: Tied = (),
+         symbolic_zeros: bool = False) -> tuple:
     """``plain(*args)`` (a tuple of arrays), partitioned by `planner` where the partitioner
     runs: ``planner(mesh, specs)`` with the operands' specs on `mesh` (one entry per axis).
     `kept[r][i]`: the ``(operand, axis)`` whose sharding axis `i` of result `r` takes when the
     plan keeps it (XLA's propagation then lays the result out as the plan gives it), or
     ``(operand, axis, m)`` for a result axis `m` times that axis's length (each of its blocks
     `m` times as long), or None.
-    `jvp(primals, tangents, outputs)` gives the output tangents (a ``custom_jvp``); or `vjp`:
+    `jvp(primals, tangents, outputs)` gives the output tangents (a ``custom_jvp``; with
+    `symbolic_zeros`, the tangents of inputs not differentiated come as JAX's
+    ``SymbolicZero``: a linear call over the others, whose transpose needs every operand
+    linear, can leave them out); or `vjp`:
     reverse mode only, by `plain`'s own ``jax.vjp`` from the inputs (a ``custom_vjp``, for
     computations whose derivative is a ``custom_vjp`` already: their forward, recomputed,
     is dead code where the backward reads only the inputs); neither: not differentiable.
@@ -158,26 +162,14 @@ def call(plain: Callable[..., tuple], planner: Planner, args: Sequence[jax.Array
         def forward(*a):
             return batchable(*a), a
 
-        def reverse(*a):
-            return jax.vjp(lambda *v: tuple(plain(*v)), *a[:n])[1](tuple(a[n:]))
-
         def backward_rule(primals, cotangents):
             if backward is None:
-                return reverse(*primals, *cotangents)
+                return jax.vjp(lambda *v: tuple(plain(*v)), *primals)[1](tuple(cotangents))
             # the planned call gives the floating inputs' cotangents; an integer input's is
             # float0, outside it
-            floats = [i for i in range(n) if jnp.issubdtype(primals[i].dtype, jnp.inexact)]
-
-            def reverse_floats(*a):
-                got = reverse(*a)
-                return tuple(got[i] for i in floats)
-
-            got = call(reverse_floats, backward, (*primals, *cotangents),
-                       kept=[[(i, a) for a in range(len(shapes[i]))] for i in floats])
-            out = [np.zeros(primals[i].shape, jax.dtypes.float0) for i in range(n)]
-            for i, g in zip(floats, got, strict=True):
-                out[i] = g
-            return tuple(out)
+            got = iter(reverse(plain, backward, primals, cotangents))
+            return tuple(next(got) if _floating(p) else np.zeros(p.shape, jax.dtypes.float0)
+                         for p in primals)
 
         reversible.defvjp(forward, backward_rule)
         return reversible(*args)
@@ -188,16 +180,39 @@ def call(plain: Callable[..., tuple], planner: Planner, args: Sequence[jax.Array
     def differentiable(*a):
         return batchable(*a)
 
-    @differentiable.defjvp
     def _jvp(primals, tangents):
         out = differentiable(*primals)
         return out, jvp(primals, tangents, out)
+
+    differentiable.defjvp(_jvp, symbolic_zeros=symbolic_zeros)
 
     return differentiable(*args)
 
 
 #: The mesh context the per-device functions are traced in: none.
 _NO_MESH = jax.sharding.AbstractMesh((), ())
+
+
+def reverse(plain: Callable[..., tuple], backward: Planner, primals: Sequence[jax.Array],
+            cotangents: Sequence[jax.Array]) -> tuple:
+    """The cotangents of `plain`'s floating inputs (in their order) at `primals`, from the
+    cotangents of its outputs: ``plain``'s own ``jax.vjp``, laid out per device by
+    ``backward(mesh, specs)`` (`call`'s `backward`: a `Plan` over the inputs' and then the
+    output cotangents' specs, giving the floating inputs' cotangents, each laid out as its
+    input)."""
+    n = len(primals)
+    floats = [i for i in range(n) if _floating(primals[i])]
+
+    def reverse_floats(*a):
+        got = jax.vjp(lambda *v: tuple(plain(*v)), *a[:n])[1](tuple(a[n:]))
+        return tuple(got[i] for i in floats)
+
+    return call(reverse_floats, backward, (*primals, *cotangents),
+                kept=[[(i, a) for a in range(primals[i].ndim)] for i in floats])
+
+
+def _floating(a) -> bool:
+    return jnp.issubdtype(a.dtype, jnp.inexact)
 
 
 def _named(mesh, arg_shapes):

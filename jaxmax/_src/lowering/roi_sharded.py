@@ -10,7 +10,8 @@
   Exact: the owner's values bit for bit, an invalid ROI ``+0.0`` everywhere. XLA's
   partitioner gathered the sparse tables built from the images (MaxRoiPool, ROIPooling: 34
   times the input) or all-reduced four output-sized partial sums (RoiAlign). The gradient is
-  each device's own, on its images, from the cotangent of the ROIs it owns.
+  each device's own, on its images, from the cotangent of the ROIs it owns; a forward-mode
+  tangent, like the values, the owner's bits summed.
 * `by_rois`: the ROIs sharded, the images replicated (or sharded along the channels only).
   Each device answers its own ROIs; nothing moves, and the output keeps the ROIs' sharding
   (as RoiAlign's already did). The gradient of the images sums the devices' partial gradients,
@@ -29,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxmax._src import auto_partition, explicit_axes
+from jaxmax._src import auto_partition, explicit_axes, linear_calls
 from jaxmax._src.lowering import bit_sum
 from jaxmax._src.lowering.roi import rois as rois_lowering
 
@@ -109,10 +110,28 @@ def _owned_sum(out, owned, names):
 
 @_owned_sum.defjvp
 def _owned_sum_jvp(names, primals, tangents):
+    """The tangent the owner's, like the values: a linear function (`linear_calls`) whose
+    forward sums the tangent's bits (a floating sum started from ``+0.0``, and a ``-0.0``
+    tangent read ``+0.0``) and whose transpose is JAX's of the floating sum (the reverse mode
+    unchanged); the floating sum itself where the linear call does not work."""
     out, owned = primals
     t = tangents[0]
+    mine = _per_roi(owned, t.ndim)
+
+    def summed(mine, t):
+        return lax.psum(jnp.where(mine, t, jnp.zeros((), t.dtype)), names)
+
+    if not linear_calls.available():
+        return _owned_sum(out, owned, names), summed(mine, t)
+
+    def forward(residuals, linear):
+        return (bit_sum.owner_sum(linear[0], names, residuals[0]),)
+
+    def transpose(residuals, cotangent):
+        return jax.linear_transpose(partial(summed, residuals[0]), t)(cotangent[0])
+
     return (_owned_sum(out, owned, names),
-            lax.psum(jnp.where(_per_roi(owned, t.ndim), t, jnp.zeros((), t.dtype)), names))
+            linear_calls.call(forward, transpose, (mine,), (t,))[0])
 
 
 def _per_roi(owned: jax.Array, ndim: int) -> jax.Array:
@@ -234,6 +253,44 @@ def max_pool_backward_plan(shapes, specs, mesh, run: Callable[..., jax.Array]):
             return reverse(xb, rois, g)[0], jnp.zeros_like(rois)
         g_spec = (None, x_spec[1], None, None)
         return auto_partition.Plan(by_channels, (x_spec, rois_spec, g_spec), (x_spec, rois_spec))
+    return None
+
+
+def align_tangent(run: Callable[..., jax.Array], live: tuple[int, ...]):
+    """RoiAlign's forward-mode tangent as a function of ``(x, boxes, batch, *tangents)``: the
+    tangents of the inputs `live` (0: `x`, 1: `boxes`), the others not differentiated (no
+    term of theirs, as ``jax.jvp`` of `run(x, boxes, batch)` closing over them gives)."""
+    def tangent(x, boxes, batch, *tangents):
+        def at(*moving):
+            args = dict(zip(live, moving, strict=True))
+            return run(args.get(0, x), args.get(1, boxes), batch)
+        return jax.jvp(at, tuple((x, boxes)[k] for k in live), tangents)[1]
+    return tangent
+
+
+def align_tangent_plan(shapes, specs, mesh, run: Callable[..., jax.Array],
+                       live: tuple[int, ...]):
+    """`align_tangent`'s per-device form on ``Auto`` axes in the forward's forms: the operands
+    ``(x, boxes, batch, *tangents)`` of `shapes` laid out as `specs`, each tangent laid out as
+    its primal, `run(x, boxes, batch)` the lowering: ``(per_device, in_specs, out_specs)``, or
+    None. With the images sharded each ROI's tangent comes from the device that holds its
+    image, its bits summed (exact, a ``-0.0`` included)."""
+    if any(tuple(specs[3 + j]) != tuple(specs[k]) for j, k in enumerate(live)):
+        return None
+    tangent = align_tangent(run, live)
+    if images_plan(shapes[:3], specs[:3], mesh, run, 2) is not None:
+        names = explicit_axes.entry_names(specs[0][0])
+        block = shapes[0][0] // explicit_axes.devices_along(mesh, names)
+
+        def by_images(xb, boxes, batch, *tangents):
+            local, owned = _local_images(batch, names, block, 0)
+            got = tangent(xb, boxes, local, *tangents)
+            return bit_sum.owner_sum(got, names, _per_roi(owned, got.ndim))
+        return by_images, tuple(specs), ((),)
+    for plan in (rois_plan, channels_plan):
+        got = plan(shapes[:3], specs[:3], mesh, run)
+        if got is not None:
+            return tangent, tuple(specs), got[2]
     return None
 
 

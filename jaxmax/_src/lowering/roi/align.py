@@ -31,8 +31,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.custom_derivatives import SymbolicZero
 
-from jaxmax._src import auto_partition, dtypes, explicit_axes
+from jaxmax._src import auto_partition, dtypes, explicit_axes, linear_calls
 from jaxmax._src.lowering import compile_options, order, roi_sharded, rules
 from jaxmax._src.lowering.roi import adaptive, samples
 from jaxmax._src.lowering.roi import rois as roi_rows
@@ -295,8 +296,12 @@ def _on_auto_axes(x, boxes, batch, static):
     """:func:`align` where XLA chooses the sharding (:mod:`jaxmax._src.auto_partition`): the
     images sharded along the batch (`roi_sharded.by_images`' form), the ROIs sharded, or the
     channels, each device computes its part, chosen once XLA knows the sharding; any other
-    layout is gathered. Its derivative is :func:`align`'s own, planned in the same forms
-    (`roi_sharded.align_backward_plan`)."""
+    layout is gathered. Its derivative is :func:`align`'s own, planned in the same forms: a
+    linear function of the tangents (:mod:`jaxmax._src.linear_calls`) whose forward is
+    `roi_sharded.align_tangent_plan` and whose transpose `roi_sharded.align_backward_plan`, so
+    that forward mode (``jax.jvp``) works as on one device. Reverse mode only where one
+    device has no forward mode either (``sampling_ratio = 0``: its loop is a
+    ``jax.custom_vjp``) and where the linear call does not work."""
     def run(*a):
         return align(*a, **static)
 
@@ -315,9 +320,47 @@ def _on_auto_axes(x, boxes, batch, static):
             [x.shape, boxes.shape, batch.shape, (boxes.shape[0], x.shape[1]) + static["pooled"]],
             specs, mesh, run)
 
+    def plain(*a):
+        return (run(*a),)
+
     kept = ((1, 0), (0, 1), None, None)
-    return auto_partition.call(lambda *a: (align(*a, **static),), planner, (x, boxes, batch),
-                               kept=(kept,), vjp=True, backward=backward)[0]
+    if static["sampling_ratio"] == 0 or not linear_calls.available():
+        return auto_partition.call(plain, planner, (x, boxes, batch), kept=(kept,), vjp=True,
+                                   backward=backward)[0]
+
+    def jvp(primals, tangents, out):
+        # linear in the tangents given: one not asked for (a symbolic zero) is left out of the
+        # linear call (whose transpose needs every operand linear) and has no term, as in
+        # ``jax.jvp`` on one device
+        del out
+        live = tuple(k for k in (0, 1) if not isinstance(tangents[k], SymbolicZero))
+        shapes = [x.shape, boxes.shape, batch.shape] + [primals[k].shape for k in live]
+
+        def tangent_planner(mesh, specs):
+            got = roi_sharded.align_tangent_plan(shapes, specs, mesh, run, live)
+            return None if got is None else auto_partition.Plan(lambda *a: (got[0](*a),),
+                                                                got[1], got[2])
+
+        tangent = roi_sharded.align_tangent(run, live)
+        # the tangents laid out as their primals
+        tied = tuple(((3 + j, a), (k, a)) for j, k in enumerate(live)
+                     for a in range(primals[k].ndim))
+
+        def forward(residuals, linear):
+            return auto_partition.call(lambda *a: (tangent(*a),), tangent_planner,
+                                       (*residuals, *linear), kept=(kept,), tied=tied)
+
+        def transpose(residuals, cotangent):
+            got = auto_partition.reverse(plain, backward, residuals, cotangent)
+            return tuple(got[k] for k in live)
+
+        v, b, i = primals
+        return linear_calls.call(forward, transpose,
+                                 (lax.stop_gradient(v), lax.stop_gradient(b), i),
+                                 tuple(tangents[k] for k in live))
+
+    return auto_partition.call(plain, planner, (x, boxes, batch), kept=(kept,), jvp=jvp,
+                               symbolic_zeros=True)[0]
 
 
 def _align(x: jax.Array, boxes: jax.Array, batch: jax.Array, *, face: str, mode: str,
