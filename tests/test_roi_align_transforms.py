@@ -412,13 +412,8 @@ def test_sharded_gradients_are_the_unsharded_bits(axis_type, case):
 
 # ------------------------------------------------------------------------- forward mode
 
-_TANGENT_CASES = {
-    "onnx max sr 2": lambda x, r, b: onnx.roi_align(x, r, b, mode="max", output_height=2,
-                                                     output_width=3, sampling_ratio=2),
-    "openvino avg sr 2 half_pixel": lambda x, r, b: ov.roi_align(
-        x, r, b, pooled_h=3, pooled_w=2, sampling_ratio=2, spatial_scale=0.5, mode="avg",
-        aligned_mode="half_pixel"),
-}
+#: `_GRADIENT_CASES`' with forward mode (sampling_ratio > 0; 0 is reverse mode only)
+_TANGENT_CASES = {name: f for name, f in _GRADIENT_CASES.items() if "sr 0" not in name}
 
 
 @functools.cache

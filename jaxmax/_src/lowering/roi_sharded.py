@@ -188,6 +188,15 @@ def channels_plan(shapes, specs, mesh, run: Callable[..., jax.Array]):
     return run, tuple(specs), ((None, spec[1]),)
 
 
+def as_plan(got) -> auto_partition.Plan | None:
+    """A plan of this module (``(per_device, in_specs, out_specs)`` of one output, or None) as
+    :mod:`jaxmax._src.auto_partition`'s `Plan`, whose per-device function gives a tuple."""
+    if got is None:
+        return None
+    per_device, in_specs, out_specs = got
+    return auto_partition.Plan(lambda *a: (per_device(*a),), in_specs, out_specs)
+
+
 def _shapes(arrays) -> list[tuple[int, ...]]:
     return [tuple(a.shape) for a in arrays]
 

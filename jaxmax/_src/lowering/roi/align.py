@@ -312,8 +312,7 @@ def _on_auto_axes(x, boxes, batch, static):
                                        absent=0)
                or roi_sharded.rois_plan(shapes, specs, mesh, run)
                or roi_sharded.channels_plan(shapes, specs, mesh, run))
-        return None if got is None else auto_partition.Plan(lambda *a: (got[0](*a),), got[1],
-                                                            got[2])
+        return roi_sharded.as_plan(got)
 
     def backward(mesh, specs):
         return roi_sharded.align_backward_plan(
@@ -337,9 +336,8 @@ def _on_auto_axes(x, boxes, batch, static):
         shapes = [x.shape, boxes.shape, batch.shape] + [primals[k].shape for k in live]
 
         def tangent_planner(mesh, specs):
-            got = roi_sharded.align_tangent_plan(shapes, specs, mesh, run, live)
-            return None if got is None else auto_partition.Plan(lambda *a: (got[0](*a),),
-                                                                got[1], got[2])
+            return roi_sharded.as_plan(
+                roi_sharded.align_tangent_plan(shapes, specs, mesh, run, live))
 
         tangent = roi_sharded.align_tangent(run, live)
         # the tangents laid out as their primals

@@ -86,9 +86,8 @@ def _roi_max_pool_body(x, rois, *, pooled, spatial_scale, rule, dense=False, aut
         # Auto axes (several devices, no sharding in the types): the same per-device forms,
         # chosen once XLA knows the sharding
         def planner(mesh, specs):
-            got = roi_sharded.max_pool_plan([x.shape, rois.shape], specs, mesh, compute)
-            return None if got is None else auto_partition.Plan(
-                lambda *a: (got[0](*a),), got[1], got[2])
+            return roi_sharded.as_plan(
+                roi_sharded.max_pool_plan([x.shape, rois.shape], specs, mesh, compute))
         def backward(mesh, specs):
             return roi_sharded.max_pool_backward_plan(
                 [x.shape, rois.shape, (rois.shape[0], x.shape[1]) + pooled], specs, mesh,
